@@ -1,0 +1,1 @@
+"""Pure figure builders: numpy/pandas in, plotly.graph_objects.Figure out (one module per concept)."""

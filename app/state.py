@@ -1,0 +1,38 @@
+"""Session-state keys, their defaults (set once per session), and the URL query parameters that mirror them."""
+from __future__ import annotations
+
+import streamlit as st
+
+DEFAULTS = {
+    "model_name": "en-de",
+    "text": "The old man who lives next door gave me the book yesterday.",
+    "beam_size": 1,
+    "max_len": 60,
+    "length_penalty": 0.6,
+    "kind": "cross",
+    "layer": 0,
+    "head": -1,  # -1 = mean over heads (a view choice; the model keeps every head)
+    "word_level": False,
+    "image_format": "png",
+}
+URL_KEYS = ("model_name", "text")  # shareable: a lecturer can send a link to a sentence
+
+
+def init_state() -> None:
+    """Set every key once per session; on the first run, take values from the URL if present."""
+    if st.session_state.get("_initialised"):
+        return
+    params = st.query_params
+    for key, value in DEFAULTS.items():
+        if key in URL_KEYS and key in params:
+            value = params[key]
+        st.session_state.setdefault(key, value)
+    st.session_state["_initialised"] = True
+
+
+def sync_url() -> None:
+    """Write the shareable keys back to the URL."""
+    for key in URL_KEYS:
+        value = st.session_state.get(key)
+        if value and st.query_params.get(key) != value:
+            st.query_params[key] = value

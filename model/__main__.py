@@ -1,0 +1,67 @@
+"""Command line: python -m model translate "some text" [--checkpoint DIR] [--beam N] [--max-len N]
+[--length-penalty A] [--device auto|cpu|cuda] [--json FILE]"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "pretrained" / "en-de"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m model", description="Attention Explorer's Transformer")
+    commands = parser.add_subparsers(dest="command", required=True)
+    tr = commands.add_parser("translate", help="translate one sentence")
+    tr.add_argument("text")
+    tr.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="checkpoint directory")
+    tr.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy)")
+    tr.add_argument("--max-len", type=int, default=64, help="maximum generated tokens, EOS included")
+    tr.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha")
+    tr.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    tr.add_argument("--json", help="write pieces, steps and attention to this file")
+    return parser
+
+
+def translate_command(args: argparse.Namespace) -> int:
+    from .checkpoint import CheckpointError, load_checkpoint
+    from .config import DecodeConfig
+    from .device import resolve_device
+    from .inference import InputError, translate
+    from .serialize import translation_to_dict
+
+    try:
+        decode = DecodeConfig(beam_size=args.beam, max_len=args.max_len, length_penalty=args.length_penalty)
+        device = resolve_device(args.device)
+        ckpt = load_checkpoint(args.checkpoint, device)
+        result = translate(ckpt.model, ckpt.tokenizer, args.text, decode)
+    except (CheckpointError, InputError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if result.source.dropped:
+        print(f"warning: input cut to the model's maximum; {result.source.dropped} pieces dropped", file=sys.stderr)
+    print(result.text)
+    if args.json:
+        data = translation_to_dict(result, ckpt.tokenizer, {**decode.__dict__, "device": str(device),
+                                                            "checkpoint": str(args.checkpoint)})
+        try:
+            Path(args.json).write_text(json.dumps(data, ensure_ascii=False))
+        except OSError as exc:
+            print(f"error: cannot write {args.json}: {exc.strerror}", file=sys.stderr)
+            return 2
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return translate_command(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

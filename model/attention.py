@@ -1,0 +1,100 @@
+"""Multi-head scaled dot-product attention (paper section 3.2), our own so it can return its weights.
+
+``nn.MultiheadAttention`` averages or hides what we need to show, so the projections and the
+softmax are written out here. With ``return_attention=False`` the fused
+``F.scaled_dot_product_attention`` does the same computation faster.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+KeyValue = tuple[torch.Tensor, torch.Tensor]  # keys and values, each [B, H, K, d_k]
+
+
+@dataclass
+class AttentionOutput:
+    """What one attention call produced.
+
+    ``weights`` are post-softmax, pre-dropout probabilities per head [B, H, Q, K] (masked entries
+    exactly 0); ``scores`` are QK^T / sqrt(d_k) after masking, i.e. the softmax input
+    [B, H, Q, K] (masked entries = finfo.min). Both are None unless attention was asked for.
+    ``key_value`` are the projected keys/values used, for a KV cache.
+    """
+
+    output: torch.Tensor  # [B, Q, D]
+    key_value: KeyValue
+    weights: torch.Tensor | None = None
+    scores: torch.Tensor | None = None
+
+
+def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                       dropout: nn.Dropout) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """softmax(mask(QK^T / sqrt(d_k))) V, keeping the intermediate scores and weights.
+
+    q [B, H, Q, d_k], k and v [B, H, K, d_k], mask bool broadcastable to [B, H, Q, K] (True = attend).
+    Returns (context [B, H, Q, d_k], weights [B, H, Q, K], scores [B, H, Q, K]). Masked scores are
+    filled with the dtype's most negative finite value, then the weights there are set to exactly 0,
+    so a fully masked row gives zeros rather than NaN.
+    """
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B, H, Q, K]
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = scores.softmax(dim=-1)  # [B, H, Q, K]
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    context = dropout(weights) @ v  # [B, H, Q, d_k]
+    return context, weights, scores
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O with head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i)."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, L, D] -> [B, H, L, d_k]."""
+        return x.view(x.size(0), x.size(1), self.n_heads, self.d_k).transpose(1, 2)
+
+    def project_key_value(self, x: torch.Tensor) -> KeyValue:
+        """Keys and values of x [B, K, D], each [B, H, K, d_k]; computed once for cross-attention."""
+        return self.split_heads(self.w_k(x)), self.split_heads(self.w_v(x))
+
+    def forward(self, query: torch.Tensor, key_value_input: torch.Tensor | None = None,
+                mask: torch.Tensor | None = None, *, past: KeyValue | None = None,
+                return_attention: bool = False) -> AttentionOutput:
+        """Attend from ``query`` [B, Q, D] to keys ``past ++ project(key_value_input)``.
+
+        Self-attention passes the same tensor as query and key_value_input; a KV cache passes the
+        earlier steps' keys/values as ``past``; cross-attention passes the encoder's precomputed
+        keys/values as ``past`` and no key_value_input. ``mask`` [B or 1, 1, Q, K], True = attend.
+        """
+        q = self.split_heads(self.w_q(query))  # [B, H, Q, d_k]
+        k, v = past if past is not None else (None, None)
+        if key_value_input is not None:
+            k_new, v_new = self.project_key_value(key_value_input)  # [B, H, K_new, d_k]
+            k = k_new if k is None else torch.cat([k, k_new], dim=2)  # [B, H, K, d_k]
+            v = v_new if v is None else torch.cat([v, v_new], dim=2)
+        if k is None:
+            raise ValueError("attention needs keys: pass key_value_input or past")
+        weights = scores = None
+        if return_attention:
+            context, weights, scores = scaled_dot_product(q, k, v, mask, self.dropout)
+        else:
+            context = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)  # [B, H, Q, d_k]
+        merged = context.transpose(1, 2).reshape(query.size(0), query.size(1), -1)  # [B, Q, D]
+        return AttentionOutput(self.w_o(merged), (k, v), weights, scores)

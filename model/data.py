@@ -1,0 +1,106 @@
+"""Training data: the parallel corpus, the synthetic reversal task, and length-bucketed token batches."""
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from .tokenizer import Tokenizer
+
+Pair = tuple[list[int], list[int]]  # (source ids ending in EOS, target ids ending in EOS)
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def load_corpus(path: str | Path) -> pd.DataFrame:
+    """The committed corpus: a gzip TSV with columns source, split, en, de."""
+    frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    missing = {"source", "split", "en", "de"} - set(frame.columns)
+    if missing:
+        raise ValueError(f"{path} lacks columns {sorted(missing)}")
+    return frame
+
+
+def reversal_corpus(n_train: int = 20000, n_valid: int = 500, n_test: int = 500, min_len: int = 3,
+                    max_len: int = 12, seed: int = 0) -> pd.DataFrame:
+    """Random letter strings ("q w e r") and their mirror ("r e w q"): a task whose correct
+    cross-attention is known exactly (output i must look at source position n-1-i)."""
+    rng = random.Random(seed)
+    rows, seen = [], set()
+    for split, count in (("test", n_test), ("valid", n_valid), ("train", n_train)):
+        while count:
+            letters = [rng.choice(LETTERS) for _ in range(rng.randint(min_len, max_len))]
+            text = " ".join(letters)
+            if text in seen:
+                continue
+            seen.add(text)
+            rows.append({"source": "reverse", "split": split, "en": text, "de": " ".join(reversed(letters))})
+            count -= 1
+    return pd.DataFrame(rows)
+
+
+def encode_pairs(tokenizer: Tokenizer, sources: Sequence[str], targets: Sequence[str], max_len: int) -> list[Pair]:
+    """Tokenize parallel sentences, EOS-terminated, dropping pairs longer than max_len on either side."""
+    pairs = []
+    for src, tgt in zip(sources, targets):
+        s, t = tokenizer.encode(src) + [tokenizer.eos_id], tokenizer.encode(tgt) + [tokenizer.eos_id]
+        if len(s) <= max_len and len(t) <= max_len:
+            pairs.append((s, t))
+    return pairs
+
+
+def token_batches(pairs: Sequence[Pair], max_tokens: int, seed: int | None = None) -> list[list[int]]:
+    """Group pair indices into batches of similar length, each at most ``max_tokens`` tokens per side
+    (padding included), so little compute is spent on padding. Batch order is shuffled by ``seed``
+    (None keeps length order, for evaluation)."""
+    order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][1]), len(pairs[i][0])))
+    batches, batch, longest = [], [], 0
+    for i in order:
+        size = max(len(pairs[i][0]), len(pairs[i][1]))
+        if batch and max(longest, size) * (len(batch) + 1) > max_tokens:
+            batches.append(batch)
+            batch, longest = [], 0
+        batch.append(i)
+        longest = max(longest, size)
+    if batch:
+        batches.append(batch)
+    if seed is not None:
+        random.Random(seed).shuffle(batches)
+    return batches
+
+
+@dataclass
+class Batch:
+    """src [B, S]; tgt_in [B, T] = BOS + target[:-1]; tgt_out [B, T] = target (what each position predicts)."""
+
+    src: torch.Tensor
+    tgt_in: torch.Tensor
+    tgt_out: torch.Tensor
+
+    @property
+    def n_tokens(self) -> int:
+        return int((self.tgt_out != 0).sum())
+
+
+def collate(pairs: Sequence[Pair], pad_id: int, bos_id: int) -> Batch:
+    """Pad a list of pairs into tensors (teacher forcing: the decoder reads the target shifted right)."""
+    src_len = max(len(s) for s, _ in pairs)
+    tgt_len = max(len(t) for _, t in pairs)
+    src = torch.full((len(pairs), src_len), pad_id, dtype=torch.long)  # [B, S]
+    tgt_in = torch.full((len(pairs), tgt_len), pad_id, dtype=torch.long)  # [B, T]
+    tgt_out = torch.full((len(pairs), tgt_len), pad_id, dtype=torch.long)  # [B, T]
+    for row, (s, t) in enumerate(pairs):
+        src[row, : len(s)] = torch.tensor(s)
+        tgt_in[row, : len(t)] = torch.tensor([bos_id] + t[:-1])
+        tgt_out[row, : len(t)] = torch.tensor(t)
+    return Batch(src, tgt_in, tgt_out)
+
+
+def iterate_batches(pairs: Sequence[Pair], batches: list[list[int]], pad_id: int, bos_id: int,
+                    start: int = 0) -> Iterator[tuple[int, Batch]]:
+    """(index, Batch) for batches[start:], so a resumed epoch skips what was already trained."""
+    for index in range(start, len(batches)):
+        yield index, collate([pairs[i] for i in batches[index]], pad_id, bos_id)

@@ -1,0 +1,96 @@
+"""One encoder layer and one decoder layer (paper section 3.1), and the position-wise FFN (3.3)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from .attention import AttentionOutput, KeyValue, MultiHeadAttention
+
+
+class PositionwiseFeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, the same two linear maps applied at every position."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # [B, L, D]
+
+
+class SublayerConnection(nn.Module):
+    """Residual connection plus LayerNorm around one sub-layer.
+
+    Post-norm (the paper): LayerNorm(x + Dropout(Sublayer(x))). Pre-norm (optional, trains more
+    stably when deep): x + Dropout(Sublayer(LayerNorm(x))).
+    """
+
+    def __init__(self, d_model: int, dropout: float, norm_first: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        if self.norm_first:
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention over the source, then the FFN, each wrapped in residual + LayerNorm."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, norm_first: bool = False) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first) for _ in range(2)])
+
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor,
+                return_attention: bool = False) -> tuple[torch.Tensor, AttentionOutput]:
+        """x [B, S, D], src_mask [B, 1, 1, S] -> ([B, S, D], the self-attention output)."""
+        record: list[AttentionOutput] = []
+
+        def attend(h: torch.Tensor) -> torch.Tensor:
+            record.append(self.self_attn(h, h, src_mask, return_attention=return_attention))
+            return record[-1].output
+
+        x = self.sublayers[0](x, attend)
+        return self.sublayers[1](x, self.feed_forward), record[0]
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, encoder-decoder (cross) attention, then the FFN."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, norm_first: bool = False) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first) for _ in range(3)])
+
+    def forward(self, y: torch.Tensor, memory_kv: KeyValue, self_mask: torch.Tensor, cross_mask: torch.Tensor,
+                past: KeyValue | None = None,
+                return_attention: bool = False) -> tuple[torch.Tensor, AttentionOutput, AttentionOutput]:
+        """y [B, T_new, D]; memory_kv = this layer's projected encoder keys/values [B, H, S, d_k];
+        self_mask [B, 1, T_new, T_past+T_new]; cross_mask [B, 1, 1, S]; past = cached self keys/values.
+
+        Returns (y [B, T_new, D], self-attention output (its key_value is the updated cache), cross output).
+        """
+        record: list[AttentionOutput] = []
+
+        def self_attend(h: torch.Tensor) -> torch.Tensor:
+            record.append(self.self_attn(h, h, self_mask, past=past, return_attention=return_attention))
+            return record[-1].output
+
+        def cross_attend(h: torch.Tensor) -> torch.Tensor:
+            record.append(self.cross_attn(h, None, cross_mask, past=memory_kv, return_attention=return_attention))
+            return record[-1].output
+
+        y = self.sublayers[0](y, self_attend)
+        y = self.sublayers[1](y, cross_attend)
+        return self.sublayers[2](y, self.feed_forward), record[0], record[1]

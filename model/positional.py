@@ -1,0 +1,28 @@
+"""Sinusoidal positional encoding (paper section 3.5), as a pure function that can be plotted without a model."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same). -> [max_len, d_model].
+
+    Wavelengths run geometrically from 2*pi to 10000*2*pi, so for any offset k, PE[pos+k] is a
+    linear function (a rotation per sin/cos pair) of PE[pos]: relative positions are learnable.
+    """
+    if max_len < 1 or d_model < 2 or d_model % 2:
+        raise ValueError(f"need max_len >= 1 and an even d_model >= 2, got {max_len}, {d_model}")
+    position = torch.arange(max_len, dtype=torch.float32)[:, None]  # [max_len, 1]
+    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))  # [D/2]
+    angles = position * inv_freq  # [max_len, D/2]
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles)
+    return pe  # [max_len, D]
+
+
+def wavelengths(d_model: int) -> torch.Tensor:
+    """Wavelength of each sin/cos pair, 2*pi * 10000^(2i/d_model). -> [d_model/2]."""
+    return 2 * math.pi * torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)

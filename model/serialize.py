@@ -1,0 +1,53 @@
+"""A Translation as plain JSON-ready data (the CLI's --json and the app's trace download share it).
+
+Attention is nested lists [layer][head][query][key] of the best output's teacher-forced forward.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .decoding import DecodeStep
+from .inference import Translation
+from .tokenizer import Tokenizer
+from .trace import KINDS
+
+SCHEMA_VERSION = 1
+
+
+def _round(values, digits: int = 6):
+    if isinstance(values, list):
+        return [_round(v, digits) for v in values]
+    return round(float(values), digits)
+
+
+def step_to_dict(step: DecodeStep, tokenizer: Tokenizer) -> dict[str, Any]:
+    rows = []
+    for r in range(step.prefixes.size(0)):
+        rows.append({
+            "prefix": tokenizer.pieces(step.prefixes[r].tolist()),
+            "log_prob": round(float(step.prefix_scores[r]), 6),
+            "top_k": [{"id": int(i), "piece": tokenizer.id_to_piece(int(i)), "prob": round(float(p), 6)}
+                      for i, p in zip(step.topk_ids[r], step.topk_probs[r])],
+        })
+    candidates = [{"row": c.row, "id": c.token, "piece": tokenizer.id_to_piece(c.token),
+                   "log_prob": round(c.log_prob, 6), "status": c.status} for c in step.candidates]
+    return {"step": step.step, "rows": rows, "candidates": candidates}
+
+
+def translation_to_dict(translation: Translation, tokenizer: Tokenizer, decode: dict[str, Any] | None = None
+                        ) -> dict[str, Any]:
+    """Everything about one translation; see README.md ("JSON output") for the schema."""
+    src, trace = translation.source, translation.trace
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "source": {"text": src.text, "ids": list(src.ids), "pieces": list(src.pieces), "dropped_pieces": src.dropped},
+        "translation": {"text": translation.text, "ids": list(translation.target_ids),
+                        "pieces": list(translation.target_pieces),
+                        "decoder_input_pieces": list(translation.target_input_pieces)},
+        "decode": decode or {},
+        "steps": [step_to_dict(s, tokenizer) for s in translation.result.steps],
+        "n_best": [{"text": tokenizer.decode(h.tokens), "pieces": tokenizer.pieces(h.tokens),
+                    "log_prob": round(h.log_prob, 6), "score": round(h.score, 6), "ended_with_eos": h.ended_with_eos}
+                   for h in translation.result.hypotheses],
+        "attention": {kind: _round(trace.weights(kind)[:, 0].tolist()) for kind in KINDS},
+    }

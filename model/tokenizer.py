@@ -1,0 +1,108 @@
+"""SentencePiece wrapper: text <-> pieces and ids with the specials the model uses, and word grouping.
+
+One joint English+German model, because the paper shares one embedding matrix between the encoder,
+the decoder and the output layer.
+"""
+from __future__ import annotations
+
+import io
+import unicodedata
+from collections.abc import Iterable
+from pathlib import Path
+
+import sentencepiece as spm
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+SPECIAL_PIECES = {PAD: "<pad>", UNK: "<unk>", BOS: "<s>", EOS: "</s>"}
+WORD_START = "\u2581"  # sentencepiece's "▁", marks a piece that begins a word
+
+
+class TokenizerError(ValueError):
+    """A tokenizer file that cannot be used."""
+
+
+class Tokenizer:
+    """A loaded sentencepiece model with ids pad 0, unk 1, bos 2, eos 3."""
+
+    def __init__(self, model_proto: bytes) -> None:
+        self.sp = spm.SentencePieceProcessor()
+        try:
+            self.sp.LoadFromSerializedProto(model_proto)
+        except Exception as exc:  # sentencepiece raises bare RuntimeError/OSError on a corrupt file
+            raise TokenizerError(f"not a valid sentencepiece model ({exc})") from None
+        ids = (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id())
+        if ids != (PAD, UNK, BOS, EOS):
+            raise TokenizerError(f"tokenizer special ids (pad, unk, bos, eos) are {ids}, expected (0, 1, 2, 3)")
+        self.model_proto = model_proto
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Tokenizer":
+        path = Path(path)
+        if not path.is_file():
+            raise TokenizerError(f"tokenizer model not found: {path}")
+        return cls(path.read_bytes())
+
+    pad_id, unk_id, bos_id, eos_id = PAD, UNK, BOS, EOS
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of the text's pieces, without BOS/EOS. Text is NFKC-normalised by sentencepiece itself."""
+        return self.sp.encode(text, out_type=int)
+
+    def encode_source(self, text: str) -> list[int]:
+        """What the encoder reads: the pieces followed by EOS."""
+        return self.encode(text) + [EOS]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of ids, dropping BOS/EOS/PAD."""
+        return self.sp.decode([int(i) for i in ids if int(i) not in (PAD, BOS, EOS)])
+
+    def pieces(self, ids: Iterable[int]) -> list[str]:
+        """Display pieces for ids, specials shown as <s>, </s>, <pad>, <unk>."""
+        return [SPECIAL_PIECES.get(int(i)) or self.sp.id_to_piece(int(i)) for i in ids]
+
+    def id_to_piece(self, i: int) -> str:
+        return SPECIAL_PIECES.get(int(i)) or self.sp.id_to_piece(int(i))
+
+
+def word_groups(pieces: list[str]) -> list[list[int]]:
+    """Indices of the pieces forming each word: a piece starting with "▁" (or a special token) opens a new word.
+
+    ["▁The", "▁hou", "se", "</s>"] -> [[0], [1, 2], [3]]
+    """
+    groups: list[list[int]] = []
+    for i, piece in enumerate(pieces):
+        is_special = piece in SPECIAL_PIECES.values()
+        prev_special = bool(groups) and pieces[groups[-1][-1]] in SPECIAL_PIECES.values()
+        if not groups or piece.startswith(WORD_START) or is_special or prev_special:
+            groups.append([i])
+        else:
+            groups[-1].append(i)
+    return groups
+
+
+def word_labels(pieces: list[str], groups: list[list[int]]) -> list[str]:
+    """Readable word for each group: pieces joined with the word-start marks removed."""
+    return ["".join(pieces[i] for i in g).replace(WORD_START, "") or WORD_START for g in groups]
+
+
+def clean_text(text: str) -> str:
+    """NFC-normalise and collapse whitespace and control characters the tokenizer would choke on."""
+    text = unicodedata.normalize("NFC", text)
+    text = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in text)
+    return " ".join(text.split())
+
+
+def train_tokenizer(sentences: Iterable[str], vocab_size: int, model_type: str = "bpe",
+                    **options) -> Tokenizer:
+    """Train a sentencepiece model on in-memory sentences with the project's special ids."""
+    proto = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_writer=proto, vocab_size=vocab_size, model_type=model_type,
+        character_coverage=1.0, pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
+        pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>",
+        num_threads=1, minloglevel=2, **options)
+    return Tokenizer(proto.getvalue())

@@ -1,0 +1,190 @@
+"""Encoder, Decoder and the full Transformer (paper figure 1), with a KV-cached decoding step."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import AttentionOutput, KeyValue
+from .config import ModelConfig
+from .layers import DecoderLayer, EncoderLayer
+from .masks import decoder_self_mask, padding_mask
+from .positional import sinusoidal_encoding
+from .trace import AttentionTrace
+
+
+class Embeddings(nn.Module):
+    """Token embedding x sqrt(d_model) + sinusoidal positional encoding, then dropout.
+
+    One instance is shared by encoder and decoder, and its weight is also the pre-softmax output
+    layer (section 3.4), which is why the vocabulary is joint.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.token = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_id)
+        nn.init.normal_(self.token.weight, std=config.d_model ** -0.5)
+        with torch.no_grad():
+            self.token.weight[config.pad_id].zero_()
+        self.register_buffer("positional", sinusoidal_encoding(config.max_len, config.d_model), persistent=False)
+        self.scale = math.sqrt(config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """ids [B, L] at positions offset..offset+L-1 -> [B, L, D]."""
+        end = offset + ids.size(1)
+        if end > self.positional.size(0):
+            raise ValueError(f"sequence of {end} tokens exceeds the model's maximum of {self.positional.size(0)}")
+        return self.dropout(self.token(ids) * self.scale + self.positional[offset:end])  # [B, L, D]
+
+
+class Encoder(nn.Module):
+    """N identical EncoderLayers."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout,
+                                                 config.norm_first) for _ in range(config.n_encoder_layers))
+        self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else nn.Identity()
+
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor,
+                return_attention: bool = False) -> tuple[torch.Tensor, list[AttentionOutput]]:
+        """x [B, S, D], src_mask [B, 1, 1, S] -> (memory [B, S, D], one self-attention output per layer)."""
+        attention = []
+        for layer in self.layers:
+            x, attn = layer(x, src_mask, return_attention)
+            attention.append(attn)
+        return self.final_norm(x), attention
+
+
+class Decoder(nn.Module):
+    """N identical DecoderLayers."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout,
+                                                 config.norm_first) for _ in range(config.n_decoder_layers))
+        self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else nn.Identity()
+
+    def forward(self, y: torch.Tensor, memory_kv: list[KeyValue], self_mask: torch.Tensor, cross_mask: torch.Tensor,
+                past: list[KeyValue] | None = None, return_attention: bool = False
+                ) -> tuple[torch.Tensor, list[AttentionOutput], list[AttentionOutput]]:
+        """y [B, T_new, D] -> (hidden [B, T_new, D], self-attention outputs, cross-attention outputs) per layer."""
+        self_outs, cross_outs = [], []
+        for i, layer in enumerate(self.layers):
+            y, self_out, cross_out = layer(y, memory_kv[i], self_mask, cross_mask,
+                                           None if past is None else past[i], return_attention)
+            self_outs.append(self_out)
+            cross_outs.append(cross_out)
+        return self.final_norm(y), self_outs, cross_outs
+
+
+@dataclass
+class DecoderState:
+    """What incremental decoding carries between steps (one row per hypothesis).
+
+    memory_kv: per decoder layer, the encoder keys/values for cross-attention [B, H, S, d_k], computed
+    once; cross_mask [B, 1, 1, S]; past: per layer, the decoder self-attention keys/values so far
+    [B, H, t, d_k]; length = t, the number of target tokens already fed.
+    """
+
+    memory_kv: list[KeyValue]
+    cross_mask: torch.Tensor
+    past: list[KeyValue] | None = None
+    length: int = 0
+
+    def reorder(self, index: torch.Tensor) -> "DecoderState":
+        """Keep rows ``index`` [B'] (beam search's back-pointers), in that order."""
+        pick = lambda kv: (kv[0].index_select(0, index), kv[1].index_select(0, index))  # noqa: E731
+        return DecoderState([pick(kv) for kv in self.memory_kv], self.cross_mask.index_select(0, index),
+                            None if self.past is None else [pick(kv) for kv in self.past], self.length)
+
+
+@dataclass
+class StepOutput:
+    """One decoding step: log-probabilities of the next token [B, V] and, if asked, that step's
+    attention rows per layer: dec_self [B, H, 1, t+1] and cross [B, H, 1, S]."""
+
+    log_probs: torch.Tensor
+    state: DecoderState
+    dec_self: list[torch.Tensor] | None = None
+    cross: list[torch.Tensor] | None = None
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer. ``forward`` is teacher-forced; ``start``/``step`` decode incrementally."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed = Embeddings(config)
+        self.encoder = Encoder(config)
+        self.decoder = Decoder(config)
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and not name.startswith("embed."):
+                nn.init.xavier_uniform_(p)
+
+    def encode(self, src: torch.Tensor, return_attention: bool = False
+               ) -> tuple[torch.Tensor, torch.Tensor, list[AttentionOutput]]:
+        """src [B, S] -> (memory [B, S, D], src_mask [B, 1, 1, S], per-layer self-attention)."""
+        src_mask = padding_mask(src, self.config.pad_id)  # [B, 1, 1, S]
+        memory, attention = self.encoder(self.embed(src), src_mask, return_attention)
+        return memory, src_mask, attention
+
+    def memory_key_values(self, memory: torch.Tensor) -> list[KeyValue]:
+        """Each decoder layer's cross-attention keys/values of the encoder output (computed once per sentence)."""
+        return [layer.cross_attn.project_key_value(memory) for layer in self.decoder.layers]
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Pre-softmax output layer sharing the embedding matrix: [..., D] -> [..., V]."""
+        return F.linear(hidden, self.embed.token.weight)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, return_attention: bool = False
+                ) -> torch.Tensor | tuple[torch.Tensor, AttentionTrace]:
+        """Teacher-forced pass. src [B, S], tgt [B, T] (decoder input, starting with BOS) -> logits [B, T, V],
+        plus an AttentionTrace when ``return_attention``."""
+        memory, src_mask, enc_attn = self.encode(src, return_attention)
+        tgt_mask = decoder_self_mask(tgt, self.config.pad_id)  # [B, 1, T, T]
+        hidden, self_attn, cross_attn = self.decoder(
+            self.embed(tgt), self.memory_key_values(memory), tgt_mask, src_mask, None, return_attention)
+        logits = self.logits(hidden)  # [B, T, V]
+        if not return_attention:
+            return logits
+        trace = AttentionTrace(
+            enc_self=[a.weights for a in enc_attn], dec_self=[a.weights for a in self_attn],
+            cross=[a.weights for a in cross_attn], enc_self_scores=[a.scores for a in enc_attn],
+            dec_self_scores=[a.scores for a in self_attn], cross_scores=[a.scores for a in cross_attn],
+            src_mask=src_mask, tgt_mask=tgt_mask)
+        return logits, trace
+
+    def start(self, src: torch.Tensor, return_attention: bool = False
+              ) -> tuple[DecoderState, list[AttentionOutput]]:
+        """Encode once for incremental decoding: src [B, S] -> (state, encoder self-attention per layer)."""
+        memory, src_mask, enc_attn = self.encode(src, return_attention)
+        return DecoderState(self.memory_key_values(memory), src_mask), enc_attn
+
+    def step(self, state: DecoderState, tokens: torch.Tensor, return_attention: bool = False) -> StepOutput:
+        """Feed the newest token of every row, tokens [B, 1], reusing cached keys/values.
+
+        No causal mask is needed for a single new query: it may attend to every cached position.
+        """
+        self_mask = torch.ones(tokens.size(0), 1, 1, state.length + 1, dtype=torch.bool, device=tokens.device)
+        hidden, self_attn, cross_attn = self.decoder(
+            self.embed(tokens, offset=state.length), state.memory_kv, self_mask, state.cross_mask,
+            state.past, return_attention)  # hidden [B, 1, D]
+        log_probs = self.logits(hidden[:, -1]).float().log_softmax(dim=-1)  # [B, V]
+        new_state = DecoderState(state.memory_kv, state.cross_mask, [a.key_value for a in self_attn], state.length + 1)
+        if not return_attention:
+            return StepOutput(log_probs, new_state)
+        return StepOutput(log_probs, new_state, [a.weights for a in self_attn], [a.weights for a in cross_attn])
+
+
+def count_parameters(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+__all__ = ["Embeddings", "Encoder", "Decoder", "DecoderState", "StepOutput", "Transformer",
+           "count_parameters"]

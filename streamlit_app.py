@@ -1,0 +1,20 @@
+"""Attention Explorer: the router. Run with `streamlit run streamlit_app.py`."""
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported: see stack-notes (CPU threads)
+
+import streamlit as st
+
+from app.sidebar import render_sidebar
+
+st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+page = st.navigation([
+    st.Page("app/views/translate.py", title="Translate", icon="🔤", default=True),
+    st.Page("app/views/decoding.py", title="Decoding, step by step", icon="🪜"),
+    st.Page("app/views/positional.py", title="Positional encoding", icon="〰️"),
+    st.Page("app/views/masks.py", title="Masks", icon="🎭"),
+    st.Page("app/views/mechanics.py", title="Mechanics of attention", icon="⚙️"),
+    st.Page("app/views/model.py", title="Model and training", icon="🏗️"),
+])
+render_sidebar()
+page.run()

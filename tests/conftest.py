@@ -1,0 +1,43 @@
+"""Shared fixtures: a tiny tokenizer and a tiny randomly initialised checkpoint (seconds to build)."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import pytest
+import torch
+
+from model.checkpoint import save_checkpoint
+from model.config import ModelConfig
+from model.tokenizer import train_tokenizer
+from model.transformer import Transformer
+
+SENTENCES = [
+    "The house is small.", "Das Haus ist klein.", "I would like to drink a cup of tea.",
+    "Ich möchte eine Tasse Tee trinken.", "Where is the station?", "Wo ist der Bahnhof?",
+    "She has read the book that you gave her yesterday.", "Sie hat das Buch gelesen, das du ihr gestern gegeben hast.",
+    "Zwölf Boxkämpfer jagen Viktor quer über den großen Sylter Deich.", "naïve café – “quotes” 日本語 🙂",
+] * 20
+
+
+def tiny_config(vocab_size: int, **overrides) -> ModelConfig:
+    base = dict(vocab_size=vocab_size, d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, d_ff=32,
+                dropout=0.1, max_len=64)
+    return ModelConfig(**{**base, **overrides})
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    return train_tokenizer(SENTENCES, vocab_size=120)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tokenizer):
+    torch.manual_seed(0)
+    return Transformer(tiny_config(tokenizer.vocab_size)).eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory, tokenizer, tiny_model):
+    return save_checkpoint(tiny_model, tokenizer, tmp_path_factory.mktemp("ckpt") / "tiny")

@@ -1,0 +1,82 @@
+import pytest
+import torch
+from torch import nn
+
+from model.attention import MultiHeadAttention
+from model.masks import padding_mask
+
+
+def random_batch(seed: int, batch=3, q_len=5, k_len=7, d_model=16):
+    g = torch.Generator().manual_seed(seed)
+    query = torch.randn(batch, q_len, d_model, generator=g)
+    key = torch.randn(batch, k_len, d_model, generator=g)
+    lengths = torch.randint(1, k_len + 1, (batch,), generator=g)
+    ids = (torch.arange(k_len)[None] < lengths[:, None]).long()  # 1 = real token, 0 = pad
+    return query, key, padding_mask(ids, 0)
+
+
+def test_rows_sum_to_one_and_masked_entries_are_exactly_zero():
+    mha = MultiHeadAttention(16, 4).eval()
+    query, key, mask = random_batch(0)
+    out = mha(query, key, mask, return_attention=True)
+    assert out.weights.shape == (3, 4, 5, 7)
+    assert torch.allclose(out.weights.sum(-1), torch.ones(3, 4, 5), atol=1e-6)
+    masked = ~mask.expand_as(out.weights)
+    assert (out.weights[masked] == 0).all()
+    assert (out.scores[masked] == torch.finfo(torch.float32).min).all()
+
+
+def test_fully_masked_row_gives_zeros_not_nan():
+    mha = MultiHeadAttention(16, 4).eval()
+    query, key, _ = random_batch(1, batch=1)
+    mask = torch.zeros(1, 1, 1, 7, dtype=torch.bool)
+    explicit = mha(query, key, mask, return_attention=True)
+    fused = mha(query, key, mask)
+    assert (explicit.weights == 0).all() and not torch.isnan(explicit.output).any()
+    assert torch.allclose(explicit.output, fused.output, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_matches_torch_multihead_attention_per_head(seed):
+    d_model, heads = 16, 4
+    ours = MultiHeadAttention(d_model, heads).eval()
+    ref = nn.MultiheadAttention(d_model, heads, batch_first=True).eval()
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
+        ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
+        ref.out_proj.weight.copy_(ours.w_o.weight)
+        ref.out_proj.bias.copy_(ours.w_o.bias)
+    query, key, mask = random_batch(seed)
+    out = ours(query, key, mask, return_attention=True)
+    ref_out, ref_weights = ref(query, key, key, key_padding_mask=~mask[:, 0, 0],  # torch: True = ignore
+                               need_weights=True, average_attn_weights=False)
+    assert torch.allclose(out.output, ref_out, atol=1e-5)
+    assert torch.allclose(out.weights, ref_weights, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fused_path_gives_the_same_output_as_the_explicit_path(seed):
+    mha = MultiHeadAttention(16, 4).eval()
+    query, key, mask = random_batch(seed)
+    causal = torch.ones(5, 7, dtype=torch.bool).tril()[None, None]
+    for m in (mask, mask & causal, None):
+        assert torch.allclose(mha(query, key, m).output, mha(query, key, m, return_attention=True).output, atol=1e-6)
+
+
+def test_kv_cache_equals_attending_over_the_whole_sequence():
+    mha = MultiHeadAttention(16, 4).eval()
+    x = torch.randn(1, 6, 16)
+    full = mha(x, x, torch.ones(6, 6, dtype=torch.bool).tril()[None, None], return_attention=True)
+    past = None
+    for t in range(6):
+        step = mha(x[:, t:t + 1], x[:, t:t + 1], None, past=past, return_attention=True)
+        past = step.key_value
+        assert torch.allclose(step.output[0, 0], full.output[0, t], atol=1e-6)
+        assert torch.allclose(step.weights[0, :, 0], full.weights[0, :, t, : t + 1], atol=1e-6)
+
+
+def test_dropout_is_applied_after_the_weights_are_recorded():
+    mha = MultiHeadAttention(16, 4, dropout=0.5).train()
+    query, key, mask = random_batch(2)
+    out = mha(query, key, mask, return_attention=True)
+    assert torch.allclose(out.weights.sum(-1), torch.ones(3, 4, 5), atol=1e-6)

@@ -1,0 +1,90 @@
+import json
+import shutil
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from model.checkpoint import CONFIG, TOKENIZER, WEIGHTS, CheckpointError, load_checkpoint, save_checkpoint
+from model.transformer import Transformer
+from tests.conftest import tiny_config
+
+SRC, TGT = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 8, 9]])
+
+
+def test_round_trip_gives_identical_outputs(tiny_checkpoint, tiny_model):
+    ckpt = load_checkpoint(tiny_checkpoint)
+    assert ckpt.config == tiny_model.config and not ckpt.model.training
+    assert torch.equal(ckpt.model(SRC, TGT), tiny_model(SRC, TGT))
+
+
+def test_fp16_checkpoint_loads_as_fp32_close_to_the_original(tmp_path, tokenizer, tiny_model):
+    save_checkpoint(tiny_model, tokenizer, tmp_path / "half", dtype=torch.float16)
+    ckpt = load_checkpoint(tmp_path / "half")
+    assert ckpt.model.embed.token.weight.dtype == torch.float32
+    assert torch.allclose(ckpt.model(SRC, TGT), tiny_model(SRC, TGT), atol=5e-2)
+
+
+@pytest.fixture
+def broken(tmp_path, tiny_checkpoint):
+    target = tmp_path / "broken"
+    shutil.copytree(tiny_checkpoint, target)
+    return target
+
+
+def expect_error(path, *words):
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(path)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_missing_directory_and_files_are_named(tmp_path, broken):
+    expect_error(tmp_path / "nope", "not found")
+    (broken / WEIGHTS).unlink()
+    expect_error(broken, WEIGHTS, "missing")
+
+
+def test_corrupt_weights_file(broken):
+    (broken / WEIGHTS).write_bytes(b"\x80\x04 this is a pickle, not safetensors")
+    expect_error(broken, "not a valid safetensors")
+
+
+def test_shape_mismatch_names_the_tensor(broken, tokenizer):
+    other = Transformer(tiny_config(tokenizer.vocab_size, d_ff=48))
+    save_file({k: v.contiguous() for k, v in other.state_dict().items()}, str(broken / WEIGHTS))
+    expect_error(broken, "linear1.weight", "(48, 16)")
+
+
+def test_missing_tensor_is_named(broken, tiny_model):
+    weights = {k: v.contiguous() for k, v in tiny_model.state_dict().items() if "decoder.layers.1" not in k}
+    save_file(weights, str(broken / WEIGHTS))
+    expect_error(broken, "missing", "decoder.layers.1")
+
+
+def test_vocabulary_mismatch_with_tokenizer(broken):
+    payload = json.loads((broken / CONFIG).read_text())
+    payload["model"]["vocab_size"] += 1
+    (broken / CONFIG).write_text(json.dumps(payload))
+    expect_error(broken, "vocabulary mismatch")
+
+
+def test_bad_config_values_and_json(broken):
+    payload = json.loads((broken / CONFIG).read_text())
+    payload["model"]["n_heads"] = 3
+    (broken / CONFIG).write_text(json.dumps(payload))
+    expect_error(broken, "divisible")
+    (broken / CONFIG).write_text("{not json")
+    expect_error(broken, "not valid JSON")
+
+
+def test_corrupt_tokenizer(broken):
+    (broken / TOKENIZER).write_bytes(b"garbage")
+    expect_error(broken, TOKENIZER)
+
+
+def test_nan_weights_are_refused(broken, tiny_model):
+    weights = {k: v.clone().contiguous() for k, v in tiny_model.state_dict().items()}
+    weights["encoder.layers.0.feed_forward.linear1.bias"][0] = float("nan")
+    save_file(weights, str(broken / WEIGHTS))
+    expect_error(broken, "NaN")

@@ -1,0 +1,75 @@
+import torch
+
+from model.trace import KINDS
+from model.transformer import Transformer
+from tests.conftest import tiny_config
+
+
+def model(**overrides):
+    torch.manual_seed(0)
+    return Transformer(tiny_config(40, **overrides)).eval()
+
+
+SRC = torch.tensor([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]])
+TGT = torch.tensor([[2, 11, 12, 13], [2, 14, 0, 0]])
+
+
+def test_trace_has_per_layer_per_head_maps_of_every_kind():
+    logits, trace = model()(SRC, TGT, return_attention=True)
+    assert logits.shape == (2, 4, 40)
+    assert trace.weights("enc_self").shape == (2, 2, 2, 5, 5)  # [L, B, H, S, S]
+    assert trace.weights("dec_self").shape == (2, 2, 2, 4, 4)
+    assert trace.weights("cross").shape == (2, 2, 2, 4, 5)
+    for kind in KINDS:
+        w, mask = trace.weights(kind), trace.mask(kind)
+        assert not torch.isnan(w).any()
+        assert (w.masked_select(~mask.expand_as(w[0])[None].expand_as(w)) == 0).all()
+        assert trace.scores(kind).shape == w.shape
+
+
+def test_decoder_cannot_see_the_future_and_padding_does_not_leak():
+    m = model()
+    _, trace = m(SRC, TGT, return_attention=True)
+    dec = trace.weights("dec_self")
+    assert (dec.triu(diagonal=1) == 0).all()
+    assert (trace.weights("cross")[:, 1, :, :, 3:] == 0).all()  # second sentence's source padding
+    changed = TGT.clone()
+    changed[0, 3] = 20
+    assert torch.allclose(m(SRC, TGT)[0, :3], m(SRC, changed)[0, :3], atol=1e-6)
+
+
+def test_batched_padded_sentence_equals_the_sentence_alone():
+    m = model()
+    batched = m(SRC, TGT)[1, :2]
+    alone = m(SRC[1:, :3], TGT[1:, :2])[0]
+    assert torch.allclose(batched, alone, atol=1e-5)
+
+
+def test_fast_and_explicit_paths_agree_for_the_whole_model():
+    for norm_first in (False, True):
+        m = model(norm_first=norm_first)
+        assert torch.allclose(m(SRC, TGT), m(SRC, TGT, return_attention=True)[0], atol=1e-5)
+
+
+def test_one_matrix_is_shared_by_both_embeddings_and_the_output_layer():
+    m = model()
+    assert sum(p.numel() for p in m.parameters() if p.shape == (40, 16)) == 40 * 16
+    hidden = torch.randn(3, 16)
+    assert torch.allclose(m.logits(hidden), hidden @ m.embed.token.weight.T)
+
+
+def test_embedding_is_scaled_by_sqrt_d_model_plus_positional_encoding():
+    m = model(dropout=0.0)
+    ids = torch.tensor([[5, 6]])
+    expected = m.embed.token.weight[[5, 6]] * 4.0 + m.embed.positional[:2]
+    assert torch.allclose(m.embed(ids)[0], expected)
+
+
+def test_too_long_input_is_refused_with_a_clear_message():
+    m = model(max_len=8)
+    try:
+        m(torch.ones(1, 9, dtype=torch.long), torch.ones(1, 2, dtype=torch.long))
+    except ValueError as exc:
+        assert "maximum of 8" in str(exc)
+    else:
+        raise AssertionError("expected a ValueError")
