@@ -1,13 +1,16 @@
-"""Models and tokenizers, loaded once per server process and shared read-only by every session."""
+"""Models and tokenizers: the shipped ones are loaded once per server process and shared read-only by every
+session; a checkpoint a user uploads belongs to that user's session only."""
 from __future__ import annotations
 
+import hashlib
 import logging
+import tempfile
 from pathlib import Path
 
 import streamlit as st
 import torch
 
-from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from model.checkpoint import CONFIG, TOKENIZER, WEIGHTS, Checkpoint, CheckpointError, load_checkpoint
 from model.device import describe, resolve_device
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,16 +20,58 @@ MODELS = {
 }
 MODEL_LABELS = {"en-de": "English → German (trained on Debian's translations)",
                 "reverse": "Reverse letters (synthetic: the right attention is known)"}
+UPLOAD_PREFIX = "upload:"
 log = logging.getLogger("attention_explorer")
 
 
 @st.cache_resource(show_spinner="Loading the model…")
-def load_model(name: str) -> Checkpoint:
-    """The shipped checkpoint ``name`` on CUDA if present, else the CPU, in eval mode. Never mutated."""
-    if name not in MODELS:
-        raise CheckpointError(f"unknown model {name!r}")
+def _load_shipped(name: str) -> Checkpoint:
     torch.set_grad_enabled(False)
     return load_checkpoint(MODELS[name], resolve_device("auto"))
+
+
+def load_model(name: str) -> Checkpoint:
+    """The checkpoint called ``name``: a shipped one (cached, on CUDA if present, else the CPU, eval mode,
+    never mutated) or one this session uploaded ("upload:<hash>")."""
+    if name in MODELS:
+        return _load_shipped(name)
+    uploads = st.session_state.get("uploads", {})
+    if name in uploads:
+        return uploads[name]
+    raise CheckpointError(f"unknown model {name!r}")
+
+
+def model_label(name: str) -> str:
+    if name in MODEL_LABELS:
+        return MODEL_LABELS[name]
+    ckpt = st.session_state.get("uploads", {}).get(name)
+    cfg = ckpt.config if ckpt else None
+    return f"Uploaded checkpoint ({cfg.d_model}-wide, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers)" \
+        if cfg else name
+
+
+def load_upload(files: list) -> str:
+    """Validate uploaded checkpoint files (weights .safetensors, config .json, tokenizer .model) and keep the
+    model in this session. Returns its name; raises CheckpointError with a message for the user."""
+    by_suffix = {".safetensors": WEIGHTS, ".json": CONFIG, ".model": TOKENIZER}
+    chosen: dict[str, bytes] = {}
+    for f in files:
+        target = by_suffix.get(Path(f.name).suffix.lower())
+        if target is None:
+            raise CheckpointError(f"{f.name}: expected a .safetensors, a .json and a .model file")
+        chosen[target] = f.getvalue()
+    missing = [name for name in (WEIGHTS, CONFIG, TOKENIZER) if name not in chosen]
+    if missing:
+        raise CheckpointError(f"missing {', '.join(missing)}: upload the weights, config and tokenizer together")
+    digest = hashlib.sha256(b"".join(chosen[k] for k in sorted(chosen))).hexdigest()[:12]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, data in chosen.items():
+            (Path(tmp) / name).write_bytes(data)
+        ckpt = load_checkpoint(tmp, resolve_device("auto"))
+    ckpt.path = None
+    name = UPLOAD_PREFIX + digest
+    st.session_state.setdefault("uploads", {})[name] = ckpt
+    return name
 
 
 def device_label() -> str:

@@ -1,18 +1,44 @@
-"""The sidebar every page shares: which model, which device, how figures download."""
+"""The sidebar every page shares: which model, which device, how figures download, your own checkpoint."""
 from __future__ import annotations
 
 import streamlit as st
 
-from app.resources import MODEL_LABELS, MODELS, device_label
+from app.resources import MODELS, device_label, load_upload, log, model_label
 from app.state import init_state
+from model.checkpoint import CheckpointError
+
+
+def _upload_ui() -> None:
+    with st.expander("Use your own checkpoint"):
+        st.caption("Upload the three files of a checkpoint made by `python -m model.train`: "
+                   "model.safetensors, config.json and tokenizer.model. It stays in your session only.")
+        files = st.file_uploader("Checkpoint files", type=["safetensors", "json", "model"],
+                                 accept_multiple_files=True, key="upload_files")
+        if st.button("Load checkpoint", key="upload_load", disabled=not files):
+            try:
+                name = load_upload(files)
+            except CheckpointError as exc:
+                st.error(f"Cannot use this checkpoint: {exc}")
+            except Exception:  # noqa: BLE001 - anything else is our bug: log it, keep the app alive
+                log.exception("loading an uploaded checkpoint failed")
+                st.error("Cannot use this checkpoint: it could not be read.")
+            else:
+                st.session_state["_pending_model"] = name  # the selectbox is already drawn in this run
+                st.rerun()
 
 
 def render_sidebar() -> None:
     init_state()
+    options = list(MODELS) + list(st.session_state.get("uploads", {}))
+    if "_pending_model" in st.session_state:
+        st.session_state["model_name"] = st.session_state.pop("_pending_model")
+    if st.session_state["model_name"] not in options:
+        st.session_state["model_name"] = "en-de"
     with st.sidebar:
-        st.selectbox("Model", list(MODELS), key="model_name", format_func=lambda n: MODEL_LABELS[n],
+        st.selectbox("Model", options, key="model_name", format_func=model_label,
                      help="The English→German model translates; the letter-reversal model has a known correct "
                           "attention pattern (each output letter must look at its mirror position).")
         st.caption(f"Running on **{device_label()}**")
         st.radio("Figure download format", ["png", "svg"], key="image_format", horizontal=True,
                  help="What the camera icon in each chart's toolbar saves.")
+        _upload_ui()

@@ -73,7 +73,7 @@ class DecoderLayer(nn.Module):
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first) for _ in range(3)])
 
-    def forward(self, y: torch.Tensor, memory_kv: KeyValue, self_mask: torch.Tensor, cross_mask: torch.Tensor,
+    def forward(self, y: torch.Tensor, memory_kv: KeyValue, self_mask: torch.Tensor | None, cross_mask: torch.Tensor | None,
                 past: KeyValue | None = None,
                 return_attention: bool = False) -> tuple[torch.Tensor, AttentionOutput, AttentionOutput]:
         """y [B, T_new, D]; memory_kv = this layer's projected encoder keys/values [B, H, S, d_k];

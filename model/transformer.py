@@ -69,7 +69,8 @@ class Decoder(nn.Module):
                                                  config.norm_first) for _ in range(config.n_decoder_layers))
         self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else nn.Identity()
 
-    def forward(self, y: torch.Tensor, memory_kv: list[KeyValue], self_mask: torch.Tensor, cross_mask: torch.Tensor,
+    def forward(self, y: torch.Tensor, memory_kv: list[KeyValue], self_mask: torch.Tensor | None,
+                cross_mask: torch.Tensor | None,
                 past: list[KeyValue] | None = None, return_attention: bool = False
                 ) -> tuple[torch.Tensor, list[AttentionOutput], list[AttentionOutput]]:
         """y [B, T_new, D] -> (hidden [B, T_new, D], self-attention outputs, cross-attention outputs) per layer."""
@@ -87,19 +88,20 @@ class DecoderState:
     """What incremental decoding carries between steps (one row per hypothesis).
 
     memory_kv: per decoder layer, the encoder keys/values for cross-attention [B, H, S, d_k], computed
-    once; cross_mask [B, 1, 1, S]; past: per layer, the decoder self-attention keys/values so far
+    once; cross_mask [B, 1, 1, S] (None when nothing is padded); past: per layer, the decoder self-attention keys/values so far
     [B, H, t, d_k]; length = t, the number of target tokens already fed.
     """
 
     memory_kv: list[KeyValue]
-    cross_mask: torch.Tensor
+    cross_mask: torch.Tensor | None
     past: list[KeyValue] | None = None
     length: int = 0
 
     def reorder(self, index: torch.Tensor) -> "DecoderState":
         """Keep rows ``index`` [B'] (beam search's back-pointers), in that order."""
         pick = lambda kv: (kv[0].index_select(0, index), kv[1].index_select(0, index))  # noqa: E731
-        return DecoderState([pick(kv) for kv in self.memory_kv], self.cross_mask.index_select(0, index),
+        mask = None if self.cross_mask is None else self.cross_mask.index_select(0, index)
+        return DecoderState([pick(kv) for kv in self.memory_kv], mask,
                             None if self.past is None else [pick(kv) for kv in self.past], self.length)
 
 
@@ -164,16 +166,16 @@ class Transformer(nn.Module):
               ) -> tuple[DecoderState, list[AttentionOutput]]:
         """Encode once for incremental decoding: src [B, S] -> (state, encoder self-attention per layer)."""
         memory, src_mask, enc_attn = self.encode(src, return_attention)
-        return DecoderState(self.memory_key_values(memory), src_mask), enc_attn
+        cross_mask = None if bool(src_mask.all()) else src_mask  # no padding: skip masking work in every step
+        return DecoderState(self.memory_key_values(memory), cross_mask), enc_attn
 
     def step(self, state: DecoderState, tokens: torch.Tensor, return_attention: bool = False) -> StepOutput:
         """Feed the newest token of every row, tokens [B, 1], reusing cached keys/values.
 
-        No causal mask is needed for a single new query: it may attend to every cached position.
+        No self-attention mask is needed for a single new query: it may attend to every cached position.
         """
-        self_mask = torch.ones(tokens.size(0), 1, 1, state.length + 1, dtype=torch.bool, device=tokens.device)
         hidden, self_attn, cross_attn = self.decoder(
-            self.embed(tokens, offset=state.length), state.memory_kv, self_mask, state.cross_mask,
+            self.embed(tokens, offset=state.length), state.memory_kv, None, state.cross_mask,
             state.past, return_attention)  # hidden [B, 1, D]
         log_probs = self.logits(hidden[:, -1]).float().log_softmax(dim=-1)  # [B, V]
         new_state = DecoderState(state.memory_kv, state.cross_mask, [a.key_value for a in self_attn], state.length + 1)

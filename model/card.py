@@ -1,0 +1,135 @@
+"""Write a shipped model's card from measured numbers only: evaluation report, training log, corpus counts.
+
+    python -m model.card --checkpoint pretrained/en-de --eval runs/en-de/test_eval.json [--corpus data/en-de.tsv.gz]
+
+The hand-written parts (intended use, limitations) live in the card's template below; every number
+comes from the files named on the command line.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from .checkpoint import load_checkpoint
+from .config import DecodeConfig
+from .data import load_corpus
+from .inference import translate
+from .transformer import count_parameters
+
+LIMITATIONS = """\
+- Small by design (7.6M parameters, 3+3 layers) and trained on a CPU for a few hours on ~75k pairs: it
+  handles short, everyday sentences and dictionary phrases; long or unusual sentences, names and rare
+  words often come out wrong, repeated or cut short.
+- The corpus is dictionary entries (many infinitive phrases "to do sth." / "etw. tun"), game dialogue
+  (Wesnoth, Freeciv) and software interface text (LibreOffice): its register, not news or web text.
+- It translates English to German only, one sentence at a time; input beyond 255 pieces is cut.
+- Attention maps show what the model attended to, not a faithful explanation of why it chose a token.
+"""
+
+
+def _epochs(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def _score_table(report: dict) -> list[str]:
+    settings = [k for k in report if k == "greedy" or k.startswith("beam")]
+    sources = sorted(report[settings[0]]["per_source"]) if settings else []
+    lines = ["| decoding | BLEU | chrF | " + " | ".join(f"{s} BLEU / chrF" for s in sources) + " |",
+             "|---|---|---|" + "---|" * len(sources)]
+    for key in settings:
+        r = report[key]
+        per = " | ".join(f"{r['per_source'][s]['bleu']} / {r['per_source'][s]['chrf']} (n={r['per_source'][s]['n']})"
+                         for s in sources)
+        lines.append(f"| {key} | {r['overall']['bleu']} | {r['overall']['chrf']} | {per} |")
+    return lines
+
+
+def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 10) -> str:
+    ckpt = load_checkpoint(checkpoint)
+    cfg, meta = ckpt.config, ckpt.meta
+    frame = load_corpus(corpus)
+    counts = frame.groupby(["source", "split"]).size().unstack(fill_value=0)
+    epochs = _epochs(checkpoint / "epochs.csv")
+    test = frame[frame["split"] == "test"]
+    examples = test.groupby("source", group_keys=False).head(3).head(n_examples)
+    rows = []
+    for _, row in examples.iterrows():
+        greedy = translate(ckpt.model, ckpt.tokenizer, row["en"], DecodeConfig(max_len=100)).text
+        beam = translate(ckpt.model, ckpt.tokenizer, row["en"], DecodeConfig(beam_size=4, max_len=100)).text
+        rows.append(f"| {row['source']} | {row['en']} | {row['de']} | {greedy} | {beam} |")
+    hours = meta.get("train_seconds", 0) / 3600
+    lines = [
+        f"# Model card: {checkpoint.name}",
+        "",
+        "An English→German encoder-decoder Transformer (Vaswani et al., 2017, post-norm), trained by this "
+        "project's own pipeline (`python -m model.train --task en-de`) for Attention Explorer.",
+        "",
+        "## Architecture",
+        f"- d_model {cfg.d_model}, {cfg.n_heads} heads (d_k = d_v = {cfg.d_k}), {cfg.n_encoder_layers} encoder + "
+        f"{cfg.n_decoder_layers} decoder layers, d_ff {cfg.d_ff}, dropout {cfg.dropout}, sinusoidal positions "
+        f"(max {cfg.max_len}), one {cfg.vocab_size}-piece joint sentencepiece BPE vocabulary whose embedding matrix "
+        f"is shared by encoder input, decoder input and output layer (x sqrt(d_model) in the embeddings).",
+        f"- {count_parameters(ckpt.model):,} parameters; weights shipped as float16 safetensors, loaded as float32.",
+        "",
+        "## Training",
+        f"- Data: `data/en-de.tsv.gz`, {len(frame):,} pairs (train {int((frame.split == 'train').sum()):,}, "
+        f"valid {int((frame.split == 'valid').sum()):,}, test {int((frame.split == 'test').sum()):,}); sources and "
+        "licences in `ATTRIBUTION.md` beside this card. The test split was never used for training, early stopping "
+        "or tuning; this checkpoint is the epoch with the lowest validation loss.",
+        f"- Recipe: Adam (0.9, 0.98, 1e-9); learning rate factor {meta.get('lr_factor')} x d_model^-0.5 x "
+        f"min(step^-0.5, step x {meta.get('warmup')}^-1.5); label smoothing {meta.get('label_smoothing')}; batches "
+        f"of up to {meta.get('max_tokens')} tokens per side, sentences of similar length; bf16 autocast: "
+        f"{meta.get('bf16')}.",
+        f"- {meta.get('epochs')} epochs, {meta.get('steps')} steps, {hours:.1f} h of training on a shared 2-core "
+        f"{platform.machine()} CPU (no GPU). Curves: `log.csv` (every step) and `epochs.csv` (per epoch).",
+        "",
+        "| epoch | step | valid loss | valid BLEU (400 sentences, greedy) | valid chrF |",
+        "|---|---|---|---|---|",
+        *[f"| {e['epoch']} | {e['step']} | {e['valid_loss']} | {e['valid_bleu']} | {e['valid_chrf']} |" for e in epochs],
+        "",
+        f"## Test scores (sacrebleu {__import__('sacrebleu').__version__}, {report.get('split', 'test')} split, "
+        f"{report['greedy']['overall']['n']} pairs)",
+        *_score_table(report),
+        "",
+        "Per-source counts of the corpus:",
+        "",
+        "| source | train | valid | test |",
+        "|---|---|---|---|",
+        *[f"| {s} | {r.get('train', 0)} | {r.get('valid', 0)} | {r.get('test', 0)} |" for s, r in counts.iterrows()],
+        "",
+        f"## {len(rows)} test-split examples (not seen in training)",
+        "| source | English | reference | greedy | beam 4 |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+        "## Known limitations",
+        LIMITATIONS,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m model.card", description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", default="pretrained/en-de")
+    parser.add_argument("--eval", required=True, help="JSON written by python -m model.evaluate --json")
+    parser.add_argument("--corpus", default="data/en-de.tsv.gz")
+    args = parser.parse_args(argv)
+    torch.set_grad_enabled(False)
+    card = build_card(Path(args.checkpoint), json.loads(Path(args.eval).read_text()), Path(args.corpus))
+    (Path(args.checkpoint) / "MODEL_CARD.md").write_text(card)
+    print(f"wrote {Path(args.checkpoint) / 'MODEL_CARD.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+import math
+
+import pytest
+import torch
+
+from model.analysis import embedding_parts, head_statistics, merge_to_words, parameter_counts
+from model.mechanics import attention_internals
+from model.score_functions import compare_scores, hard_attention, location_based, softmax_saturation
+from model.trace import KINDS
+from model.transformer import count_parameters
+
+
+def test_head_statistics_of_known_patterns():
+    q = k = 4
+    diagonal = torch.eye(4)[None, None]  # [1, 1, Q, K]
+    uniform = torch.full((1, 1, q, k), 0.25)
+    weights = torch.cat([diagonal, uniform], dim=1)  # [1, 2, Q, K]
+    special = torch.tensor([False, False, False, True])
+    stats = head_statistics(weights, special, torch.ones(q, dtype=torch.bool))
+    assert stats["entropy"][0].tolist() == pytest.approx([0.0, math.log(4)])
+    assert stats["diagonality"][0].tolist() == pytest.approx([1.0, 0.25])
+    assert stats["max_weight"][0].tolist() == pytest.approx([1.0, 0.25])
+    assert stats["special_share"][0].tolist() == pytest.approx([0.25, 0.25])
+    assert stats["mean_distance"][0, 0] == 0 and stats["mean_distance"][0, 1] == pytest.approx(20 / 16)
+
+
+def test_merge_to_words_sums_keys_and_averages_queries():
+    w = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8], [0.2, 0.2, 0.6]])
+    merged = merge_to_words(w, [[0], [1, 2]], [[0, 1], [2]])
+    assert torch.allclose(merged, torch.tensor([[0.8, 0.2], [0.3, 0.7]]))
+    assert torch.allclose(merged.sum(-1), torch.ones(2))
+
+
+def test_attention_internals_reproduce_the_trace(tiny_model):
+    src, dec_in = [5, 6, 7, 8, 3], [2, 9, 10, 11]
+    _, trace = tiny_model(torch.tensor([src]), torch.tensor([dec_in]), return_attention=True)
+    for kind in KINDS:
+        for layer in range(2):
+            parts = attention_internals(tiny_model, src, dec_in, kind, layer)
+            assert torch.allclose(parts.weights, trace.weights(kind)[layer, 0], atol=1e-6)
+            assert torch.allclose(parts.scaled, parts.qk / math.sqrt(parts.d_k))
+            assert torch.allclose(parts.context, parts.weights @ parts.v, atol=1e-6)
+    dec = attention_internals(tiny_model, src, dec_in, "dec_self", 0)
+    assert not dec.mask[0, 1] and (dec.weights[:, 0, 1:] == 0).all()
+
+
+def test_embedding_parts_and_parameter_counts(tiny_model):
+    parts = embedding_parts(tiny_model, [5, 6, 3])
+    assert torch.allclose(parts["sum"], parts["token"] + parts["positional"])
+    assert torch.allclose(parts["token"][0], tiny_model.embed.token.weight[5] * 4.0)
+    assert sum(n for _, n in parameter_counts(tiny_model)) == count_parameters(tiny_model)
+
+
+def test_score_functions_and_saturation():
+    query, keys = torch.randn(8), torch.randn(5, 8)
+    scores = compare_scores(query, keys)
+    assert set(scores) == {"additive", "general", "dot", "scaled dot"}
+    assert torch.allclose(scores["scaled dot"], keys @ query / math.sqrt(8))
+    assert torch.allclose(location_based(query, 5).sum(), torch.tensor(1.0))
+    assert hard_attention(torch.tensor([0.2, 0.5, 0.3])).tolist() == [0, 1, 0]
+    sat = softmax_saturation([4, 256], samples=100)
+    assert sat["entropy_unscaled"][1] < 0.5 * sat["entropy_scaled"][1]  # unscaled softmax saturates at large d_k
+    assert sat["grad_norm_unscaled"][1] < sat["grad_norm_scaled"][1]
+    assert abs(sat["entropy_scaled"][0] - sat["entropy_scaled"][1]) < 0.2  # scaling keeps it stable

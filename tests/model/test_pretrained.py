@@ -1,0 +1,52 @@
+"""The shipped checkpoints: they load, match their tokenizer, and the reversal model's attention is the
+attention the task needs (our proof that what we draw is what the model used)."""
+from pathlib import Path
+
+import pytest
+import torch
+
+from model.checkpoint import load_checkpoint
+from model.config import DecodeConfig
+from model.data import reversal_corpus
+from model.inference import translate
+
+PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
+
+
+@pytest.fixture(scope="module")
+def reverse():
+    return load_checkpoint(PRETRAINED / "reverse")
+
+
+@pytest.fixture(scope="module")
+def en_de():
+    return load_checkpoint(PRETRAINED / "en-de")
+
+
+def test_shipped_checkpoints_load_and_match_their_tokenizers(reverse, en_de):
+    for ckpt in (reverse, en_de):
+        assert ckpt.tokenizer.vocab_size == ckpt.config.vocab_size
+        assert (ckpt.path / "log.csv").exists() and (ckpt.path / "epochs.csv").exists()
+    cfg = en_de.config
+    assert (cfg.d_model, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.d_ff) == (256, 8, 3, 3, 1024)
+    assert cfg.vocab_size == 8000 and not cfg.norm_first
+
+
+def test_reverse_model_reverses_held_out_strings(reverse):
+    test = reversal_corpus(seed=1).query("split == 'test'").head(100)  # the run's own held-out split (seed 1)
+    outputs = [translate(reverse.model, reverse.tokenizer, s).text for s in test["en"]]
+    assert sum(o == ref for o, ref in zip(outputs, test["de"])) >= 95
+
+
+def test_reverse_cross_attention_peaks_on_the_mirrored_position(reverse):
+    """Last layer, mean over heads: output position i must attend most to source position n-1-i."""
+    test = reversal_corpus(seed=1).query("split == 'test'").head(100)
+    hits = total = 0
+    for text in test["en"]:
+        result = translate(reverse.model, reverse.tokenizer, text, DecodeConfig(max_len=20))
+        n = len(result.source.ids) - 1  # letters, without EOS
+        cross = result.trace.weights("cross")[-1, 0].mean(0)  # [T, S]
+        for i in range(min(n, cross.size(0))):
+            hits += int(cross[i].argmax()) == n - 1 - i
+            total += 1
+    assert total > 500 and hits / total >= 0.95

@@ -1,0 +1,53 @@
+import csv
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from model.label_smoothing import smoothed_targets
+from model.schedule import noam_lr
+from model.train import main as train_main
+
+TINY = ["--task", "reverse", "--d-model", "32", "--n-heads", "2", "--layers", "1", "--d-ff", "64", "--warmup", "10",
+        "--valid-bleu", "5", "--save-every", "10", "--threads", "1"]
+
+
+def read_log(run):
+    with (run / "log.csv").open() as f:
+        return [(int(r["step"]), float(r["loss"])) for r in csv.DictReader(f)]
+
+
+@pytest.mark.slow
+def test_a_few_steps_lower_the_loss_and_resume_continues_from_the_saved_step(tmp_path):
+    run = tmp_path / "run"
+    assert train_main(TINY + ["--out", str(run), "--max-steps", "40"]) == 0
+    log = read_log(run)
+    assert [s for s, _ in log] == list(range(1, 41))
+    first, last = sum(l for _, l in log[:5]) / 5, sum(l for _, l in log[-5:]) / 5
+    assert last < first - 0.3
+    state = json.loads((run / "last" / "state.json").read_text())
+    assert state["step"] == 40 and state["batch"] == 40
+    assert train_main(TINY + ["--out", str(run), "--max-steps", "50"]) == 0
+    log = read_log(run)
+    assert [s for s, _ in log] == list(range(1, 51))  # continued at 41, nothing repeated or lost
+    assert json.loads((run / "last" / "state.json").read_text())["step"] == 50
+    assert (run / "last" / "optimizer.safetensors").exists() and (run / "tokenizer.model").exists()
+
+
+def test_warmup_schedule_rises_linearly_then_decays_as_inverse_sqrt():
+    assert noam_lr(100, 512, 4000) == pytest.approx(100 * 512 ** -0.5 * 4000 ** -1.5)
+    peak = noam_lr(4000, 512, 4000)
+    assert peak == pytest.approx((512 * 4000) ** -0.5)
+    assert noam_lr(3999, 512, 4000) < peak and noam_lr(4001, 512, 4000) < peak
+    assert noam_lr(16000, 512, 4000) == pytest.approx(peak / 2)
+
+
+def test_smoothed_targets_are_what_torch_label_smoothing_uses():
+    logits = torch.randn(6, 11)
+    target = torch.tensor([0, 3, 5, 10, 2, 2])
+    dist = smoothed_targets(target, 11, 0.1)
+    assert torch.allclose(dist.sum(-1), torch.ones(6))
+    assert dist[0, 0] == pytest.approx(0.9 + 0.1 / 11)
+    manual = -(dist * logits.log_softmax(-1)).sum(-1).mean()
+    assert torch.allclose(manual, F.cross_entropy(logits, target, label_smoothing=0.1), atol=1e-6)
