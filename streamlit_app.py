@@ -7,14 +7,14 @@ import streamlit as st
 
 from app.sidebar import render_sidebar
 
-st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 page = st.navigation([
-    st.Page("app/views/translate.py", title="Translate", icon="🔤", default=True),
-    st.Page("app/views/decoding.py", title="Decoding, step by step", icon="🪜"),
-    st.Page("app/views/positional.py", title="Positional encoding", icon="〰️"),
-    st.Page("app/views/masks.py", title="Masks", icon="🎭"),
-    st.Page("app/views/mechanics.py", title="Mechanics of attention", icon="⚙️"),
-    st.Page("app/views/model.py", title="Model and training", icon="🏗️"),
+    st.Page("app/views/translate.py", title="Translate", icon=":material/translate:", default=True),
+    st.Page("app/views/decoding.py", title="Decoding, step by step", icon=":material/account_tree:"),
+    st.Page("app/views/positional.py", title="Positional encoding", icon=":material/waves:"),
+    st.Page("app/views/masks.py", title="Masks", icon=":material/grid_on:"),
+    st.Page("app/views/mechanics.py", title="Mechanics of attention", icon=":material/functions:"),
+    st.Page("app/views/model.py", title="Model and training", icon=":material/model_training:"),
 ])
 render_sidebar()
 page.run()

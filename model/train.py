@@ -78,6 +78,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--save-every", type=int, default=100, help="steps between resumable saves")
     parser.add_argument("--max-steps", type=int, default=0, help="stop after this many steps in total (0 = no cap)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--init-from", help="start a new run from this checkpoint's weights (e.g. the shipped model, "
+                        "to keep training it when its optimizer state is gone); Adam starts afresh")
+    parser.add_argument("--start-step", type=int, default=0, help="with --init-from: the schedule's step to start at")
+    parser.add_argument("--start-epoch", type=int, default=0, help="with --init-from: epochs already done")
     args = parser.parse_args(argv)
     for key, value in PRESETS[args.task].items():
         if getattr(args, key) is None:
@@ -94,6 +98,8 @@ def task_corpus(args: argparse.Namespace):
 def get_tokenizer(args: argparse.Namespace, out: Path, frame) -> Tokenizer:
     """Train the joint tokenizer once per run (on the training split only) and reuse it on resume."""
     path = out / "tokenizer.model"
+    if not path.exists() and args.init_from:  # continuing a shipped model: keep its vocabulary
+        path.write_bytes((Path(args.init_from) / "tokenizer.model").read_bytes())
     if path.exists():
         return Tokenizer.load(path)
     train = frame[frame["split"] == "train"]
@@ -192,6 +198,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ckpt = load_checkpoint(last)
         model, config = ckpt.model.train(), ckpt.config
         progress = Progress(**json.loads((last / "state.json").read_text()))
+    elif args.init_from:
+        ckpt = load_checkpoint(args.init_from)
+        if ckpt.tokenizer.model_proto != tokenizer.model_proto:
+            raise SystemExit(f"error: {args.init_from} uses another tokenizer than {out / 'tokenizer.model'}")
+        model, config = ckpt.model.train(), ckpt.config
+        progress = Progress(epoch=args.start_epoch, step=args.start_step)
     else:
         config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads,
                              n_encoder_layers=args.layers, n_decoder_layers=args.layers, d_ff=args.d_ff,
@@ -199,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = Transformer(config).train()
     model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    if progress.step:
+    if (last / "state.json").exists():
         load_optimizer(optimizer, last)
         torch.manual_seed(args.seed + progress.step)
     for path, key in ((out / "log.csv", "step"), (out / "epochs.csv", "epoch")):

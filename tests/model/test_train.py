@@ -51,3 +51,15 @@ def test_smoothed_targets_are_what_torch_label_smoothing_uses():
     assert dist[0, 0] == pytest.approx(0.9 + 0.1 / 11)
     manual = -(dist * logits.log_softmax(-1)).sum(-1).mean()
     assert torch.allclose(manual, F.cross_entropy(logits, target, label_smoothing=0.1), atol=1e-6)
+
+
+@pytest.mark.slow
+def test_init_from_continues_a_checkpoint_without_its_optimizer(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert train_main(TINY + ["--out", str(first), "--max-steps", "20"]) == 0
+    assert train_main(TINY + ["--out", str(second), "--init-from", str(first / "last"), "--start-step", "20",
+                              "--max-steps", "25"]) == 0
+    log = read_log(second)
+    assert [s for s, _ in log] == [21, 22, 23, 24, 25]
+    assert (second / "tokenizer.model").read_bytes() == (first / "tokenizer.model").read_bytes()
+    assert log[0][1] < read_log(first)[0][1] - 0.3  # it starts from the trained weights, not from scratch
