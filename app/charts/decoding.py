@@ -1,0 +1,173 @@
+"""Decoding figures: next-token probabilities, one attention row, and the beam-search tree.
+
+Pure builders: plain numbers and pieces in, plotly Figure / pandas DataFrame out. The beam tree is
+built from each step's candidates (row, token, piece, cumulative log-prob, status) exactly as
+model.decoding reported them; nothing is re-scored here.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .attention import plotly_text
+from .style import styled
+
+CHOSEN_COLOR, OTHER_COLOR = "#d62728", "#9ecae1"
+ROW_COLOR = "#2171b5"
+
+
+@dataclass(frozen=True)
+class TreeCandidate:
+    """One continuation considered at a step: extends row ``row`` with ``token`` (shown as ``piece``)."""
+
+    row: int
+    token: int
+    piece: str
+    log_prob: float
+    status: str  # kept | finished | pruned
+
+
+def topk_figure(pieces: Sequence[str], probs: np.ndarray, chosen: Sequence[bool], *, title: str) -> go.Figure:
+    """Horizontal bars of the next-token distribution's top k (most probable on top); chosen tokens in red."""
+    probs = np.asarray(probs, dtype=np.float64)
+    colors = [CHOSEN_COLOR if c else OTHER_COLOR for c in chosen]
+    fig = go.Figure(go.Bar(
+        x=probs, y=np.arange(len(pieces)), orientation="h", marker_color=colors, text=[f"{p:.3f}" for p in probs],
+        textposition="outside", customdata=np.array([[p, "chosen" if c else ""] for p, c in zip(plotly_text(pieces), chosen)],
+                                                    dtype=object),
+        hovertemplate="next piece <b>%{customdata[0]}</b><br>probability %{x:.4f}<br>%{customdata[1]}<extra></extra>",
+        name="probability"))
+    fig.update_xaxes(automargin=True, title_text="probability of the next piece", range=[0, 1.12], showgrid=True,
+                     gridcolor="#eee")
+    fig.update_yaxes(automargin=True, title_text="candidate next piece", tickmode="array", tickvals=list(range(len(pieces))),
+                     ticktext=plotly_text(pieces), autorange="reversed")
+    fig.update_layout(bargap=0.25, showlegend=False)
+    return styled(fig, title, max(300, 34 * len(pieces) + 120))
+
+
+def attention_row_figure(weights: np.ndarray, key_labels: Sequence[str], *, title: str, key_title: str,
+                         query_label: str) -> go.Figure:
+    """One query's attention over its keys as bars: weights [K]; bars at 0..K-1 labelled with the pieces."""
+    weights = np.asarray(weights, dtype=np.float64)
+    fig = go.Figure(go.Bar(
+        x=list(range(len(key_labels))), y=weights, marker_color=ROW_COLOR, customdata=plotly_text(key_labels),
+        hovertemplate=f"query <b>{plotly_text([query_label])[0]}</b><br>key <b>%{{customdata}}</b><br>weight %{{y:.3f}}<extra></extra>",
+        name="weight"))
+    fig.update_xaxes(automargin=True, title_text=key_title, tickmode="array", tickvals=list(range(len(key_labels))),
+                     ticktext=plotly_text(key_labels), tickangle=-60 if len(key_labels) > 8 else 0)
+    fig.update_yaxes(automargin=True, title_text="attention weight", range=[0, 1.02], gridcolor="#eee")
+    fig.update_layout(bargap=0.15, showlegend=False)
+    return styled(fig, title, 340)
+
+
+def beam_tree_nodes(steps: Sequence[Sequence[TreeCandidate]], hypotheses: Sequence[tuple[Sequence[int],
+                    Sequence[int]]], root_piece: str = "<s>") -> pd.DataFrame:
+    """The search tree as a table, one node per candidate plus the root.
+
+    steps[t] are the candidates of step t (rows of step t+1 are the kept candidates of step t, in
+    order); hypotheses are the n-best (tokens, path) best first. Columns: id, step (None for the
+    root), x (tokens generated), y (rank in its step), parent (id), piece, log_prob, status
+    (root|kept|finished|pruned), nbest (on some n-best path), best (on the best path), row (index
+    of the row it extends at its step).
+    """
+    nodes = [dict(id=0, step=-1, x=0, y=0, parent=-1, piece=root_piece, log_prob=0.0, status="root", row=-1,
+                  token=-1)]
+    row_nodes = [0]  # node id of each row of the current step
+    index: dict[tuple[int, int, int], int] = {}
+    for t, candidates in enumerate(steps):
+        next_rows = []
+        for rank, c in enumerate(candidates):
+            node_id = len(nodes)
+            nodes.append(dict(id=node_id, step=t, x=t + 1, y=rank, parent=row_nodes[c.row], piece=c.piece,
+                              log_prob=float(c.log_prob), status=c.status, row=c.row, token=c.token))
+            index[(t, c.row, c.token)] = node_id
+            if c.status == "kept":
+                next_rows.append(node_id)
+        row_nodes = next_rows
+    frame = pd.DataFrame(nodes)
+    frame["nbest"], frame["best"] = False, False
+    frame.loc[0, ["nbest", "best"]] = True
+    for rank, (tokens, path) in enumerate(hypotheses):
+        ids = [index[(t, row, tok)] for t, (row, tok) in enumerate(zip(path, tokens)) if (t, row, tok) in index]
+        frame.loc[ids, "nbest"] = True
+        if rank == 0:
+            frame.loc[ids, "best"] = True
+    return frame
+
+
+_NODE_STYLES = (  # (legend name, selector, marker, text shown)
+    ("best translation", lambda f: f.best & (f.status != "root"), dict(color="#d62728", size=16, symbol="circle"),
+     True),
+    ("other n-best", lambda f: f.nbest & ~f.best, dict(color="#2171b5", size=13, symbol="circle"), True),
+    ("kept, later dropped", lambda f: (f.status == "kept") & ~f.nbest,
+     dict(color="#9ecae1", size=10, symbol="circle"), True),
+    ("finished (ended with </s>)", lambda f: (f.status == "finished") & ~f.nbest,
+     dict(color="#fdae6b", size=12, symbol="diamond"), True),
+    ("pruned (not in the beam)", lambda f: f.status == "pruned",
+     dict(color="#cccccc", size=8, symbol="x"), False),
+)
+
+
+def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | None = None,
+                     selected: int | None = None) -> go.Figure:
+    """The beam tree from beam_tree_nodes(): x = tokens generated, y = rank by cumulative log-prob.
+
+    Edges on the best path are thick red, on other n-best paths blue, elsewhere faint. Finished
+    hypotheses are diamonds (n-best ones ringed), pruned candidates grey crosses. Node markers carry
+    customdata [id, step]; ``current_step`` shades that step's column, ``selected`` rings a node.
+    """
+    fig = go.Figure()
+    nodes = nodes.assign(piece=plotly_text(nodes.piece))
+    by_id = nodes.set_index("id")
+    for name, select, color, width in (("edge", lambda f: ~f.nbest, "rgba(150,150,150,0.45)", 1.2),
+                                       ("n-best edge", lambda f: f.nbest & ~f.best, "#2171b5", 2.5),
+                                       ("best edge", lambda f: f.best, "#d62728", 4.0)):
+        xs, ys = [], []
+        for _, n in nodes[select(nodes) & (nodes.parent >= 0)].iterrows():
+            p = by_id.loc[n.parent]
+            xs += [p.x, n.x, None]
+            ys += [p.y, n.y, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color, width=width), hoverinfo="skip",
+                                 showlegend=False, name=name))
+    root = nodes[nodes.status == "root"]
+    fig.add_trace(go.Scatter(x=root.x, y=root.y, mode="markers+text", text=root.piece, textposition="middle left",
+                             marker=dict(color="#444", size=14, symbol="square"), name="start <s>",
+                             customdata=root[["id", "step"]].to_numpy(), hovertemplate="start: <s><extra></extra>"))
+    for name, select, marker, show_text in _NODE_STYLES:
+        part = nodes[select(nodes)]
+        line = dict(width=2, color="#111") if name in ("best translation", "other n-best") else dict(width=0)
+        symbols = np.where(part.status == "finished", "diamond", marker["symbol"])
+        fig.add_trace(go.Scatter(
+            x=part.x, y=part.y, mode="markers+text" if show_text else "markers",
+            text=part.piece if show_text else None, textposition="top center", textfont=dict(size=14),
+            marker=dict(color=marker["color"], size=marker["size"], symbol=symbols, line=line), name=name,
+            customdata=np.column_stack([part.id, part.step, part.piece, part.log_prob, part.status]),
+            hovertemplate="piece <b>%{customdata[2]}</b><br>step %{customdata[1]}<br>"
+                          "cumulative log-prob %{customdata[3]:.3f}<br>%{customdata[4]}<extra></extra>"))
+    if current_step is not None:
+        fig.add_vrect(x0=current_step + 0.5, x1=current_step + 1.5, fillcolor="#fff3b0", opacity=0.5, layer="below",
+                      line_width=0)
+    if selected is not None and selected in by_id.index:
+        s = by_id.loc[selected]
+        fig.add_trace(go.Scatter(x=[s.x], y=[s.y], mode="markers", hoverinfo="skip", showlegend=False,
+                                 name="selected", marker=dict(size=26, color="rgba(0,0,0,0)",
+                                                              line=dict(color="#000", width=3))))
+    n_rank = int(nodes.y.max()) + 1
+    fig.update_xaxes(automargin=True, title_text="tokens generated (node at x = t+1 was chosen at step t)", dtick=1,
+                     range=[-0.7, nodes.x.max() + 0.7], gridcolor="#eee")
+    fig.update_yaxes(automargin=True, title_text="rank at that step (by cumulative log-prob)", dtick=1,
+                     range=[n_rank - 0.4, -0.8], gridcolor="#eee")
+    fig.update_layout(legend=dict(orientation="h", y=-0.18, yanchor="top", x=0), clickmode="event+select",
+                      dragmode="pan")
+    return styled(fig, title, max(380, 46 * n_rank + 200))
+
+
+def nbest_frame(hypotheses: Sequence[tuple[str, int, float, float, float, bool]]) -> pd.DataFrame:
+    """The n-best list, best first: (text, length, log-prob, length penalty, score, ended with </s>) per row."""
+    return pd.DataFrame(hypotheses, columns=["translation", "length (pieces)", "log-prob", "length penalty lp",
+                                             "score = log-prob / lp", "ended with </s>"],
+                        index=pd.RangeIndex(1, len(hypotheses) + 1, name="rank"))

@@ -1,0 +1,130 @@
+"""Figures for the Masks page, and the token-labelled matrix helpers the concept pages share.
+
+Axes are numeric positions with the token pieces as tick text: categorical axes would merge repeated
+pieces (two "<pad>" or two "▁the" would collapse into one row). Plotly reads every label as HTML, so
+pieces are escaped: a raw "<s>" would start strike-through and break the figure's layout.
+"""
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from app.charts.style import MASKED_COLOR, WEIGHT_COLORSCALE, styled
+
+ALLOWED_COLOR = "#3a78b5"
+PAD_PIECE = "<pad>"
+
+
+def esc(labels: Sequence[str]) -> list[str]:
+    """Pieces as Plotly text ("<s>" -> "&lt;s&gt;")."""
+    return [html.escape(str(label), quote=False) for label in labels]
+
+
+def indexed_labels(labels: Sequence[str]) -> list[str]:
+    """"i · piece" for hovers, escaped: tells apart repeated pieces."""
+    return [f"{i} · {label}" for i, label in enumerate(esc(labels))]
+
+
+def token_axes(fig: go.Figure, x_labels: list[str] | None, y_labels: list[str] | None,
+               x_title: str | None = None, y_title: str | None = None, row: int | None = None,
+               col: int | None = None) -> go.Figure:
+    """Tick every position with its piece; first query on top (like a matrix)."""
+    where = {} if row is None else {"row": row, "col": col}
+    if x_labels is not None:
+        fig.update_xaxes(tickmode="array", tickvals=list(range(len(x_labels))), ticktext=esc(x_labels),
+                         tickangle=-45 if len(x_labels) > 8 else 0, title_text=x_title, showgrid=False, **where)
+    if y_labels is not None:
+        fig.update_yaxes(tickmode="array", tickvals=list(range(len(y_labels))), ticktext=esc(y_labels),
+                         autorange="reversed", title_text=y_title, showgrid=False, **where)
+    return fig
+
+
+def pair_labels(query_labels: list[str], key_labels: list[str]) -> np.ndarray:
+    """customdata [Q, K, 2]: "i · piece" of the query and of the key for each cell's hover."""
+    q, k = indexed_labels(query_labels), indexed_labels(key_labels)
+    return np.array([[[qi, kj] for kj in k] for qi in q], dtype=object)
+
+
+def matrix_height(n_rows: int, base: int = 170, per_row: int = 26, cap: int = 900) -> int:
+    return int(min(cap, base + per_row * n_rows))
+
+
+def mask_grid(mask: np.ndarray, query_labels: list[str], key_labels: list[str], title: str,
+              x_title: str = "key", y_title: str = "query") -> go.Figure:
+    """A bool mask [Q, K] as coloured cells: True (may attend) blue with ✓, False (masked) grey."""
+    mask = np.asarray(mask, dtype=bool)
+    allowed = np.where(mask, "may attend", "masked")
+    custom = np.concatenate([pair_labels(query_labels, key_labels), allowed[..., None]], axis=-1)
+    fig = go.Figure(go.Heatmap(
+        z=mask.astype(np.int8), zmin=0, zmax=1, colorscale=[[0, MASKED_COLOR], [1, ALLOWED_COLOR]], showscale=False,
+        xgap=1, ygap=1, customdata=custom, text=np.where(mask, "✓", ""), texttemplate="%{text}",
+        textfont=dict(color="white", size=13),
+        hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>%{customdata[2]}<extra></extra>"))
+    token_axes(fig, key_labels, query_labels, x_title, y_title)
+    return styled(fig, title, matrix_height(len(query_labels)))
+
+
+def masked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str], key_labels: list[str],
+                  title: str) -> go.Figure:
+    """Softmax inputs [Q, K]: allowed cells coloured by value, masked cells grey and labelled −∞.
+
+    The model fills masked scores with float32's most negative number; drawing that would wash out
+    the colour scale, so those cells are left empty (NaN) on a grey background instead.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    z = np.where(mask, np.asarray(scores, dtype=np.float64), np.nan)
+    finite = np.abs(z[mask]).max() if mask.any() else 1.0
+    text = np.where(mask, np.char.mod("%.1f", np.nan_to_num(z)), "−∞") if z.size <= 900 else None
+    value = np.where(mask, np.char.mod("%.3f", np.nan_to_num(z)), "masked (−∞)")
+    custom = np.concatenate([pair_labels(query_labels, key_labels), value[..., None]], axis=-1)
+    fig = go.Figure(go.Heatmap(
+        z=z, zmid=0, zmin=-finite, zmax=finite, colorscale="RdBu_r", xgap=1, ygap=1, customdata=custom,
+        text=text, texttemplate="%{text}" if text is not None else None, textfont=dict(size=11),
+        colorbar=dict(title=dict(text="score")), hoverongaps=True,
+        hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>score %{customdata[2]}<extra></extra>"))
+    fig.update_layout(plot_bgcolor=MASKED_COLOR)
+    token_axes(fig, key_labels, query_labels, "key", "query")
+    return styled(fig, title, matrix_height(len(query_labels)))
+
+
+def masked_weights(weights: np.ndarray, mask: np.ndarray, query_labels: list[str], key_labels: list[str],
+                   title: str) -> go.Figure:
+    """Post-softmax weights [Q, K] exactly as the model produced them; masked cells (exactly 0) read "0"."""
+    mask = np.asarray(mask, dtype=bool)
+    weights = np.asarray(weights)
+    text = np.where(mask, np.char.mod("%.2f", weights), "0") if weights.size <= 900 else None
+    fig = go.Figure(go.Heatmap(
+        z=weights, zmin=0, zmax=1, colorscale=WEIGHT_COLORSCALE, xgap=1, ygap=1,
+        customdata=pair_labels(query_labels, key_labels), text=text,
+        texttemplate="%{text}" if text is not None else None, textfont=dict(size=11),
+        colorbar=dict(title=dict(text="weight")),
+        hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}<extra></extra>"))
+    masked_cells = np.argwhere(~mask)
+    if len(masked_cells):  # hatch-like outline so "exactly 0 because masked" differs from "small weight"
+        fig.add_trace(go.Scatter(x=masked_cells[:, 1], y=masked_cells[:, 0], mode="markers", hoverinfo="skip",
+                                 marker=dict(symbol="x-thin", size=10, line=dict(width=1.5, color="#9a9a9a")),
+                                 showlegend=False))
+    token_axes(fig, key_labels, query_labels, "key", "query")
+    return styled(fig, title, matrix_height(len(query_labels)))
+
+
+def batch_table(rows: dict[str, list[str]]) -> pd.DataFrame:
+    """Token pieces per row label, one column per position (rows are already padded to equal length)."""
+    width = max(len(v) for v in rows.values())
+    return pd.DataFrame([v + [""] * (width - len(v)) for v in rows.values()], index=list(rows),
+                        columns=[str(i) for i in range(width)])
+
+
+def highlight_pads(table: pd.DataFrame):
+    """Styler: <pad> cells in the masked grey, specials in bold, so padding stands out on a projector."""
+    def style(cell: str) -> str:
+        if cell == PAD_PIECE:
+            return f"background-color: {MASKED_COLOR}; color: #555"
+        if cell in ("<s>", "</s>"):
+            return "font-weight: bold"
+        return ""
+    return table.style.map(style)

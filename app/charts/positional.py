@@ -1,0 +1,76 @@
+"""Figures for the Positional encoding page: the sinusoid matrix, chosen dimensions as curves, PE·PE^T,
+and the three parts of what the first layer reads (token embedding, positional encoding, sum)."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.charts.masks import indexed_labels, token_axes
+from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, styled
+
+
+def pe_heatmap(pe: np.ndarray, title: str = "Sinusoidal positional encoding PE[position, dimension]") -> go.Figure:
+    """PE [P, D] with position down and dimension across; fast columns on the left, slow on the right."""
+    pe = np.asarray(pe)
+    fig = go.Figure(go.Heatmap(
+        z=pe, zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING_COLORSCALE, colorbar=dict(title=dict(text="value")),
+        hovertemplate="position %{y}<br>dimension %{x}<br>PE %{z:.3f}<extra></extra>"))
+    fig.update_xaxes(title_text="dimension (even = sin, odd = cos)", showgrid=False)
+    fig.update_yaxes(title_text="position", autorange="reversed", showgrid=False)
+    return styled(fig, title, 460)
+
+
+def dimension_label(dim: int, wavelength: float) -> str:
+    return f"dim {dim} ({'sin' if dim % 2 == 0 else 'cos'}, λ ≈ {wavelength:,.1f})"
+
+
+def pe_curves(pe: np.ndarray, dims: list[int], wavelengths: list[float]) -> go.Figure:
+    """One line per chosen dimension over position; ``wavelengths`` are those dimensions' wavelengths."""
+    pe = np.asarray(pe)
+    fig = go.Figure()
+    positions = np.arange(pe.shape[0])
+    for i, (dim, lam) in enumerate(zip(dims, wavelengths)):
+        fig.add_trace(go.Scatter(x=positions, y=pe[:, dim], mode="lines+markers", marker=dict(size=4),
+                                 name=dimension_label(dim, lam), line=dict(color=HEAD_COLORS[i % len(HEAD_COLORS)]),
+                                 hovertemplate=f"dim {dim}<br>position %{{x}}<br>PE %{{y:.3f}}<extra></extra>"))
+    fig.update_xaxes(title_text="position")
+    fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1])
+    fig.update_layout(legend=dict(title=dict(text="dimension (wavelength in positions)")))
+    return styled(fig, "Chosen dimensions as waves over position", 420)
+
+
+def pe_similarity(sim: np.ndarray) -> go.Figure:
+    """PE·PE^T [P, P]: the value depends only on the offset between the two positions."""
+    sim = np.asarray(sim)
+    fig = go.Figure(go.Heatmap(
+        z=sim, colorscale="Viridis", colorbar=dict(title=dict(text="PE·PE")),
+        hovertemplate="position %{y} · position %{x}<br>dot product %{z:.2f}<extra></extra>"))
+    fig.update_xaxes(title_text="position", showgrid=False)
+    fig.update_yaxes(title_text="position", autorange="reversed", showgrid=False)
+    return styled(fig, "Similarity of positions: PE · PEᵀ", 520)
+
+
+PART_TITLES = {"token": "Token embedding × √d_model", "positional": "Positional encoding",
+               "sum": "Sum = what layer 1 reads"}
+
+
+def embedding_parts(parts: dict[str, np.ndarray], pieces: list[str]) -> go.Figure:
+    """Three heatmaps [L, D] side by side on one colour scale, rows labelled by the source pieces."""
+    names = [n for n in PART_TITLES if n in parts]
+    bound = float(max(np.abs(np.asarray(parts[n])).max() for n in names)) or 1.0
+    fig = make_subplots(rows=1, cols=len(names), shared_yaxes=True, horizontal_spacing=0.03,
+                        subplot_titles=[PART_TITLES[n] for n in names])
+    labels = indexed_labels(pieces)
+    for c, name in enumerate(names, 1):
+        z = np.asarray(parts[name])
+        fig.add_trace(go.Heatmap(
+            z=z, zmin=-bound, zmax=bound, zmid=0, colorscale=DIVERGING_COLORSCALE, showscale=c == len(names),
+            customdata=np.repeat(np.array(labels, dtype=object)[:, None], z.shape[1], axis=1),
+            name=PART_TITLES[name],
+            hovertemplate=f"{PART_TITLES[name]}<br>%{{customdata}}<br>dimension %{{x}}<br>value %{{z:.3f}}"
+                          "<extra></extra>"), row=1, col=c)
+        fig.update_xaxes(title_text="dimension", showgrid=False, row=1, col=c)
+    token_axes(fig, None, pieces, y_title="source piece", row=1, col=1)
+    fig.update_yaxes(autorange="reversed", showgrid=False)
+    return styled(fig, None, int(min(900, 160 + 28 * len(pieces))))

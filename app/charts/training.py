@@ -1,0 +1,176 @@
+"""Figures for the Model and training page: parameter counts, the encoder-decoder diagram with the real
+sizes, the learning-rate schedule, label smoothing's target distribution and the training curves."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.charts.style import HEAD_COLORS, styled
+
+COLORS = {"attention": "#fcd9b6", "norm": "#fff1a8", "ffn": "#c9e0f5", "embed": "#f5c9d2", "out": "#cdebd3"}
+MAX_POINTS = 2000  # a curve with more steps than this is thinned for the browser
+
+
+def parameter_bars(rows: list[tuple[str, int]]) -> go.Figure:
+    """Horizontal bars, one per block, in model order from the top."""
+    names = [n for n, _ in rows]
+    counts = [c for _, c in rows]
+    colors = [HEAD_COLORS[0] if "Encoder" in n else HEAD_COLORS[1] if "Decoder" in n else HEAD_COLORS[2] for n in names]
+    fig = go.Figure(go.Bar(x=counts, y=names, orientation="h", marker_color=colors, text=[f"{c:,}" for c in counts],
+                           textposition="auto", hovertemplate="%{y}<br>%{x:,} parameters<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", title_text=None)
+    fig.update_xaxes(title_text="parameters")
+    return styled(fig, f"Parameters per block (total {sum(counts):,})", int(min(1400, 120 + 24 * len(rows))))
+
+
+def _box(fig: go.Figure, x0: float, x1: float, y0: float, y1: float, text: str, color: str, size: int = 13) -> None:
+    fig.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, fillcolor=color, line=dict(color="#555", width=1.2),
+                  layer="below")
+    fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=text, showarrow=False, font=dict(size=size))
+
+
+def _arrow(fig: go.Figure, x0: float, y0: float, x1: float, y1: float, text: str = "", **kw) -> None:
+    fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text=text,
+                       showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor="#444",
+                       font=dict(size=12, color="#333"), **kw)
+
+
+def _residual(fig: go.Figure, x: float, y_from: float, y_to: float, side: float) -> None:
+    """A skip connection drawn beside a sub-layer: from its input to the Add & Norm box."""
+    fig.add_shape(type="path", path=f"M {x},{y_from} L {x + side},{y_from} L {x + side},{y_to} L {x},{y_to}",
+                  line=dict(color="#2b7a3d", width=2, dash="dot"))
+
+
+def _stack(fig: go.Figure, x0: float, x1: float, blocks: list[tuple[str, str]], n_layers: int, title: str,
+           side: float) -> tuple[float, dict[str, tuple[float, float]]]:
+    """Draw one stack of sub-layers (each followed by Add & LayerNorm) bottom-up; returns its top y and box centres."""
+    y, centres = 2.6, {}
+    y_start = y
+    for label, color in blocks:
+        _box(fig, x0 + 0.2, x1 - 0.2, y, y + 0.8, label, COLORS[color])
+        centres[label] = (y + 0.4, y)
+        _arrow(fig, (x0 + x1) / 2, y - 0.3 if y > y_start else y - 0.8, (x0 + x1) / 2, y)
+        norm_y = y + 0.95
+        _box(fig, x0 + 0.2, x1 - 0.2, norm_y, norm_y + 0.5, "Add & LayerNorm", COLORS["norm"], 12)
+        _residual(fig, x0 + 0.2 if side < 0 else x1 - 0.2, y - 0.12, norm_y + 0.25, side)
+        y = norm_y + 0.8
+    top = y - 0.15
+    fig.add_shape(type="rect", x0=x0, x1=x1, y0=2.3, y1=top, line=dict(color="#333", width=2), layer="below")
+    fig.add_annotation(x=x0 if side < 0 else x1, y=top, text=f"<b>{title}</b><br>N = {n_layers} ×",
+                       xanchor="left" if side > 0 else "right", yanchor="top", showarrow=False, font=dict(size=14),
+                       xshift=6 if side > 0 else -6)
+    return top, centres
+
+
+def architecture_diagram(cfg: dict) -> go.Figure:
+    """Encoder-decoder diagram (paper figure 1) annotated with this model's sizes.
+
+    ``cfg`` needs d_model, n_heads, d_ff, n_encoder_layers, n_decoder_layers, vocab_size, norm_first.
+    """
+    d, h, dff, v = cfg["d_model"], cfg["n_heads"], cfg["d_ff"], cfg["vocab_size"]
+    dk = d // h
+    fig = go.Figure()
+    att = f"{h} heads × d_k {dk}"
+    ffn = f"Feed-forward<br>{d} → {dff} → {d} (ReLU)"
+    enc_top, _ = _stack(fig, 0.6, 4.2, [(f"Multi-head self-attention<br>{att}", "attention"), (ffn, "ffn")],
+                        cfg["n_encoder_layers"], "Encoder", -0.35)
+    dec_blocks = [(f"Masked multi-head self-attention<br>{att}", "attention"),
+                  (f"Multi-head cross-attention<br>Q: decoder · K, V: encoder", "attention"), (ffn, "ffn")]
+    dec_top, centres = _stack(fig, 5.6, 9.2, dec_blocks, cfg["n_decoder_layers"], "Decoder", 0.35)
+    for x0, x1, label in ((0.6, 4.2, "Source pieces (S)"), (5.6, 9.2, "Target so far, shifted right: <s> y₁ … yₜ₋₁")):
+        _box(fig, x0 + 0.2, x1 - 0.2, 1.0, 1.8, f"Embedding × √{d} + positional encoding", COLORS["embed"], 12)
+        fig.add_annotation(x=(x0 + x1) / 2, y=0.35, text=label, showarrow=False, font=dict(size=13))
+        _arrow(fig, (x0 + x1) / 2, 0.55, (x0 + x1) / 2, 1.0)
+    fig.add_annotation(x=4.9, y=1.4, text=f"shared<br>E: {v:,} × {d}", showarrow=False, font=dict(size=11, color="#a33"))
+    # encoder output -> every decoder layer's cross-attention (keys and values)
+    cross_y = centres[dec_blocks[1][0]][0]
+    fig.add_shape(type="path", path=f"M 2.4,{enc_top} L 2.4,{enc_top + 0.45} L 4.9,{enc_top + 0.45} L 4.9,{cross_y}",
+                  line=dict(color="#444", width=1.6))
+    _arrow(fig, 4.9, cross_y, 5.8, cross_y)
+    fig.add_annotation(x=2.4, y=enc_top + 0.45, text=f"encoder output (S × {d})", showarrow=False, yshift=12,
+                       font=dict(size=12))
+    _box(fig, 5.8, 9.0, dec_top + 0.5, dec_top + 1.3, f"Linear (= Eᵀ, shared) → softmax over {v:,} pieces",
+         COLORS["out"], 12)
+    _arrow(fig, 7.4, dec_top, 7.4, dec_top + 0.5, text=f"  {d}", xanchor="left")
+    _arrow(fig, 7.4, dec_top + 1.3, 7.4, dec_top + 1.8)
+    fig.add_annotation(x=7.4, y=dec_top + 2.0, text="P(next piece) — fed back in: auto-regressive", showarrow=False,
+                       font=dict(size=13))
+    norm = "pre-norm: x + Sublayer(LayerNorm(x))" if cfg.get("norm_first") else "post-norm: LayerNorm(x + Sublayer(x))"
+    fig.add_annotation(x=0.6, y=dec_top + 1.9, text=f"<span style='color:#2b7a3d'>┈ residual connection</span> · {norm}",
+                       showarrow=False, xanchor="left", font=dict(size=12))
+    fig.update_xaxes(visible=False, range=[-0.4, 10.2])
+    fig.update_yaxes(visible=False, range=[0, dec_top + 2.3])
+    fig.update_layout(margin=dict(l=5, r=5, t=40, b=5), showlegend=False)
+    return styled(fig, "Encoder-decoder Transformer with this model's sizes", 720)
+
+
+def lr_schedule(curves: list[tuple[str, np.ndarray, np.ndarray]], stop: tuple[int, float] | None = None,
+                title: str = "Learning-rate schedule") -> go.Figure:
+    """Learning rate against step; ``curves`` = (label, steps, lr) and ``stop`` = (step, lr) where training ended."""
+    fig = go.Figure()
+    for i, (label, steps, lrs) in enumerate(curves):
+        fig.add_trace(go.Scatter(x=np.asarray(steps), y=np.asarray(lrs), mode="lines", name=label,
+                                 line=dict(color=HEAD_COLORS[i % len(HEAD_COLORS)], width=2.5),
+                                 hovertemplate=f"{label}<br>step %{{x:,}}<br>lr %{{y:.2e}}<extra></extra>"))
+    if stop is not None:
+        fig.add_trace(go.Scatter(x=[stop[0]], y=[stop[1]], mode="markers+text", name="training stopped here",
+                                 marker=dict(size=13, color="#d62728", symbol="x"), text=[f"stopped at step {stop[0]:,}"],
+                                 textposition="top right", hovertemplate="step %{x:,}<br>lr %{y:.2e}<extra></extra>"))
+    fig.update_xaxes(title_text="training step")
+    fig.update_yaxes(title_text="learning rate", exponentformat="e")
+    fig.update_layout(legend=dict(orientation="h", y=-0.25))
+    return styled(fig, title, 420)
+
+
+def label_smoothing_bars(dist: np.ndarray, labels: list[str], epsilon: float) -> go.Figure:
+    """A target distribution over a small vocabulary (one-hot vs smoothed)."""
+    dist = np.asarray(dist)
+    fig = go.Figure(go.Bar(x=labels, y=dist, marker_color=[HEAD_COLORS[1] if p == dist.max() else HEAD_COLORS[0]
+                                                           for p in dist],
+                           text=[f"{p:.3f}" for p in dist], textposition="outside",
+                           hovertemplate="%{x}<br>target probability %{y:.4f}<extra></extra>"))
+    fig.update_xaxes(title_text="vocabulary entry", type="category")
+    fig.update_yaxes(title_text="target probability", range=[0, 1.12])
+    return styled(fig, f"Target for one position with ε = {epsilon:g} (bars sum to {dist.sum():.3f})", 380)
+
+
+def _thin(df: pd.DataFrame) -> pd.DataFrame:
+    step = max(1, len(df) // MAX_POINTS)
+    return df.iloc[::step]
+
+
+def loss_curve(log: pd.DataFrame) -> go.Figure:
+    """Per-step training loss (raw and smoothed) with the learning rate on a second axis."""
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    smooth = log["loss"].rolling(max(1, len(log) // 100), min_periods=1).mean()
+    thin = _thin(log.assign(smooth=smooth))
+    fig.add_trace(go.Scatter(x=thin["step"], y=thin["loss"], mode="lines", name="loss per step",
+                             line=dict(color="#9ecae1", width=1)), secondary_y=False)
+    fig.add_trace(go.Scatter(x=thin["step"], y=thin["smooth"], mode="lines", name="loss (moving mean)",
+                             line=dict(color=HEAD_COLORS[0], width=2.5)), secondary_y=False)
+    fig.add_trace(go.Scatter(x=thin["step"], y=thin["lr"], mode="lines", name="learning rate",
+                             line=dict(color=HEAD_COLORS[1], width=2, dash="dot")), secondary_y=True)
+    fig.update_xaxes(title_text="training step")
+    fig.update_yaxes(title_text="training loss (label-smoothed cross-entropy, nats)", secondary_y=False)
+    fig.update_yaxes(title_text="learning rate", exponentformat="e", secondary_y=True, showgrid=False)
+    fig.update_layout(legend=dict(orientation="h", y=-0.25))
+    return styled(fig, "Training loss and learning rate per step", 420)
+
+
+def epoch_curves(epochs: pd.DataFrame) -> go.Figure:
+    """Per-epoch train/validation loss and validation BLEU / chrF."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["Loss per epoch", "Validation scores"], horizontal_spacing=0.1)
+    for col, name, color in (("train_loss", "train loss", HEAD_COLORS[0]), ("valid_loss", "validation loss",
+                                                                             HEAD_COLORS[1])):
+        fig.add_trace(go.Scatter(x=epochs["epoch"], y=epochs[col], mode="lines+markers", name=name,
+                                 line=dict(color=color)), row=1, col=1)
+    for col, name, color in (("valid_bleu", "BLEU", HEAD_COLORS[2]), ("valid_chrf", "chrF", HEAD_COLORS[3])):
+        fig.add_trace(go.Scatter(x=epochs["epoch"], y=epochs[col], mode="lines+markers", name=name,
+                                 line=dict(color=color)), row=1, col=2)
+    fig.update_xaxes(title_text="epoch")
+    fig.update_yaxes(title_text="loss (nats)", row=1, col=1)
+    fig.update_yaxes(title_text="score (0–100)", row=1, col=2)
+    fig.update_layout(legend=dict(orientation="h", y=-0.25))
+    return styled(fig, "Training progress per epoch", 420)

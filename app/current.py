@@ -1,0 +1,63 @@
+"""What the concept pages share: the selected model, the sentence they explain (the one typed on the
+Translate page, translated with the current settings, cached) and how a chart is put on screen.
+Empty or unreadable text becomes a hint with a link, a broken model an error message, never a traceback."""
+from __future__ import annotations
+
+import logging
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from app.charts.style import plotly_config
+from app.resources import load_model
+from app.translation import current_request, translate_request
+from model.checkpoint import Checkpoint
+from model.inference import InputError, Translation
+
+TRANSLATE_PAGE = "app/views/translate.py"
+log = logging.getLogger("attention_explorer")
+
+
+def current_checkpoint() -> Checkpoint | None:
+    """The model selected in the sidebar, or None after an error message if it cannot be loaded."""
+    try:
+        return load_model(st.session_state["model_name"])
+    except Exception:
+        log.exception("loading model %r failed", st.session_state.get("model_name"))
+        st.error(f"The model “{st.session_state.get('model_name')}” could not be loaded. Pick another one in the "
+                 "sidebar.")
+        return None
+
+
+def plot(fig: go.Figure, key: str) -> None:
+    """Draw a figure full width with the download button in the chosen format (``key`` is also the file name)."""
+    st.plotly_chart(fig, key=key, width="stretch", config=plotly_config(key, st.session_state["image_format"]))
+
+
+def keep_valid(key: str, options: list) -> None:
+    """Forget a widget's remembered value that is no longer an option (fewer layers after a model switch)."""
+    if key in st.session_state and st.session_state[key] not in options:
+        del st.session_state[key]
+
+
+def current_translation() -> Translation | None:
+    """The current sentence's Translation, or None after showing the user why there is none."""
+    try:
+        return translate_request(current_request())
+    except InputError as exc:
+        st.info(f"{exc} These pages explain the sentence you type on the Translate page.", icon="✍️")
+    except Exception:  # a model failure must not become a traceback in a lecture
+        log.exception("translating the current sentence failed")
+        st.error("The model could not translate the current sentence. Try another sentence on the Translate page.")
+    st.page_link(TRANSLATE_PAGE, label="Go to the Translate page", icon="🔤")
+    return None
+
+
+def sentence_caption(translation: Translation) -> None:
+    """One line naming the sentence on screen, with a link to change it."""
+    left, right = st.columns([5, 1], vertical_alignment="center")
+    left.caption(f"Current sentence: **{translation.source.text}** → **{translation.text}**  "
+                 f"({len(translation.source.ids)} source pieces, {len(translation.target_ids)} output pieces, "
+                 f"model *{st.session_state['model_name']}*)")
+    with right:
+        st.page_link(TRANSLATE_PAGE, label="Change sentence", icon="🔤")

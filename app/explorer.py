@@ -1,0 +1,268 @@
+"""The attention explorer: pick a kind, layer and head of a finished translation and see its weights.
+
+Reusable by any page (``attention_explorer(translation)``). It lives in an @st.fragment, so changing
+the kind, layer, head or view redraws this panel only. It shares the session keys "kind", "layer",
+"head" (-1 = mean over heads) and "word_level" with the other pages, so a head picked here stays
+picked elsewhere. The weights drawn are the model's own (trace.weights(kind)); the only arithmetic
+here is the optional mean over heads, a view choice.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import streamlit as st
+import torch
+
+from app.charts.attention import head_stats_frame, head_view_figure, heatmap_figure, model_view_figure
+from app.charts.style import plotly_config
+from app.downloads import matrix_csv
+from model.analysis import head_statistics, merge_to_words
+from model.inference import Translation
+from model.tokenizer import SPECIAL_PIECES, word_groups, word_labels
+from model.trace import KIND_LABELS, KINDS
+
+VIEWS = ("Heatmap", "Head view", "Model view")
+KIND_SHORT = {"enc_self": "Encoder self", "dec_self": "Decoder self (masked)", "cross": "Cross (encoder-decoder)"}
+KIND_HELP = {
+    "enc_self": "Every source piece looks at every source piece (no mask). Rows sum to 1.",
+    "dec_self": "Each decoder position looks at itself and earlier positions only: the grey cells are masked "
+                "(weight exactly 0), so the model cannot peek at the answer. Rows sum to 1.",
+    "cross": "Each decoder position looks at the source sentence while predicting its output piece. "
+             "Rows sum to 1: this is the soft alignment between the two sentences.",
+}
+DECODER_QUERY_TITLE = "decoder input (row t predicts output piece t)"
+
+
+@dataclass(frozen=True)
+class AttentionView:
+    """One kind of attention of a translation, ready to draw: weights [L, H, Q, K] (numpy) and labels."""
+
+    weights: np.ndarray
+    query_labels: list[str]
+    key_labels: list[str]
+    query_title: str
+    key_title: str
+    predicts: list[str] | None  # what each query row predicts (decoder rows, piece level)
+    mask: np.ndarray | None  # [Q, K] bool, True = may attend (piece level)
+
+
+def attention_view(translation: Translation, kind: str, word_level: bool = False) -> AttentionView:
+    """The weights and labels of one kind; word_level merges pieces with model.analysis.merge_to_words."""
+    src = list(translation.source.pieces)
+    dec_in = list(translation.target_input_pieces)
+    queries, keys = (src, src) if kind == "enc_self" else (dec_in, dec_in if kind == "dec_self" else src)
+    q_title = "source piece (query)" if kind == "enc_self" else DECODER_QUERY_TITLE
+    k_title = "source piece (key)" if kind in ("enc_self", "cross") else "decoder input piece (key)"
+    weights = translation.trace.weights(kind)[:, 0]  # [L, H, Q, K]
+    if not word_level:
+        predicts = list(translation.target_pieces) if kind != "enc_self" else None
+        mask = translation.trace.mask(kind)[0, 0].cpu().numpy()
+        return AttentionView(_numpy(weights), queries, keys, q_title, k_title, predicts, mask)
+    q_groups, k_groups = word_groups(queries), word_groups(keys)
+    merged = merge_to_words(weights.float().cpu(), q_groups, k_groups)  # [L, H, Qw, Kw]
+    return AttentionView(_numpy(merged), word_labels(queries, q_groups), word_labels(keys, k_groups),
+                         q_title.replace("piece", "word"), k_title.replace("piece", "word"), None, None)
+
+
+def _numpy(weights: torch.Tensor) -> np.ndarray:
+    return weights.detach().float().cpu().numpy()
+
+
+def head_matrix(view: AttentionView, layer: int, head: int) -> np.ndarray:
+    """[Q, K] of one head, or the mean over heads for head == -1 (display only)."""
+    if head < 0:
+        return view.weights[layer].mean(axis=0)
+    return view.weights[layer, head]
+
+
+def head_label(head: int) -> str:
+    return "mean over heads" if head < 0 else f"head {head + 1}"
+
+
+def clamp_state(key: str, low: int, high: int, default: int) -> None:
+    """Keep an int session key inside [low, high] before its widget is drawn (models differ in size)."""
+    value = st.session_state.get(key, default)
+    if not isinstance(value, int) or not low <= value <= high:
+        st.session_state[key] = min(max(int(value) if isinstance(value, int) else default, low), high)
+    else:
+        st.session_state[key] = value  # re-assign: keeps the value alive across pages
+
+
+def layer_head_ui(n_layers: int, n_heads: int, allow_mean: bool = True, columns=None) -> tuple[int, int]:
+    """Layer and head pickers on the shared keys "layer" / "head" (0-based; head -1 = mean), side by side
+    in ``columns`` (two containers) if given."""
+    clamp_state("layer", 0, n_layers - 1, 0)
+    clamp_state("head", -1 if allow_mean else 0, n_heads - 1, -1 if allow_mean else 0)
+    c_layer, c_head = columns if columns is not None else (st.container(), st.container())
+    layer = c_layer.segmented_control(
+        "Layer", list(range(n_layers)), key="layer", format_func=lambda l: f"{l + 1}", required=True,
+        help="Layer 1 reads the embeddings; higher layers read the layer below.")
+    heads = ([-1] if allow_mean else []) + list(range(n_heads))
+    head = c_head.segmented_control(
+        "Head", heads, key="head", format_func=lambda h: "mean" if h < 0 else f"{h + 1}", required=True,
+        help="Each head has its own query/key projections and attends on its own. 'mean' averages the heads' "
+             "maps for display only; the model never does.")
+    return int(layer), int(head)
+
+
+def attention_explorer(translation: Translation, key: str = "explorer", kinds: Sequence[str] = KINDS) -> None:
+    """Draw the explorer panel for ``translation``; ``key`` prefixes its chart and local widget keys."""
+    _panel(translation, key, tuple(kinds))
+
+
+@st.fragment
+def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
+    if st.session_state.get("kind") not in kinds:
+        st.session_state["kind"] = kinds[-1]
+    else:
+        st.session_state["kind"] = st.session_state["kind"]
+    st.session_state["word_level"] = bool(st.session_state.get("word_level", False))
+    st.session_state.setdefault(f"{key}_view", VIEWS[0])
+    c_kind, c_view, c_word = st.columns([5, 4, 1.4], vertical_alignment="bottom")
+    kind = c_kind.segmented_control("Attention", kinds, key="kind", format_func=KIND_SHORT.get,
+                                    selection_mode="single", required=True)
+    view_name = c_view.segmented_control(
+        "View", VIEWS, key=f"{key}_view", selection_mode="single", required=True,
+        help="Heatmap: one head's matrix. Head view: lines from each query to the keys it attends to "
+             "(opacity = weight). Model view: every layer and head at once; click one to open it.")
+    word_level = c_word.toggle("Words", key="word_level",
+                               help="Merge sub-word pieces into words: a word's incoming attention is the sum over "
+                                    "its pieces, a word's row is the mean of its pieces' rows.")
+    view = attention_view(translation, kind, word_level)
+    n_layers, n_heads = view.weights.shape[:2]
+    c_layer, c_head = st.columns([1, 2])
+    layer, head = layer_head_ui(n_layers, n_heads, columns=(c_layer, c_head))
+    st.caption(KIND_HELP[kind] + " Pieces starting with ▁ begin a word; <s> starts the decoder input, "
+               "</s> ends a sentence.")
+    title = f"{KIND_LABELS[kind]} · layer {layer + 1} · {head_label(head)}"
+    fmt = st.session_state.get("image_format", "png")
+    if view_name == "Heatmap":
+        matrix = head_matrix(view, layer, head)
+        fig = heatmap_figure(matrix, view.query_labels, view.key_labels, title=title, query_title=view.query_title,
+                             key_title=view.key_title, predicts=view.predicts, mask=view.mask)
+        st.plotly_chart(fig, key=f"{key}_heatmap", width="stretch", config=plotly_config(f"{kind}_L{layer + 1}", fmt))
+    elif view_name == "Head view":
+        matrix = head_matrix(view, layer, head)
+        _head_view(view, layer, head, title, key, fmt)
+    else:
+        matrix = head_matrix(view, layer, head)
+        fig = model_view_figure(view.weights, view.query_labels, view.key_labels,
+                                title=f"{KIND_LABELS[kind]}: every layer (rows) and head (columns)",
+                                selected=(layer, head) if head >= 0 else None)
+        chart_key = f"{key}_model_view"
+        st.plotly_chart(fig, key=chart_key, width="stretch", on_select=partial(_open_head, chart_key, key),
+                        selection_mode="points", config=plotly_config(f"{kind}_all_heads", fmt))
+        st.caption("Click a small map to open that head as a heatmap. Query rows run top to bottom, keys left to "
+                   "right, as in the heatmap.")
+    _stats_table(translation, kind, key)
+    name = f"{kind}_layer{layer + 1}_{'mean' if head < 0 else f'head{head + 1}'}{'_words' if word_level else ''}.csv"
+    st.download_button("Download this matrix (CSV)", data=matrix_csv(matrix, view.query_labels, view.key_labels),
+                       file_name=name, mime="text/csv", key=f"{key}_csv", on_click="ignore",
+                       help=f"{title}: rows = queries, columns = keys.")
+
+
+def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str, fmt: str) -> None:
+    focus_key = f"{key}_focus"
+    options = [""] + [f"q{i}" for i in range(len(view.query_labels))] + [f"k{j}" for j in range(len(view.key_labels))]
+    if st.session_state.get(focus_key) not in options:
+        st.session_state[focus_key] = ""
+
+    def describe(option: str) -> str:
+        if not option:
+            return "all tokens"
+        side, i = option[0], int(option[1:])
+        return f"query {i}: {view.query_labels[i]}" if side == "q" else f"key {i}: {view.key_labels[i]}"
+
+    st.selectbox("Highlight the lines of one token (or click a token in the chart)", options, key=focus_key,
+                 format_func=describe)
+    focus_opt = st.session_state[focus_key]
+    focus = None if not focus_opt else ("query" if focus_opt[0] == "q" else "key", int(focus_opt[1:]))
+    heads = list(range(view.weights.shape[1])) if head < 0 else [head]
+    weights = view.weights[layer][heads]  # [h, Q, K]
+    fig = head_view_figure(weights, heads, view.query_labels, view.key_labels,
+                           title=title.replace("mean over heads", "all heads"), focus=focus,
+                           query_title=view.query_title.split(" (")[0], key_title=view.key_title.split(" (")[0])
+    chart_key = f"{key}_head_view"
+    st.plotly_chart(fig, key=chart_key, width="stretch", on_select=partial(_focus_token, chart_key, focus_key),
+                    selection_mode="points", config=plotly_config("head_view", fmt))
+    st.caption("Each line joins a query (left) to a key (right); its opacity is the weight, its colour the head "
+               "(click a head in the legend to hide it). Lines under 0.02 are not drawn.")
+
+
+def _selected_customdata(chart_key: str) -> list | None:
+    state = st.session_state.get(chart_key) or {}
+    selection = state.get("selection") or {}
+    for point in selection.get("points") or []:
+        data = point.get("customdata")
+        if data is not None:
+            return list(data)
+    return None
+
+
+def _focus_token(chart_key: str, focus_key: str) -> None:
+    data = _selected_customdata(chart_key)
+    if data and data[0] in ("query", "key"):
+        st.session_state[focus_key] = f"{data[0][0]}{int(data[1])}"
+
+
+def _open_head(chart_key: str, key: str) -> None:
+    data = _selected_customdata(chart_key)
+    if data and len(data) == 2:
+        st.session_state["layer"], st.session_state["head"] = int(data[0]), int(data[1])
+        st.session_state[f"{key}_view"] = "Heatmap"
+
+
+def _stats_table(translation: Translation, kind: str, key: str) -> None:
+    view = attention_view(translation, kind)
+    special = torch.tensor([p in SPECIAL_PIECES.values() for p in view.key_labels])
+    valid = torch.ones(len(view.query_labels), dtype=torch.bool)
+    stats = head_statistics(translation.trace.weights(kind)[:, 0].float().cpu(), special, valid)
+    frame = head_stats_frame({name: value.numpy() for name, value in stats.items()})
+    with st.expander("Head statistics: which heads are sharp, local, diagonal, or parked on </s>?", expanded=False):
+        st.caption("One row per head of this attention kind (piece level). Entropy in nats: 0 = all weight on one "
+                   "key. Mean distance: expected |query − key| position. Diagonality: weight on the "
+                   "(proportional) diagonal. Click a column to sort; select a row to open that head.")
+        table_key = f"{key}_stats"
+        st.dataframe(frame, key=table_key, on_select=partial(_open_row, table_key, frame), hide_index=True,
+                     selection_mode="single-row", width="stretch",
+                     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns[2:]})
+
+
+def _open_row(table_key: str, frame) -> None:
+    state = st.session_state.get(table_key) or {}
+    rows = (state.get("selection") or {}).get("rows") or []
+    if rows:
+        row = frame.iloc[rows[0]]
+        st.session_state["layer"], st.session_state["head"] = int(row["layer"]) - 1, int(row["head"]) - 1
+
+
+# --- small helpers the Translate and Decoding pages share --------------------------------------------
+
+KEPT_KEYS = ("text", "beam_size", "max_len", "length_penalty", "kind", "layer", "head", "word_level")
+
+
+def keep_state() -> None:
+    """Re-assign the shared keys on every run: Streamlit deletes a widget's key at the end of a run in
+    which the widget was not drawn (e.g. "text" while the Decoding page is shown), which would reset it."""
+    from app.state import DEFAULTS
+
+    for name in KEPT_KEYS:
+        st.session_state[name] = st.session_state.get(name, DEFAULTS[name])
+
+
+def pieces_html(pieces: Sequence[str], highlight: int | None = None) -> str:
+    """Token pieces as boxed chips (HTML-escaped), special tokens in grey, ``highlight`` in red."""
+    import html
+
+    chips = []
+    for i, piece in enumerate(pieces):
+        special = piece in SPECIAL_PIECES.values()
+        colour = "#d62728" if i == highlight else ("#888" if special else "#1f4e79")
+        background = "#fde0dd" if i == highlight else ("#f2f2f2" if special else "#e8f1fa")
+        chips.append(f"<span style='display:inline-block;margin:2px 3px;padding:1px 7px;border-radius:6px;"
+                     f"border:1px solid {colour};color:{colour};background:{background};font-family:monospace;"
+                     f"font-size:1.05rem'>{html.escape(piece)}</span>")
+    return "<div style='line-height:2.0'>" + "".join(chips) + "</div>"

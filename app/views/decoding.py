@@ -1,0 +1,198 @@
+"""Decoding, step by step: what the decoder saw and predicted at each step, and (for beam search) the tree."""
+from __future__ import annotations
+
+import logging
+import re
+from functools import partial
+
+import numpy as np
+import streamlit as st
+
+from app.charts.attention import plotly_text
+from app.charts.decoding import (TreeCandidate, attention_row_figure, beam_tree_figure, beam_tree_nodes, nbest_frame,
+                                 topk_figure)
+from app.charts.style import plotly_config
+from app.explorer import clamp_state, head_label, keep_state, layer_head_ui, pieces_html
+from app.resources import load_model
+from app.translation import Request, current_request, translate_request
+from model.decoding import Candidate, DecodeStep, length_penalty
+from model.inference import InputError, Translation
+from model.tokenizer import Tokenizer
+
+log = logging.getLogger("attention_explorer")
+TRANSLATE_PAGE = "app/views/translate.py"
+
+
+def _md(text: str) -> str:
+    """User text made safe for markdown (no accidental emphasis, links or headings)."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", text)
+
+
+def _move_step(delta: int, n_steps: int) -> None:
+    st.session_state["step"] = min(max(int(st.session_state.get("step", 0)) + delta, 0), n_steps - 1)
+
+
+def step_ui(n_steps: int) -> int:
+    """Previous / Next buttons and a slider over the steps (shared key "step"); returns the step."""
+    clamp_state("step", 0, n_steps - 1, 0)
+    c_prev, c_slider, c_next = st.columns([1, 6, 1], vertical_alignment="bottom")
+    c_prev.button("◀ Previous", key="prev_step", on_click=_move_step, args=(-1, n_steps),
+                  disabled=st.session_state["step"] == 0, width="stretch")
+    c_next.button("Next ▶", key="next_step", on_click=_move_step, args=(1, n_steps),
+                  disabled=st.session_state["step"] == n_steps - 1, width="stretch")
+    if n_steps > 1:
+        c_slider.slider("Step", 0, n_steps - 1, key="step",
+                        help="Step t predicts output piece t+1 from <s> and the t pieces before it.")
+    return int(st.session_state["step"])
+
+
+def _default_candidate(translation: Translation, t: int) -> int:
+    """The candidate of step t on the best translation's path (else the first one)."""
+    best = translation.result.best
+    candidates = translation.result.steps[t].candidates
+    if t < len(best.path):
+        for i, c in enumerate(candidates):
+            if c.row == best.path[t] and c.token == best.tokens[t]:
+                return i
+    return 0
+
+
+def candidate_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t: int) -> Candidate:
+    """Which node of step t to inspect (beam search has several); resets to the best path when the step changes."""
+    step = translation.result.steps[t]
+    if len(step.candidates) == 1:
+        return step.candidates[0]
+    marker = (request, t)
+    options = list(range(len(step.candidates)))
+    if st.session_state.get("_beam_node_for") != marker or st.session_state.get("beam_node") not in options:
+        st.session_state["beam_node"] = _default_candidate(translation, t)
+        st.session_state["_beam_node_for"] = marker
+
+    def describe(i: int) -> str:
+        c = step.candidates[i]
+        prefix = " ".join(tokenizer.pieces(step.prefixes[c.row].tolist())[-4:])
+        return f"#{i + 1}: …{prefix} → {tokenizer.id_to_piece(c.token)}   (log-prob {c.log_prob:.2f}, {c.status})"
+
+    index = st.selectbox(f"Node of step {t} to inspect (or click one in the tree)", options, key="beam_node",
+                         format_func=describe)
+    return step.candidates[index]
+
+
+def _row(values: np.ndarray, head: int) -> np.ndarray:
+    """[H, K] per-head rows -> one head's row, or their mean for head -1 (display only)."""
+    return values.mean(axis=0) if head < 0 else values[head]
+
+
+def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeStep, chosen: Candidate) -> None:
+    """The prefix, the next-token distribution and the attention rows behind one candidate."""
+    row = chosen.row
+    prefix = tokenizer.pieces(step.prefixes[row].tolist())
+    piece = tokenizer.id_to_piece(chosen.token)
+    fmt = st.session_state.get("image_format", "png")
+    st.markdown(f"**Step {step.step}** · the decoder reads the pieces so far and predicts the next one "
+                f"(chosen: **{piece}**, status *{chosen.status}*, cumulative log-prob {chosen.log_prob:.3f})"
+                + pieces_html(prefix + [piece], highlight=len(prefix)), unsafe_allow_html=True)
+    c_probs, c_attn = st.columns([2, 3])
+    with c_probs:
+        ids = step.topk_ids[row].tolist()
+        fig = topk_figure(tokenizer.pieces(ids), step.topk_probs[row].float().cpu().numpy(),
+                          [i == chosen.token for i in ids], title=f"Top {len(ids)} next pieces at step {step.step}")
+        st.plotly_chart(fig, key="decoding_topk", width="stretch", config=plotly_config("next_piece_probs", fmt))
+        if chosen.token not in ids:
+            st.caption(f"The chosen piece {piece} is not among the top {len(ids)} of this row.")
+    with c_attn:
+        n_layers, _, n_heads, _ = step.dec_self.shape
+        layer, head = layer_head_ui(n_layers, n_heads)
+        query = plotly_text([prefix[-1]])[0]  # the query is the last piece read; figure titles are HTML
+        what = f"layer {layer + 1} · {head_label(head)}"
+        dec_row = _row(step.dec_self[layer, row].float().cpu().numpy(), head)
+        fig = attention_row_figure(dec_row, prefix, title=f"Decoder self-attention of “{query}” · {what}",
+                                   key_title="decoder input so far (earlier positions only)", query_label=prefix[-1])
+        st.plotly_chart(fig,
+                        key="decoding_dec_self", width="stretch", config=plotly_config("decoder_self_row", fmt))
+        cross_row = _row(step.cross[layer, row].float().cpu().numpy(), head)
+        st.plotly_chart(attention_row_figure(cross_row, list(translation.source.pieces),
+                                             title=f"Cross-attention of “{query}” over the source · {what}",
+                                             key_title="source piece", query_label=prefix[-1]),
+                        key="decoding_cross", width="stretch", config=plotly_config("cross_row", fmt))
+
+
+def _pick_node(chart_key: str) -> None:
+    """Tree click: jump to the clicked node's step and select it."""
+    state = st.session_state.get(chart_key) or {}
+    for point in (state.get("selection") or {}).get("points") or []:
+        data = point.get("customdata")
+        if data is not None and int(data[1]) >= 0:
+            st.session_state["step"], st.session_state["beam_node"] = int(data[1]), int(point.get("y", 0))
+            st.session_state["_beam_node_for"] = (current_request(), int(data[1]))
+            return
+
+
+def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t: int, chosen: Candidate) -> None:
+    """The search tree and the n-best list."""
+    steps = translation.result.steps
+    tree = [[TreeCandidate(c.row, c.token, tokenizer.id_to_piece(c.token), c.log_prob, c.status)
+             for c in s.candidates] for s in steps]
+    nodes = beam_tree_nodes(tree, [(h.tokens, h.path) for h in translation.result.hypotheses])
+    selected = nodes[(nodes.step == t) & (nodes.row == chosen.row) & (nodes.token == chosen.token)].id
+    fig = beam_tree_figure(nodes, title=f"Beam search tree (beam {request.beam_size}): every candidate considered",
+                           current_step=t, selected=int(selected.iloc[0]) if len(selected) else None)
+    st.plotly_chart(fig, key="beam_tree", width="stretch", on_select=partial(_pick_node, "beam_tree"),
+                    selection_mode="points", config=plotly_config("beam_tree", st.session_state["image_format"]))
+    st.caption(f"At each step the {2 * request.beam_size} best continuations of all live hypotheses are looked at: "
+               f"the best {request.beam_size} that do not end are kept (circles), an ending with </s> among the best "
+               f"{request.beam_size} finishes a hypothesis (diamond), the rest are pruned (grey ×). Red: the "
+               "best translation's path; blue: the other n-best; pale: kept for a while, then dropped. "
+               "The yellow column is the current step; click a node to inspect it.")
+    alpha = request.length_penalty
+    rows = [(tokenizer.decode(h.tokens), len(h.tokens), h.log_prob, length_penalty(len(h.tokens), alpha), h.score,
+             h.ended_with_eos) for h in translation.result.hypotheses]
+    st.markdown(f"**n-best list** · length penalty lp = ((5 + length) / 6)^α with α = {alpha}; "
+                "hypotheses are ranked by score = log-prob / lp.")
+    st.dataframe(nbest_frame(rows), key="nbest", width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in ("log-prob", "length penalty lp", "score = log-prob / lp")})
+
+
+@st.fragment
+def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request) -> None:
+    steps = translation.result.steps
+    t = step_ui(len(steps))
+    chosen = candidate_ui(translation, tokenizer, request, t)
+    step_detail_ui(translation, tokenizer, steps[t], chosen)
+    if request.beam_size > 1:
+        beam_ui(translation, tokenizer, request, t, chosen)
+    else:
+        st.info("Greedy decoding: one hypothesis, one choice per step. Set the beam size above 1 on the Translate "
+                "page to see the beam-search tree and the n-best list.")
+
+
+def main() -> None:
+    keep_state()
+    st.title("Decoding, step by step")
+    request = current_request()
+    if not request.text.strip():
+        st.info("No sentence yet: type one on the Translate page first.")
+        st.page_link(TRANSLATE_PAGE, label="Go to Translate", icon="🔤")
+        return
+    try:
+        ckpt = load_model(request.model_name)
+        translation = translate_request(request)
+    except InputError as exc:
+        st.info(f"{exc} Go to the Translate page to enter a sentence.")
+        st.page_link(TRANSLATE_PAGE, label="Go to Translate", icon="🔤")
+        return
+    except Exception:
+        log.exception("decoding page failed for %r", request)
+        st.error("Sorry, this sentence could not be decoded (an internal error; the details are in the server log).")
+        return
+    search = "greedy" if request.beam_size == 1 else f"beam search, beam {request.beam_size}"
+    st.markdown(f"Source: **{_md(translation.source.text)}** → **{_md(translation.text) or '(empty output)'}** "
+                f"({search}, {len(translation.result.steps)} steps).")
+    st.caption("Each step runs the decoder once: it reads <s> and the pieces chosen so far, attends to itself "
+               "(masked: earlier positions only) and to the encoded source, and outputs a probability for every "
+               "piece of the vocabulary.")
+    steps_panel(translation, ckpt.tokenizer, request)
+
+
+main()

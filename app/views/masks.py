@@ -1,0 +1,149 @@
+"""Page: Masks — the current sentence padded in one batch with a second sentence, the padding and causal
+masks each attention kind uses, and the scores before/after masking with the softmax weights that
+come out exactly 0 on masked cells."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import streamlit as st
+
+from app.charts import masks as charts
+from app.current import current_checkpoint, current_translation, keep_valid, plot, sentence_caption
+from app.translation import Request, translate_request
+from model.batch_view import mask_parts, padded_batch_trace
+from model.inference import InputError
+from model.trace import KIND_LABELS, KINDS
+
+log = logging.getLogger("attention_explorer")
+EXAMPLES = {  # (shorter, longer) second sentence per model
+    "en-de": ("Thank you very much.", "On Sunday the weather was so bad that we stayed at home and read "
+                                      "books all afternoon."),
+    "reverse": ("x y z", "a b c d e f g h i j k l m n"),
+}
+KIND_MASK = {"enc_self": "source padding", "dec_self": "target padding AND causal", "cross": "source padding"}
+
+
+def _set_other(text: str) -> None:
+    st.session_state["mask_other"] = text
+
+
+def other_ui(model_name: str) -> str:
+    short, long = EXAMPLES.get(model_name, EXAMPLES["en-de"])
+    if "mask_other" not in st.session_state or st.session_state.get("_mask_other_for") != model_name:
+        st.session_state["mask_other"] = short
+        st.session_state["_mask_other_for"] = model_name
+    left, b1, b2 = st.columns([4, 1, 1], vertical_alignment="bottom")
+    text = left.text_input("Second sentence in the batch", key="mask_other", max_chars=500,
+                           help="Training always pads sentences of different lengths into one batch. "
+                                "Try a shorter and a longer one than the current sentence.")
+    b1.button("Shorter example", key="mask_short", on_click=_set_other, args=(short,), width="stretch")
+    b2.button("Longer example", key="mask_long", on_click=_set_other, args=(long,), width="stretch")
+    return text
+
+
+def batch_panel(pieces: dict[str, list[str]]) -> None:
+    st.subheader("1 · The padded batch")
+    st.dataframe(charts.highlight_pads(charts.batch_table(pieces)), width="stretch")
+    st.caption("Shorter rows are filled with **<pad>** (id 0) up to the longest row. The decoder input is "
+               "<s> followed by the output shifted right (teacher forcing), padded the same way.")
+
+
+def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) -> None:
+    st.subheader("2 · The masks (True = may attend ✓, grey = masked)")
+    enc_mask = trace.mask("enc_self")[row, 0].cpu().numpy()
+    dec_mask = trace.mask("dec_self")[row, 0].cpu().numpy()
+    cross_mask = trace.mask("cross")[row, 0].cpu().numpy()
+    c1, c2 = st.columns(2)
+    with c1:
+        plot(charts.mask_grid(enc_mask, src, src, "Encoder self-attention = source padding mask"), "mask_enc")
+    with c2:
+        plot(charts.mask_grid(cross_mask, tgt, src, "Cross-attention = source padding mask",
+                              "key (source)", "query (decoder input)"), "mask_cross")
+    st.markdown("**Decoder self-attention** combines two masks with AND: a position may not look at padding, "
+                "and (the *sequence mask*) may not look at later positions — it must not see the words it is about "
+                "to predict.")
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        plot(charts.mask_grid(parts["target padding"][row].cpu().numpy(), tgt, tgt, "Target padding"), "mask_tpad")
+    with c2:
+        plot(charts.mask_grid(parts["causal"][row].cpu().numpy(), tgt, tgt, "Causal (sequence) mask"), "mask_causal")
+    with c3:
+        plot(charts.mask_grid(dec_mask, tgt, tgt, "Padding AND causal = what the model used"), "mask_dec")
+    st.caption("Rows of padded *queries* are still computed, but nothing reads them: they are masked as keys "
+               "everywhere and the loss ignores padded targets.")
+
+
+@st.fragment
+def scores_panel(trace, row: int, labels: dict[str, tuple[list[str], list[str]]]) -> None:
+    st.subheader("3 · Scores before and after masking and softmax")
+    c1, c2, c3 = st.columns(3)
+    kind = c1.selectbox("Attention", KINDS, key="mask_kind", format_func=KIND_LABELS.get)
+    layers = list(range(trace.n_layers[kind]))
+    keep_valid("mask_layer", layers)
+    layer = c2.selectbox("Layer", layers, key="mask_layer", format_func=lambda i: f"layer {i + 1}")
+    heads = list(range(trace.weights(kind).size(2)))
+    keep_valid("mask_head", heads)
+    head = c3.selectbox("Head", heads, key="mask_head", format_func=lambda i: f"head {i + 1}")
+    queries, keys = labels[kind]
+    scores = trace.scores(kind)[layer, row, head].float().cpu().numpy()
+    weights = trace.weights(kind)[layer, row, head].cpu().numpy()
+    mask = trace.mask(kind)[row, 0].cpu().numpy()
+    where = f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}"
+    left, right = st.columns(2)
+    with left:
+        plot(charts.masked_scores(scores, mask, queries, keys, f"Scores QKᵀ/√d_k after masking ({KIND_MASK[kind]})"),
+             "mask_scores")
+    with right:
+        plot(charts.masked_weights(weights, mask, queries, keys, "Weights after softmax (exactly as the model used)"),
+             "mask_weights")
+    leak = float(np.max(weights[~mask], initial=0.0))
+    sums = weights.sum(-1)
+    st.success(f"{where}: max weight on masked cells: **{leak}** · every row sums to 1 "
+               f"(min {sums.min():.6f}, max {sums.max():.6f}).", icon="✅")
+    st.caption("The model fills masked scores with float32's most negative number (≈ −3.4·10³⁸, shown as −∞) "
+               "before the softmax, so e^score underflows to 0; it then sets those weights to exactly 0, which "
+               "also keeps a fully masked row at 0 instead of NaN.")
+
+
+def render() -> None:
+    st.title("Masks: padding and the sequence (causal) mask")
+    st.markdown("Two masks decide which keys each query may look at. The **padding mask** hides filler tokens in "
+                "every attention; the **sequence mask** stops the decoder from peeking at future words. "
+                "One convention in this project: a bool grid, **True = may attend**.")
+    ckpt = current_checkpoint()
+    if ckpt is None:
+        return
+    translation = current_translation()
+    if translation is None:
+        return
+    sentence_caption(translation)
+    model_name = st.session_state["model_name"]
+    other = other_ui(model_name)
+    try:
+        other_translation = translate_request(Request(model_name, other))
+        src, tgt_in, trace = padded_batch_trace(
+            ckpt.model, ckpt.tokenizer, [translation.source.text, other_translation.source.text],
+            [list(translation.target_ids), list(other_translation.target_ids)])
+    except InputError as exc:
+        st.info(f"Second sentence: {exc}", icon="✍️")
+        return
+    except Exception:
+        log.exception("padded batch trace failed")
+        st.error("The model could not run this batch. Try a different second sentence.")
+        return
+    tok = ckpt.tokenizer
+    src_pieces = [tok.pieces(r.tolist()) for r in src.cpu()]
+    tgt_pieces = [tok.pieces(r.tolist()) for r in tgt_in.cpu()]
+    batch_panel({"source · sentence 1": src_pieces[0], "source · sentence 2": src_pieces[1],
+                 "decoder input · sentence 1": tgt_pieces[0], "decoder input · sentence 2": tgt_pieces[1]})
+    row = st.radio("Show the masks of", [0, 1], key="mask_row", horizontal=True,
+                   format_func=lambda r: f"sentence {r + 1} ({'current' if r == 0 else 'second'})")
+    parts = mask_parts(src, tgt_in, ckpt.config.pad_id)
+    masks_panel(parts, trace, row, src_pieces[row], tgt_pieces[row])
+    labels = {"enc_self": (src_pieces[row], src_pieces[row]), "dec_self": (tgt_pieces[row], tgt_pieces[row]),
+              "cross": (tgt_pieces[row], src_pieces[row])}
+    scores_panel(trace, row, labels)
+
+
+render()

@@ -1,0 +1,210 @@
+"""Page: Mechanics of attention — one head of the current sentence opened up stage by stage with the
+model's real numbers, the classic score functions side by side, soft vs hard attention, and why the
+dot products are divided by sqrt(d_k)."""
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import streamlit as st
+
+from app.charts import mechanics as charts
+from app.charts.masks import esc, mask_grid
+from app.current import current_checkpoint, current_translation, keep_valid, plot, sentence_caption
+from model.explain import sample_softmax, soft_vs_hard, softmax
+from model.mechanics import attention_internals
+from model.score_functions import compare_scores, location_based, softmax_saturation
+from model.trace import KIND_LABELS, KINDS
+
+log = logging.getLogger("attention_explorer")
+D_KS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+QKV_SOURCES = """
+| Attention | Queries Q from | Keys K and values V from | Mask |
+|---|---|---|---|
+| Encoder self-attention | the previous encoder layer (layer 1: embeddings + PE) | the same sequence | source padding |
+| Decoder self-attention | the previous decoder layer (layer 1: embeddings + PE) | the same sequence, positions ≤ t | target padding AND causal |
+| Cross-attention | the decoder's masked self-attention sub-layer | the **final encoder output** (every decoder layer) | source padding |
+"""
+SCORE_FUNCTIONS = [  # (name, formula, note)
+    ("additive", r"\mathrm{score}(s_t,h_i)=v_a^\top\tanh(W_a[s_t;h_i])", "Bahdanau 2015"),
+    ("general", r"\mathrm{score}(s_t,h_i)=s_t^\top W_a h_i", "Luong 2015"),
+    ("dot", r"\mathrm{score}(s_t,h_i)=s_t^\top h_i", "Luong 2015"),
+    ("scaled dot", r"\mathrm{score}(s_t,h_i)=\frac{s_t^\top h_i}{\sqrt{n}}", "Vaswani 2017 — this model"),
+    ("location-based", r"\alpha_{t}=\mathrm{softmax}(W_a s_t)", "Luong 2015 — ignores the keys"),
+]
+
+
+def selection_ui(translation, n_layers: dict[str, int], n_heads: int) -> tuple[str, int, int, int]:
+    """Kind, layer, head and query position the page opens up."""
+    c1, c2, c3, c4 = st.columns(4)
+    kind = c1.selectbox("Attention", list(KINDS), index=2, key="mech_kind", format_func=KIND_LABELS.get)
+    layers = list(range(n_layers[kind]))
+    keep_valid("mech_layer", layers)
+    layer = c2.selectbox("Layer", layers, key="mech_layer", format_func=lambda i: f"layer {i + 1}")
+    heads = list(range(n_heads))
+    keep_valid("mech_head", heads)
+    head = c3.selectbox("Head", heads, key="mech_head", format_func=lambda i: f"head {i + 1}")
+    pieces = query_pieces(translation, kind)
+    queries = list(range(len(pieces)))
+    keep_valid("mech_query", queries)
+    query = c4.selectbox("Query position", queries, index=min(len(pieces) - 1, len(pieces) // 2), key="mech_query",
+                         format_func=lambda i: f"{i} · {pieces[i]}")
+    return kind, layer, head, query
+
+
+def query_pieces(translation, kind: str) -> list[str]:
+    return list(translation.source.pieces if kind == "enc_self" else translation.target_input_pieces)
+
+
+def key_pieces(translation, kind: str) -> list[str]:
+    return list(translation.target_input_pieces if kind == "dec_self" else translation.source.pieces)
+
+
+def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], head: int, query: int) -> None:
+    """Q, K, V -> QK^T -> / sqrt(d_k) -> mask -> softmax -> weights @ V, one figure each."""
+    q, k, v = (getattr(it, name)[head].float().cpu().numpy() for name in ("q", "k", "v"))
+    mask = it.mask.cpu().numpy()
+    st.markdown("**Step 1 — project.** Each token vector is multiplied by this head's W<sup>Q</sup>, W<sup>K</sup>, "
+                f"W<sup>V</sup> (d_model {it.x_query.shape[-1]} → d_k {it.d_k}).", unsafe_allow_html=True)
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        plot(charts.vector_matrix(q, qs, "Q = X Wᵠ (queries)", "query", query), "mech_q")
+    with c2:
+        plot(charts.vector_matrix(k, ks, "K = X Wᴷ (keys)", "key"), "mech_k")
+    with c3:
+        plot(charts.vector_matrix(v, ks, "V = X Wⱽ (values)", "key"), "mech_v")
+    st.markdown(f"**Step 2 — compare, scale, mask.** Every query is dotted with every key, then divided by "
+                f"√d_k = √{it.d_k} = {math.sqrt(it.d_k):.3f}; masked pairs are set to −∞.")
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        plot(charts.score_matrix(it.qk[head].float().cpu().numpy(), qs, ks, "QKᵀ (raw dot products)", query),
+             "mech_qk")
+    with c2:
+        plot(charts.score_matrix(it.scaled[head].float().cpu().numpy(), qs, ks,
+                                 f"QKᵀ / √{it.d_k}  (scaled)", query), "mech_scaled")
+    with c3:
+        fig = mask_grid(mask, qs, ks, "Mask (✓ = may attend)")
+        plot(charts.highlight_row(fig, query, len(ks)), "mech_mask")
+    st.markdown("**Step 3 — softmax and weighted sum.** Each row becomes a distribution over the keys; the head's "
+                "output for a query is the weighted sum of the value vectors.")
+    c1, c2 = st.columns(2)
+    with c1:
+        plot(charts.weights_matrix(trace_weights, mask, qs, ks, "softmax(…) = attention weights", query),
+             "mech_weights")
+    with c2:
+        plot(charts.vector_matrix(it.context[head].float().cpu().numpy(), qs, "Context = weights · V", "query", query),
+             "mech_context")
+    stages = [("QKᵀ", it.qk[head, query].float().cpu().numpy()),
+              (f"÷ √{it.d_k}", it.scaled[head, query].float().cpu().numpy()),
+              ("masked", it.scaled[head, query].float().cpu().numpy()),
+              ("softmax", trace_weights[query])]
+    plot(charts.stage_bars(stages, ks, mask[query], f"Query {query} · {esc([qs[query]])[0]} through the stages"), "mech_stages")
+
+
+def multihead_panel(it, qs: list[str], head: int, query: int, n_heads: int) -> None:
+    st.subheader("All heads together: Concat and Wᴼ")
+    st.latex(r"\mathrm{MultiHead}(Q,K,V)=\mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W^O,\quad "
+             r"\mathrm{head}_i=\mathrm{Attention}(QW_i^Q,KW_i^K,VW_i^V)")
+    st.markdown(f"The {n_heads} heads run in parallel on {it.d_k}-dimensional slices; their outputs are laid side by "
+                f"side ({n_heads} × {it.d_k} = {n_heads * it.d_k}) and mixed by one matrix Wᴼ. The dotted box is the "
+                "head shown above.")
+    c1, c2 = st.columns(2)
+    with c1:
+        plot(charts.concat_heads(it.context.float().cpu().numpy(), qs, head, query), "mech_concat")
+    with c2:
+        plot(charts.output_matrix(it.output.float().cpu().numpy(), qs, it.output.shape[-1], query), "mech_output")
+
+
+def score_functions_panel(it, trace_row, ks: list[str], head: int, query: int) -> None:
+    """``trace_row`` [K]: the model's weights for the selected query (from the trace)."""
+    st.subheader("Other ways to score a query against keys")
+    allowed = it.mask[query].cpu().numpy()
+    keys = [p for p, a in zip(ks, allowed) if a]
+    if len(keys) < 2:
+        st.info("This query may attend to only one key, so every score function gives it weight 1. "
+                "Pick a later query position to compare them.")
+        return
+    q_vec = it.q[head, query].float().cpu()
+    k_vecs = it.k[head].float().cpu()[it.mask[query].cpu()]  # the keys this query may attend to
+    weights = {name: softmax(s).numpy() for name, s in compare_scores(q_vec, k_vecs).items()}
+    weights["location-based"] = location_based(q_vec, len(keys)).numpy()
+    st.markdown(f"All on the same vectors: this head's query for position **{query}** and its "
+                f"{len(keys)} allowed keys (d = {it.d_k}). Only *scaled dot* is what this model trained; the "
+                "matrices W<sub>a</sub>, v<sub>a</sub> of the others are random here, to show their form.",
+                unsafe_allow_html=True)
+    cols = st.columns(3)
+    for i, (name, formula, note) in enumerate(SCORE_FUNCTIONS):
+        with cols[i % 3]:
+            st.markdown(f"**{name}** · {note}")
+            st.latex(formula)
+            plot(charts.weight_bars(weights[name], keys, f"{name}: softmax weights",
+                                    charts.HIGHLIGHT if name == "scaled dot" else "#1f77b4"), f"mech_score_{i}")
+    with cols[len(SCORE_FUNCTIONS) % 3]:
+        st.markdown("**Self-attention** (Cheng 2016) is not another formula: it is any of these with the queries, "
+                    "keys and values taken from the *same* sequence — the encoder and decoder self-attention here.")
+    st.markdown("**Global / soft vs local / hard.** Soft (global) attention spreads weight over all keys and is "
+                "differentiable; hard attention picks one key (argmax), which needs sampling or reinforcement "
+                "learning to train. Local attention (Luong) is in between: soft, but only over a window of keys.")
+    parts = {k: t.numpy() for k, t in soft_vs_hard(trace_row, it.v[head].float().cpu()).items()}
+    plot(charts.soft_hard(parts["soft"], parts["hard"], parts["soft_output"], parts["hard_output"], ks),
+         "mech_soft_hard")
+
+
+@st.cache_data(show_spinner=False)
+def saturation_stats() -> dict[str, np.ndarray]:
+    """Same numbers for every visitor: compute once per server."""
+    return {k: v.numpy() for k, v in softmax_saturation(D_KS).items()}
+
+
+@st.fragment
+def sqrt_dk_panel(model_dk: int) -> None:
+    st.subheader("Why divide by √d_k?")
+    st.markdown("If the entries of q and k have mean 0 and variance 1, their dot product q·k = Σ qᵢkᵢ has "
+                "variance **d_k**. With wide heads the scores spread out, the softmax puts almost all weight on "
+                "one key, and its gradient diag(p) − ppᵀ is almost 0: learning stalls. Dividing by √d_k brings "
+                f"the variance back to 1 whatever the width. (This model: d_k = {model_dk}; the paper: 64.)")
+    plot(charts.saturation(D_KS, saturation_stats()), "mech_saturation")
+    d_k = st.select_slider("d_k for one sample", D_KS, value=64, key="mech_dk")
+    sample = sample_softmax(d_k)
+    plot(charts.sample_softmax(sample["scaled"].numpy(), sample["unscaled"].numpy(), d_k), "mech_sample")
+
+
+@st.fragment
+def head_panel(ckpt, translation) -> None:
+    trace = translation.trace
+    n_heads = trace.weights("enc_self").size(2)
+    kind, layer, head, query = selection_ui(translation, trace.n_layers, n_heads)
+    qs, ks = query_pieces(translation, kind), key_pieces(translation, kind)
+    decoder_input = [ckpt.config.bos_id] + list(translation.target_ids[:-1])
+    try:
+        it = attention_internals(ckpt.model, list(translation.source.ids), decoder_input, kind, layer)
+    except Exception:
+        log.exception("attention_internals failed")
+        st.error("The model could not open up this attention layer.")
+        return
+    trace_weights = trace.weights(kind)[layer, 0, head].cpu().numpy()
+    st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V")
+    stages_panel(it, trace_weights, qs, ks, head, query)
+    multihead_panel(it, qs, head, query, n_heads)
+    score_functions_panel(it, trace.weights(kind)[layer, 0, head, query].float().cpu(), ks, head, query)
+
+
+def render() -> None:
+    st.title("Mechanics of attention")
+    st.markdown("A query asks, keys answer how relevant they are, values carry what is passed on — like a search "
+                "engine matching your query against item descriptions (keys) and returning the items (values). "
+                "In the Transformer all three are linear projections of token vectors; *which* vectors depends on "
+                "where the attention sits:")
+    st.markdown(QKV_SOURCES)
+    ckpt = current_checkpoint()
+    if ckpt is None:
+        return
+    translation = current_translation()
+    if translation is not None:
+        sentence_caption(translation)
+        head_panel(ckpt, translation)
+    sqrt_dk_panel(ckpt.config.d_k)
+
+
+render()

@@ -1,0 +1,205 @@
+"""Page: Model and training — the shipped model's real configuration and parameters, the architecture
+with its sizes, and how it was trained (Adam, warm-up schedule, dropout, label smoothing, its logs)."""
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from app.charts import training as charts
+from app.current import current_checkpoint, plot
+from model.analysis import parameter_counts
+from model.label_smoothing import smoothed_targets
+from model.schedule import noam_lr
+from model.transformer import count_parameters
+
+log = logging.getLogger("attention_explorer")
+LOG_COLUMNS = {"step", "loss", "lr"}
+EPOCH_COLUMNS = {"epoch", "train_loss", "valid_loss", "valid_bleu", "valid_chrf"}
+
+
+def config_panel(ckpt) -> None:
+    c = ckpt.config
+    rows = [("Encoder layers N", c.n_encoder_layers, 6), ("Decoder layers N", c.n_decoder_layers, 6),
+            ("d_model (width of every token vector)", c.d_model, 512), ("Heads h", c.n_heads, 8),
+            ("d_k = d_v = d_model / h", c.d_k, 64), ("d_ff (feed-forward inner width)", c.d_ff, 2048),
+            ("Vocabulary (one, shared by source and target)", c.vocab_size, "37000 (BPE)"),
+            ("Dropout (residual, attention, FFN)", c.dropout, 0.1), ("Max positions", c.max_len, "—"),
+            ("Normalisation", "pre-norm" if c.norm_first else "post-norm: LayerNorm(x + Sublayer(x))",
+             "post-norm")]
+    table = pd.DataFrame(rows, columns=["setting", "this model", "paper (base)"]).astype(str)
+    counts = parameter_counts(ckpt.model)
+    left, right = st.columns([2, 3])
+    with left:
+        st.subheader("Configuration")
+        st.dataframe(table, hide_index=True, width="stretch")
+        st.metric("Parameters", f"{count_parameters(ckpt.model):,}", help="The paper's base model has about 65 million.")
+        trained = f"Trained for {ckpt.meta['steps']:,} steps" if "steps" in ckpt.meta else "Training length not recorded"
+        if "epochs" in ckpt.meta:
+            trained += f" ({ckpt.meta['epochs']} epochs"
+            trained += f", {ckpt.meta['train_seconds'] / 60:.0f} min)" if "train_seconds" in ckpt.meta else ")"
+        st.caption(trained + ".")
+    with right:
+        plot(charts.parameter_bars(counts), "model_parameters")
+
+
+def architecture_panel(ckpt) -> None:
+    c = ckpt.config
+    st.subheader("The architecture with this model's sizes")
+    plot(charts.architecture_diagram(c.to_dict()), "model_architecture")
+    st.markdown("**Encoder–decoder, auto-regressive.** The encoder reads the whole source at once and produces "
+                f"one {c.d_model}-dimensional vector per piece. The decoder generates the output one piece at a time, "
+                "reading its own previous outputs (shifted right, starting with <s>) and the encoder output through "
+                "cross-attention — see *Decoding, step by step*.")
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown("**Residual connection + LayerNorm** around every sub-layer (post-norm, as in the paper):")
+        st.latex(r"\mathrm{LayerNorm}\big(x + \mathrm{Dropout}(\mathrm{Sublayer}(x))\big)")
+        st.markdown("The residual path lets information and gradients skip each sub-layer, so deep stacks train. "
+                    "LayerNorm normalises **each token vector on its own** over its "
+                    f"{c.d_model} features (mean 0, variance 1, then a learned scale and shift) — unlike BatchNorm, "
+                    "which averages each feature over the batch and so depends on the other sentences and on "
+                    "padding.")
+    with c2:
+        st.markdown("**Position-wise feed-forward network**, the same for every position:")
+        st.latex(r"\mathrm{FFN}(x) = \max(0,\; xW_1 + b_1)\,W_2 + b_2")
+        st.markdown(f"Here W₁ is {c.d_model} × {c.d_ff} and W₂ is {c.d_ff} × {c.d_model}. Applied to each position "
+                    "separately, it is the same as **two convolutions with kernel size 1**. Attention mixes "
+                    "information between positions; the FFN transforms each position.")
+    st.markdown(f"**Shared embeddings.** One {c.vocab_size:,} × {c.d_model} matrix E is the source embedding, the "
+                "target embedding and (transposed) the output layer before the softmax. In the embedding layers "
+                f"its rows are multiplied by √d_model = √{c.d_model} ≈ {math.sqrt(c.d_model):.1f}.")
+
+
+def why_attention_panel() -> None:
+    st.subheader("Why not an RNN or a CNN?")
+    table = pd.DataFrame([
+        ("Self-attention", "O(n² · d)", "O(1)", "O(1)"),
+        ("Recurrent (RNN, LSTM)", "O(n · d²)", "O(n)", "O(n)"),
+        ("Convolution (kernel k)", "O(k · n · d²)", "O(1)", "O(logₖ n)"),
+    ], columns=["layer type", "work per layer", "sequential steps", "longest path between two words"])
+    st.dataframe(table, hide_index=True, width="stretch")
+    st.markdown("An RNN must process position t − 1 before t: no parallelism inside a sentence, and information "
+                "between distant words travels through n steps, fading on the way (LSTM gates only soften this). "
+                "A CNN sees a local window and needs stacked layers to connect distant words. Self-attention links "
+                "every pair of positions in one step and computes all positions in parallel — at the cost of n² "
+                "work, fine for sentence-length n (paper, Table 1).")
+
+
+def schedule_panel(ckpt) -> None:
+    st.subheader("Optimiser and learning-rate schedule")
+    meta, d = ckpt.meta, ckpt.config.d_model
+    warmup, factor, steps = int(meta.get("warmup", 4000)), float(meta.get("lr_factor", 1.0)), meta.get("steps")
+    st.markdown("Adam with **β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹** (the paper's values; model/train.py uses them). "
+                "The learning rate rises linearly during a warm-up — Adam's moment estimates are noisy at first, "
+                "and big early steps would wreck a post-norm Transformer — then decays with 1/√step:")
+    st.latex(r"lrate = factor \cdot d_{model}^{-0.5}\cdot\min\!\left(step^{-0.5},\; step\cdot warmup^{-1.5}\right)")
+    if "warmup" not in meta:
+        st.caption("This checkpoint does not record its warm-up; the paper's 4000 is shown.")
+    last = int(steps) if steps else 4 * warmup
+    xs = np.unique(np.linspace(1, max(last, 2 * warmup), 400).astype(int))
+    own = np.array([noam_lr(int(s), d, warmup, factor) for s in xs])
+    stop = (last, noam_lr(last, d, warmup, factor)) if steps else None
+    left, right = st.columns(2)
+    with left:
+        plot(charts.lr_schedule([(f"this model: d_model {d}, warm-up {warmup}, factor {factor:g}", xs, own)], stop,
+                                "This model's learning rate"), "model_lr_own")
+    with right:
+        compare_schedule_panel(d, warmup, factor)
+    st.markdown(f"**Regularisation.** Residual dropout P_drop = **{ckpt.config.dropout:g}** on every sub-layer "
+                "output before the residual add, and on the sums of embeddings and positional encodings (also "
+                "inside attention and the FFN here). Label smoothing below.")
+
+
+@st.fragment
+def compare_schedule_panel(d_model: int, warmup: int, factor: float) -> None:
+    c1, c2 = st.columns(2)
+    paper_warmup = c1.slider("Compare: warm-up steps", 100, 16000, 4000, step=100, key="lr_warmup")
+    paper_d = c2.select_slider("Compare: d_model", [64, 128, 256, 512, 1024], value=512, key="lr_dmodel")
+    horizon = max(4 * paper_warmup, 4 * warmup, 20000)
+    xs = np.unique(np.linspace(1, horizon, 500).astype(int))
+    curves = [(f"d_model {paper_d}, warm-up {paper_warmup} (paper: 512, 4000)",
+               xs, np.array([noam_lr(int(s), paper_d, paper_warmup) for s in xs])),
+              (f"this model: d_model {d_model}, warm-up {warmup}",
+               xs, np.array([noam_lr(int(s), d_model, warmup, factor) for s in xs]))]
+    plot(charts.lr_schedule(curves, None, "Compared with other settings"), "model_lr_compare")
+
+
+@st.fragment
+def label_smoothing_panel(ckpt) -> None:
+    st.subheader("Label smoothing")
+    used = float(ckpt.meta.get("label_smoothing", 0.1))
+    v = ckpt.config.vocab_size
+    st.markdown(f"Instead of a one-hot target the loss compares against (1 − ε)·one-hot + ε/V. This model used "
+                f"**ε = {used:g}**: with its V = {v:,} pieces the true piece gets 1 − ε + ε/V = "
+                f"**{1 - used + used / v:.5f}** and every other piece ε/V = **{used / v:.2e}**.")
+    eps = st.slider("ε", 0.0, 0.5, used, step=0.01, key="ls_eps")
+    small_v, true = 10, 3
+    dist = smoothed_targets(torch.tensor([true]), small_v, eps)[0].numpy()
+    plot(charts.label_smoothing_bars(dist, [f"piece {i}" + (" (true)" if i == true else "") for i in range(small_v)],
+                                     eps), "model_label_smoothing")
+    st.caption("It makes the model less sure of itself: perplexity gets worse (probability mass is kept away from "
+               "the right answer), but accuracy and BLEU improve (paper, section 5.4).")
+
+
+def _read_csv(path, columns: set[str]) -> pd.DataFrame | None:
+    try:
+        df = pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError):
+        log.exception("cannot read %s", path)
+        return None
+    return df if columns <= set(df.columns) and len(df) else None
+
+
+def training_logs_panel(ckpt) -> None:
+    st.subheader("How this model trained")
+    folder = ckpt.path
+    log_df = _read_csv(folder / "log.csv", LOG_COLUMNS) if folder else None
+    epochs_df = _read_csv(folder / "epochs.csv", EPOCH_COLUMNS) if folder else None
+    if log_df is None and epochs_df is None:
+        st.info("This checkpoint ships no training logs (log.csv, epochs.csv).")
+        return
+    if log_df is not None:
+        plot(charts.loss_curve(log_df), "model_loss")
+        if "tokens_per_s" in log_df:
+            st.caption(f"Median speed {log_df['tokens_per_s'].median():,.0f} tokens/s over {len(log_df):,} steps.")
+    else:
+        st.info("No per-step log (log.csv) in this checkpoint.")
+    if epochs_df is not None:
+        plot(charts.epoch_curves(epochs_df), "model_epochs")
+        best = epochs_df.loc[epochs_df["valid_loss"].idxmin()]
+        st.caption(f"Lowest validation loss {best['valid_loss']:.3f} after epoch {int(best['epoch'])} "
+                   f"(BLEU {best['valid_bleu']:.1f}, chrF {best['valid_chrf']:.1f} on the validation set).")
+    else:
+        st.info("No per-epoch log (epochs.csv) in this checkpoint.")
+
+
+def model_card_panel(ckpt) -> None:
+    st.subheader("Model card")
+    card = ckpt.path / "MODEL_CARD.md" if ckpt.path else None
+    if card is not None and card.is_file():
+        with st.container(border=True):
+            st.markdown(card.read_text(encoding="utf-8"))
+    else:
+        st.info("This checkpoint has no MODEL_CARD.md (what data it saw, how it scores, its limits).")
+
+
+def render() -> None:
+    st.title("Model and training")
+    ckpt = current_checkpoint()
+    if ckpt is None:
+        return
+    config_panel(ckpt)
+    architecture_panel(ckpt)
+    why_attention_panel()
+    schedule_panel(ckpt)
+    label_smoothing_panel(ckpt)
+    training_logs_panel(ckpt)
+    model_card_panel(ckpt)
+
+
+render()

@@ -1,0 +1,98 @@
+"""Page: Positional encoding — the sinusoids for the model's real d_model, why relative offsets are
+learnable, and what the first layer of the current sentence actually reads."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import streamlit as st
+
+from app.charts import positional as charts
+from app.current import current_checkpoint, current_translation, plot, sentence_caption
+from model.analysis import embedding_parts
+from model.explain import offset_error, pe_similarity
+from model.positional import sinusoidal_encoding, wavelengths
+
+
+def positions_ui(max_len: int) -> int:
+    return st.slider("Number of positions", 2, max_len, min(60, max_len), key="pe_positions",
+                     help=f"This model has room for {max_len} positions.")
+
+
+def dimensions_ui(d_model: int) -> list[int]:
+    defaults = sorted({0, 1, 2 * (d_model // 16), 2 * (d_model // 8), d_model // 2, d_model - 2})
+    return st.multiselect("Dimensions to draw", list(range(d_model)), default=defaults, key="pe_dims",
+                          help="Even dimensions are sines, odd ones cosines of the same frequency.")
+
+
+@st.fragment
+def matrix_panel(d_model: int, max_len: int) -> None:
+    n = positions_ui(max_len)
+    pe = sinusoidal_encoding(n, d_model).numpy()
+    plot(charts.pe_heatmap(pe, f"PE for the first {n} positions × d_model = {d_model} dimensions"), "pe_matrix")
+    lam = wavelengths(d_model).numpy()
+    st.markdown(f"Each (sin, cos) pair is a wave. Wavelengths grow geometrically, from **2π ≈ {lam[0]:.2f}** "
+                f"positions (dimensions 0, 1) to **{lam[-1]:,.0f}** positions (the last pair; the formula's limit "
+                f"is 10000·2π ≈ {10000 * 2 * math.pi:,.0f}). Left columns change every position; right columns "
+                "barely change over a whole sentence, so together they give each position a unique code.")
+    dims = dimensions_ui(d_model)
+    if dims:
+        plot(charts.pe_curves(pe, dims, [float(lam[d // 2]) for d in dims]), "pe_curves")
+    else:
+        st.info("Pick at least one dimension to draw its wave.")
+
+
+@st.fragment
+def relative_panel(d_model: int, max_len: int) -> None:
+    st.subheader("Relative offsets are a linear map")
+    st.markdown("For any fixed offset *k*, each (sin, cos) pair at position *p + k* is the pair at *p* "
+                "rotated by the angle ω·k — the same rotation for every *p*:")
+    st.latex(r"\begin{pmatrix}\sin\omega_i(p+k)\\ \cos\omega_i(p+k)\end{pmatrix} = "
+             r"\begin{pmatrix}\cos\omega_i k & \sin\omega_i k\\ -\sin\omega_i k & \cos\omega_i k\end{pmatrix}"
+             r"\begin{pmatrix}\sin\omega_i p\\ \cos\omega_i p\end{pmatrix},\qquad \omega_i = 10000^{-2i/d_{model}}")
+    k = st.slider("Offset k", 1, min(50, max_len - 1), 3, key="pe_offset")
+    err = offset_error(max_len, d_model, k)
+    st.markdown(f"Checked on this model's encoding: with one {d_model} × {d_model} block-diagonal matrix "
+                f"M<sub>{k}</sub>, max |PE[p+{k}] − PE[p]·M<sub>{k}</sub>| over all {max_len - k} positions = "
+                f"**{err:.1e}** (float rounding). A layer's linear projections can therefore learn "
+                "\"attend *k* places back\" once, for every position.", unsafe_allow_html=True)
+    n = min(max_len, 64)
+    plot(charts.pe_similarity(pe_similarity(n, d_model).numpy()), "pe_similarity")
+    st.caption("PE·PEᵀ depends only on the offset between two positions (every diagonal is constant) and is "
+               "largest at offset 0: nearby positions look alike, distant ones less so.")
+
+
+def embedding_panel(ckpt, translation) -> None:
+    st.subheader("What layer 1 reads for the current sentence")
+    sentence_caption(translation)
+    d = ckpt.config.d_model
+    parts = {k: v.numpy() for k, v in embedding_parts(ckpt.model, list(translation.source.ids)).items()}
+    plot(charts.embedding_parts(parts, list(translation.source.pieces)), "embedding_parts")
+    token_size = float(np.abs(parts["token"]).mean())
+    pe_size = float(np.abs(parts["positional"]).mean())
+    st.caption(f"The learned embedding is multiplied by √d_model = √{d} ≈ {math.sqrt(d):.1f} so that it is not "
+               f"drowned by the encoding: mean |value| here is {token_size:.2f} for the tokens and {pe_size:.2f} for "
+               "the positions. The same matrix is the decoder's embedding and its output layer (shared weights).")
+
+
+def render() -> None:
+    st.title("Positional encoding")
+    st.markdown("Attention on its own ignores order: shuffle the keys and values and every output stays the same. "
+                "So the model **adds** a position code to each token embedding before the first layer:")
+    st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\qquad "
+             r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
+    ckpt = current_checkpoint()
+    if ckpt is None:
+        return
+    d_model, max_len = ckpt.config.d_model, ckpt.config.max_len
+    matrix_panel(d_model, max_len)
+    relative_panel(d_model, max_len)
+    st.info("**Learned vs fixed.** The paper also tried learned positional embeddings and got nearly identical "
+            "results (Table 3, row E). It kept the sinusoids because they need no parameters and may extrapolate "
+            "to sentences longer than any seen in training. This model uses the fixed sinusoids.", icon="📌")
+    translation = current_translation()
+    if translation is not None:
+        embedding_panel(ckpt, translation)
+
+
+render()

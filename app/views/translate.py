@@ -1,0 +1,174 @@
+"""Translate (home): type a sentence, watch it being decoded token by token, then explore its attention."""
+from __future__ import annotations
+
+import html
+import logging
+import time
+
+import streamlit as st
+
+from app.downloads import trace_json
+from app.explorer import attention_explorer, clamp_state, keep_state, pieces_html
+from app.resources import MODEL_LABELS, load_model
+from app.state import sync_url
+from app.translation import MAX_INPUT_CHARS, Request, current_request, store
+from model.checkpoint import Checkpoint
+from model.inference import InputError, Translation, finish, prepare_source, stream
+
+log = logging.getLogger("attention_explorer")
+
+EXAMPLES = {
+    "en-de": [
+        "I have read the book that you gave me.",
+        "She would like to drink a cup of tea.",
+        "We went home because it was raining.",
+        "When does the train to Berlin leave?",
+        "I get up at seven every morning.",
+    ],
+    "reverse": ["h e l l o w o r l d", "a t t e n t i o n", "t r a n s f o r m e r", "a b c d e f g h i j"],
+}
+EXAMPLE_WHY = {
+    "en-de": "These need reordering in German (verb at the end of a sub-clause, separable verbs such as "
+             "*aufstehen → stehe … auf*): look for the cross-attention leaving the diagonal.",
+    "reverse": "The correct output is the letters in reverse order, so the cross-attention should be an "
+               "anti-diagonal.",
+}
+SLOW_MOTION_SECONDS = 0.3
+
+
+def _set_text(text: str) -> None:
+    st.session_state["text"] = text
+
+
+def input_ui(model_name: str, model_max_len: int) -> tuple[Request, bool, bool]:
+    """Sentence, examples and decoding settings; returns the request, whether Translate was pressed, slow motion."""
+    examples = EXAMPLES.get(model_name, [])
+    if examples:
+        st.caption("Try an example. " + EXAMPLE_WHY[model_name])
+        with st.container(horizontal=True, wrap=True):
+            for i, example in enumerate(examples):
+                st.button(example, key=f"example_{i}", on_click=_set_text, args=(example,), width="content")
+    st.text_area("Sentence", key="text", max_chars=MAX_INPUT_CHARS, height=90,
+                 placeholder="Type a sentence…" if model_name != "reverse" else "Letters separated by spaces: a b c")
+    c_beam, c_len, c_lp = st.columns(3)
+    limit = max(1, model_max_len - 1)
+    clamp_state("beam_size", 1, 8, 1)
+    clamp_state("max_len", 1, limit, min(60, limit))
+    beam = c_beam.slider("Beam size (1 = greedy)", 1, 8, key="beam_size",
+                         help="Greedy decoding takes the most probable piece at every step. Beam search keeps the "
+                              "best k partial translations and may find a better whole sentence.")
+    c_len.slider("Max output length (pieces)", 1, limit, key="max_len",
+                 help=f"Decoding stops at </s> or after this many pieces. This model has {model_max_len} positions.")
+    c_lp.slider("Length penalty α", 0.0, 2.0, step=0.1, key="length_penalty", disabled=beam == 1,
+                help="Only used by beam search (beam size > 1): finished hypotheses are ranked by "
+                     "log-prob / ((5 + length) / 6)^α. α = 0 ranks by raw log-prob, which favours short outputs.")
+    if beam == 1:
+        c_lp.caption("Used only by beam search (beam size > 1).")
+    slow = st.toggle("Slow motion", key="slow_motion", help="Pause briefly after each step while decoding.")
+    clicked = st.button("Translate", key="translate", type="primary", icon="▶️")
+    return current_request(), clicked, slow
+
+
+def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Translation:
+    """Decode with a live view of the pieces so far, then assemble and store the Translation."""
+    source = prepare_source(ckpt.tokenizer, request.text, ckpt.config.max_len)
+    limit = min(request.max_len, ckpt.config.max_len - 1)
+    progress = st.progress(0.0, text="Encoding the source…")
+    live = st.empty()
+    steps = []
+    for step in stream(ckpt.model, source, request.decode_config):
+        steps.append(step)
+        alive = f" · {step.beams.size(0)} hypotheses alive" if request.beam_size > 1 else ""
+        progress.progress(min(1.0, (step.step + 1) / limit),
+                          text=f"Step {step.step + 1} (at most {limit}){alive}")
+        live.markdown("**Decoding…** best so far:" + pieces_html(ckpt.tokenizer.pieces(step.best_tokens())),
+                      unsafe_allow_html=True)
+        if slow:
+            time.sleep(SLOW_MOTION_SECONDS)
+    translation = finish(ckpt.model, ckpt.tokenizer, source, steps, request.beam_size)
+    progress.empty()
+    live.empty()
+    store().put(request, translation)
+    return translation
+
+
+def result_ui(translation: Translation, request: Request, stale: bool, model_max_len: int) -> None:
+    if stale:
+        st.info("Settings changed — press **Translate**. Showing the last result "
+                f"(“{request.text[:80]}{'…' if len(request.text) > 80 else ''}”, beam {request.beam_size}, "
+                f"{MODEL_LABELS.get(request.model_name, request.model_name)}).", icon="ℹ️")
+    dropped = translation.source.dropped
+    if dropped:
+        st.warning(f"The input is longer than this model can read ({model_max_len} positions including </s>): "
+                   f"the last {dropped} pieces were dropped and only the first {len(translation.source.ids) - 1} "
+                   "were translated.", icon="✂️")
+    st.markdown(f"<div style='font-size:1.9rem;font-weight:600;margin:0.2rem 0 0.6rem 0'>"
+                f"{html.escape(translation.text) or '(empty output)'}</div>", unsafe_allow_html=True)
+    c_src, c_tgt = st.columns(2)
+    c_src.markdown("**Source pieces** (what the encoder reads)" + pieces_html(translation.source.pieces),
+                   unsafe_allow_html=True)
+    c_tgt.markdown("**Output pieces** (one per decoding step)" + pieces_html(translation.target_pieces),
+                   unsafe_allow_html=True)
+    hyps = translation.result.hypotheses
+    if request.beam_size > 1:
+        st.caption(f"Beam search (beam {request.beam_size}, α = {request.length_penalty}) finished "
+                   f"{len(hyps)} hypotheses; the best is shown.")
+    st.page_link("app/views/decoding.py", label="See how it was decoded, step by step", icon="🪜")
+
+
+def downloads_ui(translation: Translation, request: Request) -> None:
+    tokenizer = load_model(request.model_name).tokenizer
+    decode = {"model": request.model_name, "beam_size": request.beam_size, "max_len": request.max_len,
+              "length_penalty": request.length_penalty}
+    st.download_button("Download the whole trace (JSON)", data=lambda: trace_json(translation, tokenizer, decode),
+                       file_name="attention_trace.json", mime="application/json", key="download_trace",
+                       on_click="ignore", help="Source and output pieces, every decoding step with its top-k, the "
+                                               "n-best list and every attention map (layer × head × query × key).")
+
+
+def main() -> None:
+    keep_state()
+    st.title("Attention Explorer")
+    st.markdown("Type a sentence: an encoder-decoder Transformer (*Attention Is All You Need*) translates it piece "
+                "by piece, and every attention weight it used is shown below.")
+    model_name = st.session_state["model_name"]
+    try:
+        ckpt = load_model(model_name)
+    except Exception:
+        log.exception("could not load model %s", model_name)
+        st.error(f"The model “{MODEL_LABELS.get(model_name, model_name)}” could not be loaded. "
+                 "Pick another model in the sidebar.")
+        return
+    request, clicked, slow = input_ui(model_name, ckpt.config.max_len)
+    if not request.text.strip():
+        st.info("Type a sentence above (or pick an example), then press **Translate**.")
+        return
+    translation, stale, shown = store().get(request), False, request
+    try:
+        if translation is None and clicked:
+            translation = stream_translation(ckpt, request, slow)
+    except InputError as exc:
+        st.info(str(exc))
+        return
+    except Exception:
+        log.exception("translation failed for %r", request)
+        st.error("Sorry, the translation failed (an internal error; the details are in the server log).")
+        return
+    if translation is None:
+        last = st.session_state.get("last_request")
+        translation = store().get(last) if last is not None else None
+        if translation is None:
+            st.info("Press **Translate** to decode this sentence.")
+            return
+        stale, shown = True, last
+    else:
+        st.session_state["last_request"] = request
+        sync_url()
+    model_max_len = load_model(shown.model_name).config.max_len
+    result_ui(translation, shown, stale, model_max_len)
+    st.subheader("Attention explorer")
+    attention_explorer(translation, key="translate")
+    downloads_ui(translation, shown)
+
+
+main()

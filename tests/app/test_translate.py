@@ -1,0 +1,160 @@
+"""Translate page (AppTest): what a user types is decoded, and the explorer draws the model's own weights."""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pytest
+import torch
+
+from app.charts.attention import plotly_text
+from app.translation import MAX_INPUT_CHARS
+from model.analysis import merge_to_words
+from model.config import DecodeConfig
+from model.decoding import greedy_decode
+from model.inference import prepare_source, translate
+from model.tokenizer import word_groups, word_labels
+
+TEXT = "h e l l o w o r l d"
+
+
+def _translate(at, text):
+    at.text_area(key="text").input(text)
+    return at.button(key="translate").click().run()
+
+
+def _shown_text(at) -> str:
+    """The big translation line (an HTML div) on the page."""
+    shown = [m.value for m in at.markdown if "font-size:1.9rem" in m.value]
+    assert len(shown) == 1, "expected exactly one translation on the page"
+    return shown[0].split(">", 1)[1].rsplit("</div>", 1)[0]
+
+
+def _direct(ckpt, text, beam_size=1):
+    return translate(ckpt.model, ckpt.tokenizer, text, DecodeConfig(beam_size=beam_size, max_len=60))
+
+
+def test_page_renders_with_examples_and_no_result_yet(app_test):
+    at = app_test()
+    assert not at.exception
+    assert at.text_area(key="text").max_chars == MAX_INPUT_CHARS
+    assert any(b.label == "h e l l o w o r l d" for b in at.button)  # the reverse model's letter examples
+    assert not at.get("plotly_chart")
+    assert any("Press **Translate**" in i.value for i in at.info)
+
+
+def test_example_button_fills_the_box(app_test):
+    at = app_test()
+    at.button(key="example_1").click().run()
+    assert at.text_area(key="text").value == "a t t e n t i o n"
+
+
+def test_translate_draws_the_models_weights_for_kind_layer_head(app_test, figures, shipped):
+    at = _translate(app_test(), TEXT)
+    assert not at.exception
+    direct = _direct(shipped("reverse"), TEXT)
+    assert _shown_text(at) == direct.text == "d l r o w o l l e h"
+    for kind, layer, head in (("cross", 1, 2), ("enc_self", 0, 3), ("dec_self", 1, 0)):
+        at.segmented_control(key="kind").set_value(kind)
+        at.segmented_control(key="layer").set_value(layer)
+        at.segmented_control(key="head").set_value(head).run()
+        assert not at.exception
+        fig = figures(at)["translate_heatmap"]
+        expected = direct.trace.weights(kind)[layer, 0, head].double().numpy()
+        np.testing.assert_array_equal(fig["data"][0]["z"], expected)
+        queries = direct.source.pieces if kind == "enc_self" else direct.target_input_pieces
+        keys = direct.target_input_pieces if kind == "dec_self" else direct.source.pieces
+        assert fig["layout"]["yaxis"]["ticktext"] == plotly_text(queries)
+        assert fig["layout"]["xaxis"]["ticktext"] == plotly_text(keys)
+        assert f"layer {layer + 1} · head {head + 1}" in fig["layout"]["title"]["text"]
+    assert fig["layout"]["yaxis"]["ticktext"][0] == "&lt;s&gt;" and "predicts" in fig["layout"]["yaxis"]["title"]["text"]
+    masked = fig["data"][1]["z"]  # dec_self: the causal mask is drawn grey, above the diagonal only
+    n = len(masked)
+    assert np.isnan(masked[np.tril_indices(n)]).all() and (masked[np.triu_indices(n, 1)] == 1).all()
+
+
+def test_mean_over_heads_and_word_level(app_test, figures, shipped):
+    at = _translate(app_test(), TEXT)
+    direct = _direct(shipped("reverse"), TEXT)
+    at.segmented_control(key="kind").set_value("cross")
+    at.segmented_control(key="layer").set_value(1)
+    at.segmented_control(key="head").set_value(-1).run()
+    z = figures(at)["translate_heatmap"]["data"][0]["z"]
+    np.testing.assert_allclose(z, direct.trace.weights("cross")[1, 0].numpy().mean(axis=0), rtol=1e-6)
+    at.toggle(key="word_level").set_value(True)
+    at.segmented_control(key="head").set_value(1).run()
+    fig = figures(at)["translate_heatmap"]
+    q_groups, k_groups = word_groups(list(direct.target_input_pieces)), word_groups(list(direct.source.pieces))
+    words = merge_to_words(direct.trace.weights("cross")[1, 0, 1], q_groups, k_groups)
+    np.testing.assert_allclose(fig["data"][0]["z"], words.double().numpy(), rtol=1e-6)
+    assert fig["layout"]["xaxis"]["ticktext"] == plotly_text(word_labels(list(direct.source.pieces), k_groups))
+
+
+def test_head_view_and_model_view(app_test, figures, shipped):
+    at = _translate(app_test(), TEXT)
+    direct = _direct(shipped("reverse"), TEXT)
+    at.segmented_control(key="kind").set_value("cross")
+    at.segmented_control(key="layer").set_value(0)
+    at.segmented_control(key="head").set_value(1)
+    at.segmented_control(key="translate_view").set_value("Head view").run()
+    assert not at.exception
+    lines = [t for t in figures(at)["translate_head_view"]["data"] if t.get("mode") == "lines"]
+    weights = direct.trace.weights("cross")[0, 0, 1].numpy()
+    assert lines and len(lines) == int((weights >= 0.02).sum())
+    for line in lines:
+        assert line["meta"][0] == 1 and line["opacity"] == pytest.approx(weights[line["meta"][1], line["meta"][2]])
+    at.segmented_control(key="translate_view").set_value("Model view").run()
+    heatmaps = [t for t in figures(at)["translate_model_view"]["data"] if t["type"] == "heatmap"]
+    all_weights = direct.trace.weights("cross")[:, 0].double().numpy()  # [L, H, T, S]
+    assert len(heatmaps) == all_weights.shape[0] * all_weights.shape[1]
+    np.testing.assert_array_equal(heatmaps[5]["z"], all_weights[1, 1])  # layer 2, head 2 (4 heads per layer)
+
+
+def test_result_stays_when_settings_change(app_test, figures):
+    at = _translate(app_test(), TEXT)
+    at.slider(key="beam_size").set_value(3).run()
+    assert not at.exception
+    assert any("Settings changed" in i.value for i in at.info)
+    assert _shown_text(at) == "d l r o w o l l e h" and "translate_heatmap" in figures(at)
+    at.button(key="translate").click().run()
+    assert not any("Settings changed" in i.value for i in at.info)
+
+
+def test_empty_input_gives_a_hint_and_no_chart(app_test):
+    at = _translate(app_test(), "   ")
+    assert not at.exception
+    assert any("Type a sentence" in i.value for i in at.info)
+    assert not at.get("plotly_chart") and not at.error
+
+
+def test_overlong_input_is_cut_with_a_warning(app_test, shipped):
+    text = " ".join("abcdefghij"[i % 10] for i in range(400))  # 400 pieces; the reverse model reads 64 positions
+    at = _translate(app_test(), text)
+    assert not at.exception
+    dropped = prepare_source(shipped("reverse").tokenizer, text, 64).dropped
+    assert dropped == 400 - 63
+    assert any(f"the last {dropped} pieces were dropped" in w.value for w in at.warning)
+    assert at.get("plotly_chart")
+
+
+@pytest.mark.parametrize("model_name", ["reverse", "en-de"])
+def test_odd_unicode_translates(app_test, figures, shipped, model_name):
+    ckpt = shipped(model_name)  # skips en-de until it is shipped
+    text = "naïve 🙂 日本語 \u200b"
+    at = _translate(app_test(model_name=model_name), text)
+    assert not at.exception and not at.error
+    assert _shown_text(at) == html.escape(_direct(ckpt, text).text)
+    assert "translate_heatmap" in figures(at)
+
+
+def test_beam_size_one_is_greedy(app_test, shipped):
+    ckpt = shipped("reverse")
+    text = "a b c d e f g"
+    at = app_test()
+    at.slider(key="beam_size").set_value(3)
+    at = _translate(at, text)
+    at.slider(key="beam_size").set_value(1)
+    at = at.button(key="translate").click().run()
+    src = prepare_source(ckpt.tokenizer, text, ckpt.config.max_len)
+    greedy = greedy_decode(ckpt.model, torch.tensor(src.ids), DecodeConfig(max_len=60))
+    assert _shown_text(at) == ckpt.tokenizer.decode(greedy.best.tokens) == "g f e d c b a"

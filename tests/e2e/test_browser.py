@@ -1,0 +1,122 @@
+"""A person's path through the app in a real browser: translate, read a heatmap tooltip, open every page.
+
+AppTest cannot see what the browser draws (Plotly's JavaScript, hover labels, page layout); this test
+does, and leaves full-page screenshots behind ($E2E_SCREENSHOTS) so a person can look at them.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.e2e
+
+WAIT_MS = 30_000
+SENTENCE = "h e l l o"  # the "reverse" model's input: space-separated letters
+REVERSED = "o l l e h"
+CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
+PLOT_AREA = f"{CHART} .nsewdrag"
+IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
+# (sidebar link text, URL path of the page) in navigation order; the link text is matched as a prefix.
+PAGES = [("Translate", ""), ("Decoding", "decoding"), ("Positional encoding", "positional"), ("Masks", "masks"),
+         ("Mechanics of attention", "mechanics"), ("Model and training", "model")]
+MIN_SCREENSHOT_BYTES = 20_000
+
+
+def wait_idle(page) -> None:
+    page.wait_for_selector(IDLE, timeout=WAIT_MS)
+
+
+def assert_no_error(page, name: str) -> None:
+    assert page.locator("[data-testid=stException]").count() == 0, f"{name}: Streamlit shows an exception"
+    assert "Traceback" not in page.inner_text("body"), f"{name}: a traceback is on the page"
+
+
+def choose_reverse_model(page) -> None:
+    combobox = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox] input").first
+    combobox.click()
+    page.get_by_role("option", name=re.compile("reverse", re.I)).first.click()
+    expect(combobox).to_have_value(re.compile("reverse", re.I), timeout=WAIT_MS)
+    page.wait_for_timeout(300)
+    wait_idle(page)
+
+
+def sentence_box(page):
+    return page.locator("[data-testid=stTextArea] textarea, [data-testid=stTextInput] input").first
+
+
+def hover_first_source_column(page) -> str:
+    """Hover the top-left cell of the heatmap (first decoder row, first source piece) and return the tooltip."""
+    area = page.locator(PLOT_AREA).first
+    area.scroll_into_view_if_needed()
+    box = area.bounding_box()
+    assert box and box["width"] > 50 and box["height"] > 50, f"heatmap plot area too small: {box}"
+    for dx, dy in ((6, 6), (10, 10), (14, 8)):  # a couple of nearby points: the first move may only arm hover
+        page.mouse.move(box["x"] + dx, box["y"] + dy)
+        tooltip = page.locator(".hoverlayer .hovertext")
+        try:
+            tooltip.first.wait_for(state="attached", timeout=3_000)
+        except Exception:  # noqa: BLE001 - try the next point
+            continue
+        text = tooltip.first.text_content() or ""
+        if text.strip():
+            return text
+    raise AssertionError("hovering the heatmap showed no tooltip")
+
+
+def test_translate_then_visit_every_page(browser, streamlit_server, screenshot_dir):
+    streamlit_url = streamlit_server.url
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.set_default_timeout(WAIT_MS)
+    shots = []
+    try:
+        page.goto(streamlit_url, wait_until="domcontentloaded")
+        page.wait_for_selector("[data-testid=stSidebarNav]", timeout=WAIT_MS)
+        sentence_box(page).wait_for(timeout=WAIT_MS)
+        wait_idle(page)
+        choose_reverse_model(page)
+
+        box = sentence_box(page)
+        box.fill(SENTENCE)
+        box.press("Control+Enter")  # commit the text area's value (otherwise it is sent on blur)
+        page.wait_for_timeout(300)
+        wait_idle(page)
+        page.get_by_role("button", name=re.compile(r"^\W*Translate\s*$")).click()
+
+        page.wait_for_selector(PLOT_AREA, timeout=WAIT_MS)
+        wait_idle(page)
+        page.get_by_text(REVERSED, exact=True).first.wait_for(timeout=WAIT_MS)
+
+        tooltip = hover_first_source_column(page)
+        key = re.search(r"key:\s*(\S+)", tooltip)
+        weight = re.search(r"weight:\s*(\d+\.\d+)", tooltip)
+        assert key, f"tooltip names no key piece: {tooltip!r}"
+        assert key.group(1).lstrip("▁") in SENTENCE.split(), f"tooltip key is not a piece of the sentence: {tooltip!r}"
+        assert weight and 0.0 <= float(weight.group(1)) <= 1.0, f"tooltip has no weight in [0, 1]: {tooltip!r}"
+        assert_no_error(page, "Translate")
+        shots.append(screenshot_dir / "01_translate.png")
+        page.screenshot(path=str(shots[-1]), full_page=True)
+
+        for number, (link_text, path) in enumerate(PAGES, start=1):
+            nav = page.locator("[data-testid=stSidebarNav] a", has_text=re.compile(rf"^\W*{re.escape(link_text)}"))
+            nav.first.click()
+            page.wait_for_url(re.compile(rf"^{re.escape(streamlit_url)}/{re.escape(path)}(\?.*)?$"), timeout=WAIT_MS)
+            page.wait_for_timeout(300)
+            wait_idle(page)
+            page.wait_for_selector(PLOT_AREA, timeout=WAIT_MS)
+            wait_idle(page)
+            page.wait_for_timeout(500)  # let Plotly finish laying out the other charts before the screenshot
+            assert_no_error(page, link_text)
+            shots.append(screenshot_dir / f"{number + 1:02d}_{path or 'translate'}.png")
+            page.screenshot(path=str(shots[-1]), full_page=True)
+    except Exception:
+        page.screenshot(path=str(screenshot_dir / "failure.png"), full_page=True)  # what the browser showed
+        print(f"screenshot of the failure: {screenshot_dir / 'failure.png'}\nserver log:\n{streamlit_server.log_tail()}")
+        raise
+    finally:
+        page.close()
+
+    for shot in shots:
+        assert shot.exists() and shot.stat().st_size > MIN_SCREENSHOT_BYTES, f"screenshot missing or blank: {shot}"
+    assert len(shots) == len(PAGES) + 1
