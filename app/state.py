@@ -19,14 +19,16 @@ URL_KEYS = ("model_name", "text")  # shareable: a lecturer can send a link to a 
 
 
 def init_state() -> None:
-    """Set every key once per session; on the first run, take values from the URL if present."""
-    if st.session_state.get("_initialised"):
-        return
+    """Called at the top of every run, before any widget. Sets missing keys to their defaults (on the first
+    run, from the URL if present) and re-assigns the others: Streamlit deletes a widget's state when a page
+    without that widget runs, and re-assigning makes the value outlive the page switch."""
+    first = not st.session_state.get("_initialised")
     params = st.query_params
     for key, value in DEFAULTS.items():
-        if key in URL_KEYS and key in params:
-            value = params[key]
-        st.session_state.setdefault(key, value)
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+        else:
+            st.session_state[key] = params[key] if first and key in URL_KEYS and key in params else value
     st.session_state["_initialised"] = True
 
 
