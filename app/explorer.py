@@ -88,7 +88,7 @@ def clamp_state(key: str, low: int, high: int, default: int) -> None:
     if not isinstance(value, int) or not low <= value <= high:
         st.session_state[key] = min(max(int(value) if isinstance(value, int) else default, low), high)
     else:
-        st.session_state[key] = value  # re-assign: keeps the value alive across pages
+        st.session_state[key] = value
 
 
 def layer_head_ui(n_layers: int, n_heads: int, allow_mean: bool = True, columns=None) -> tuple[int, int]:
@@ -98,11 +98,11 @@ def layer_head_ui(n_layers: int, n_heads: int, allow_mean: bool = True, columns=
     clamp_state("head", -1 if allow_mean else 0, n_heads - 1, -1 if allow_mean else 0)
     c_layer, c_head = columns if columns is not None else (st.container(), st.container())
     layer = c_layer.segmented_control(
-        "Layer", list(range(n_layers)), key="layer", format_func=lambda l: f"{l + 1}", required=True,
+        "Layer", list(range(n_layers)), key="layer", persist_state="session", format_func=lambda l: f"{l + 1}", required=True,
         help="Layer 1 reads the embeddings; higher layers read the layer below.")
     heads = ([-1] if allow_mean else []) + list(range(n_heads))
     head = c_head.segmented_control(
-        "Head", heads, key="head", format_func=lambda h: "mean" if h < 0 else f"{h + 1}", required=True,
+        "Head", heads, key="head", persist_state="session", format_func=lambda h: "mean" if h < 0 else f"{h + 1}", required=True,
         help="Each head has its own query/key projections and attends on its own. 'mean' averages the heads' "
              "maps for display only; the model never does.")
     return int(layer), int(head)
@@ -122,13 +122,13 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
     st.session_state["word_level"] = bool(st.session_state.get("word_level", False))
     st.session_state.setdefault(f"{key}_view", VIEWS[0])
     c_kind, c_view, c_word = st.columns([5, 4, 1.4], vertical_alignment="bottom")
-    kind = c_kind.segmented_control("Attention", kinds, key="kind", format_func=KIND_SHORT.get,
+    kind = c_kind.segmented_control("Attention", kinds, key="kind", persist_state="session", format_func=KIND_SHORT.get,
                                     selection_mode="single", required=True)
     view_name = c_view.segmented_control(
-        "View", VIEWS, key=f"{key}_view", selection_mode="single", required=True,
+        "View", VIEWS, key=f"{key}_view", persist_state="session", selection_mode="single", required=True,
         help="Heatmap: one head's matrix. Head view: lines from each query to the keys it attends to "
              "(opacity = weight). Model view: every layer and head at once; click one to open it.")
-    word_level = c_word.toggle("Words", key="word_level",
+    word_level = c_word.toggle("Words", key="word_level", persist_state="session",
                                help="Merge sub-word pieces into words: a word's incoming attention is the sum over "
                                     "its pieces, a word's row is the mean of its pieces' rows.")
     view = attention_view(translation, kind, word_level)
@@ -143,7 +143,7 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
         matrix = head_matrix(view, layer, head)
         fig = heatmap_figure(matrix, view.query_labels, view.key_labels, title=title, query_title=view.query_title,
                              key_title=view.key_title, predicts=view.predicts, mask=view.mask)
-        st.plotly_chart(fig, key=f"{key}_heatmap", width="stretch", config=plotly_config(f"{kind}_L{layer + 1}", fmt))
+        st.plotly_chart(fig, key=f"{key}_heatmap", width="stretch", theme=None, config=plotly_config(f"{kind}_L{layer + 1}", fmt))
     elif view_name == "Head view":
         matrix = head_matrix(view, layer, head)
         _head_view(view, layer, head, title, key, fmt)
@@ -153,7 +153,7 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
                                 title=f"{KIND_LABELS[kind]}: every layer (rows) and head (columns)",
                                 selected=(layer, head) if head >= 0 else None)
         chart_key = f"{key}_model_view"
-        st.plotly_chart(fig, key=chart_key, width="stretch", on_select=partial(_open_head, chart_key, key),
+        st.plotly_chart(fig, key=chart_key, width="stretch", theme=None, on_select=partial(_open_head, chart_key, key),
                         selection_mode="points", config=plotly_config(f"{kind}_all_heads", fmt))
         st.caption("Click a small map to open that head as a heatmap. Query rows run top to bottom, keys left to "
                    "right, as in the heatmap.")
@@ -186,7 +186,7 @@ def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str,
                            title=title.replace("mean over heads", "all heads"), focus=focus,
                            query_title=view.query_title.split(" (")[0], key_title=view.key_title.split(" (")[0])
     chart_key = f"{key}_head_view"
-    st.plotly_chart(fig, key=chart_key, width="stretch", on_select=partial(_focus_token, chart_key, focus_key),
+    st.plotly_chart(fig, key=chart_key, width="stretch", theme=None, on_select=partial(_focus_token, chart_key, focus_key),
                     selection_mode="points", config=plotly_config("head_view", fmt))
     st.caption("Each line joins a query (left) to a key (right); its opacity is the weight, its colour the head "
                "(click a head in the legend to hide it). Lines under 0.02 are not drawn.")
@@ -210,7 +210,7 @@ def _focus_token(chart_key: str, focus_key: str) -> None:
 
 def _open_head(chart_key: str, key: str) -> None:
     data = _selected_customdata(chart_key)
-    if data and len(data) == 2:
+    if data and len(data) >= 2:
         st.session_state["layer"], st.session_state["head"] = int(data[0]), int(data[1])
         st.session_state[f"{key}_view"] = "Heatmap"
 
@@ -240,18 +240,6 @@ def _open_row(table_key: str, frame) -> None:
 
 
 # --- small helpers the Translate and Decoding pages share --------------------------------------------
-
-KEPT_KEYS = ("text", "beam_size", "max_len", "length_penalty", "kind", "layer", "head", "word_level")
-
-
-def keep_state() -> None:
-    """Re-assign the shared keys on every run: Streamlit deletes a widget's key at the end of a run in
-    which the widget was not drawn (e.g. "text" while the Decoding page is shown), which would reset it."""
-    from app.state import DEFAULTS
-
-    for name in KEPT_KEYS:
-        st.session_state[name] = st.session_state.get(name, DEFAULTS[name])
-
 
 def pieces_html(pieces: Sequence[str], highlight: int | None = None) -> str:
     """Token pieces as boxed chips (HTML-escaped), special tokens in grey, ``highlight`` in red."""

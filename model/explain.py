@@ -61,6 +61,15 @@ def soft_vs_hard(weights: torch.Tensor, values: torch.Tensor) -> dict[str, torch
             "hard_output": hard.to(values.dtype) @ values}
 
 
+def smoothed_loss_floor(vocab_size: int, epsilon: float) -> float:
+    """Lowest label-smoothed cross-entropy any model can reach: the entropy (nats) of the smoothed target
+    (1 - eps + eps/V on the true piece, eps/V on the V - 1 others)."""
+    if not 0.0 <= epsilon < 1.0 or vocab_size < 2:
+        raise ValueError(f"need 0 <= epsilon < 1 and vocab_size >= 2, got {epsilon}, {vocab_size}")
+    low, high = epsilon / vocab_size, 1.0 - epsilon + epsilon / vocab_size
+    return -(high * math.log(high) + (vocab_size - 1) * (low * math.log(low) if low > 0 else 0.0))
+
+
 def sample_softmax(d_k: int, n_keys: int = 10, seed: int = 0) -> dict[str, torch.Tensor]:
     """One query against ``n_keys`` keys with unit-variance entries (so q.k has variance d_k).
 

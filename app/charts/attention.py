@@ -16,6 +16,8 @@ from plotly.subplots import make_subplots
 
 from .style import HEAD_COLORS, MASKED_COLOR, WEIGHT_COLORSCALE, styled
 
+OPACITY_STEP = 0.05  # head view: line opacity is the weight rounded to this
+
 STAT_COLUMNS = {  # model.analysis.head_statistics key -> table column
     "entropy": "entropy (nats)",
     "mean_distance": "mean distance",
@@ -41,9 +43,10 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
     cells (their weight stays exactly 0 in z); predicts [Q] names what each decoder row predicts (hover)."""
     weights = np.asarray(weights, dtype=np.float64)
     n_q, n_k = weights.shape
-    q_lab, k_lab = np.asarray(plotly_text(query_labels), dtype=object), np.asarray(plotly_text(key_labels), dtype=object)
+    q_lab = np.asarray([f"<b>{q}</b> (position {i})" for i, q in enumerate(plotly_text(query_labels))], dtype=object)
+    k_lab = np.asarray([f"<b>{k}</b> (position {j})" for j, k in enumerate(plotly_text(key_labels))], dtype=object)
     hover = [np.broadcast_to(q_lab[:, None], (n_q, n_k)), np.broadcast_to(k_lab[None, :], (n_q, n_k))]
-    template = "query: <b>%{customdata[0]}</b> (row %{y})<br>key: <b>%{customdata[1]}</b> (col %{x})"
+    template = "query: %{customdata[0]}<br>key: %{customdata[1]}"
     if predicts is not None:
         hover.append(np.broadcast_to(np.asarray(plotly_text(predicts), dtype=object)[:, None], (n_q, n_k)))
         template += "<br>this row predicts: <b>%{customdata[2]}</b>"
@@ -59,11 +62,11 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
                                  hovertemplate="masked: this query may not see this key (weight 0)<extra></extra>",
                                  name="masked"))
     fig.update_xaxes(automargin=True, title_text=key_title, tickmode="array", tickvals=list(range(n_k)),
-                     ticktext=plotly_text(key_labels), tickangle=-60 if n_k > 8 else 0, side="bottom", showgrid=False,
+                     ticktext=plotly_text(key_labels), side="bottom", showgrid=False,
                      zeroline=False)
     fig.update_yaxes(automargin=True, title_text=query_title, tickmode="array", tickvals=list(range(n_q)),
                      ticktext=plotly_text(query_labels), autorange="reversed", showgrid=False, zeroline=False)
-    return styled(fig, title, _height(n_q))
+    return styled(fig, title, _height(n_q, per_row=34, minimum=420))
 
 
 def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Sequence[str],
@@ -73,23 +76,36 @@ def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Se
     """BertViz-style lines from each query (left) to each key (right); opacity = weight, colour = head.
 
     weights [len(heads), Q, K] for the head numbers ``heads`` (0-based, used for colours and the
-    legend). Lines lighter than ``min_weight`` are not drawn (invisible anyway). ``focus`` =
-    ("query", i) or ("key", j) draws only the lines of that token. Token markers carry
-    customdata [side, index] so a click can pick the focus.
+    legend). Lines lighter than ``min_weight`` are not drawn (invisible anyway). Opacity is the
+    weight rounded to OPACITY_STEP: lines of one head and opacity share a trace (meta: head and the
+    [query, key] pairs), so a long sentence with 8 heads is ~100 traces, not thousands; the exact
+    weights are in the hover of each token and in the heatmap. ``focus`` = ("query", i) or
+    ("key", j) draws only the lines of that token. Token markers carry customdata [side, index] so
+    a click can pick the focus.
     """
     weights = np.asarray(weights, dtype=np.float64)
     _, n_q, n_k = weights.shape
     query_labels, key_labels = plotly_text(query_labels), plotly_text(key_labels)
     fig = go.Figure()
-    for h, head_weights in zip(heads, weights):
+    levels = np.clip(np.round(weights / OPACITY_STEP), 1, round(1 / OPACITY_STEP)).astype(int)
+    drawn = weights >= min_weight
+    if focus is not None:
+        keep = np.zeros_like(drawn)
+        if focus[0] == "query":
+            keep[:, focus[1], :] = True
+        else:
+            keep[:, :, focus[1]] = True
+        drawn &= keep
+    for n, h in enumerate(heads):
         color, shown = HEAD_COLORS[h % len(HEAD_COLORS)], False
-        for i, j in zip(*np.nonzero(head_weights >= min_weight)):
-            if focus is not None and (focus[0] == "query" and i != focus[1] or focus[0] == "key" and j != focus[1]):
-                continue
+        for level in sorted(set(levels[n][drawn[n]].tolist()), reverse=True):
+            pairs = np.argwhere(drawn[n] & (levels[n] == level))  # [lines, 2] (query, key)
+            xs = np.tile([0.0, 1.0, np.nan], len(pairs))
+            ys = np.column_stack([pairs[:, 0], pairs[:, 1], np.full(len(pairs), np.nan)]).ravel()
             fig.add_trace(go.Scatter(
-                x=[0.0, 1.0], y=[i, j], mode="lines", opacity=float(head_weights[i, j]),
-                line=dict(color=color, width=3), hoverinfo="skip", legendgroup=f"head{h}", name=f"Head {h + 1}",
-                showlegend=not shown, meta=[int(h), int(i), int(j)]))
+                x=xs, y=ys, mode="lines", opacity=round(level * OPACITY_STEP, 4), line=dict(color=color, width=3),
+                hoverinfo="skip", legendgroup=f"head{h}", name=f"Head {h + 1}", showlegend=not shown,
+                meta={"head": int(h), "lines": pairs.tolist()}))
             shown = True
     strongest = np.argsort(-weights.mean(axis=0), axis=1)[:, :3]  # display only: top keys of each query
     q_hover = [f"query <b>{query_labels[i]}</b> (row {i})<br>strongest keys: "
@@ -109,14 +125,17 @@ def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Se
     fig.update_xaxes(visible=False, range=[-0.6, 1.6])
     fig.update_yaxes(visible=False, autorange="reversed")
     fig.update_layout(legend=dict(orientation="h", y=-0.02, yanchor="top", x=0), clickmode="event+select")
-    return styled(fig, title, _height(max(n_q, n_k), per_row=30, extra=160))
+    return styled(fig, title, _height(max(n_q, n_k), per_row=36, extra=170, minimum=440))
 
 
 def model_view_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *,
                       title: str, selected: tuple[int, int] | None = None) -> go.Figure:
-    """Every head of every layer as a small heatmap: weights [L, H, Q, K]. Subplot (l, h) is trace l*H+h;
-    each subplot also has an invisible marker overlay (customdata [layer, head]) so a click selects it.
-    ``selected`` (layer, head) gets a frame."""
+    """Every head of every layer as a small heatmap: weights [L, H, Q, K]. Subplot (l, h) is trace l*H+h.
+
+    Each subplot also has a transparent marker on every cell (trace L*H + l*H+h, customdata
+    [layer, head, weight]) that carries the hover and makes a click return a point (Plotly returns
+    none for a click on a heatmap). ``selected`` (layer, head) gets a frame.
+    """
     weights = np.asarray(weights, dtype=np.float64)
     n_layers, n_heads, n_q, n_k = weights.shape
     fig = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.012, vertical_spacing=0.03,
@@ -124,22 +143,20 @@ def model_view_figure(weights: np.ndarray, query_labels: Sequence[str], key_labe
                         row_titles=[f"Layer {l + 1}" for l in range(n_layers)])
     x = [f"{j}: {k}" for j, k in enumerate(plotly_text(key_labels))]  # unique categories: repeats stay apart
     y = [f"{i}: {q}" for i, q in enumerate(plotly_text(query_labels))]
-    step_q, step_k = max(1, n_q // 8), max(1, n_k // 8)  # a coarse grid of click targets per subplot
-    grid = [(i, j) for i in range(0, n_q, step_q) for j in range(0, n_k, step_k)]
+    cell_x, cell_y = [x[j] for _ in range(n_q) for j in range(n_k)], [y[i] for i in range(n_q) for _ in range(n_k)]
     for l in range(n_layers):
         for h in range(n_heads):
-            fig.add_trace(go.Heatmap(
-                z=weights[l, h], x=x, y=y, coloraxis="coloraxis", name=f"L{l + 1} H{h + 1}",
-                hovertemplate=f"layer {l + 1} · head {h + 1}<br>query %{{y}}<br>key %{{x}}<br>"
-                              "weight %{z:.3f}<extra></extra>"), row=l + 1, col=h + 1)
+            fig.add_trace(go.Heatmap(z=weights[l, h], x=x, y=y, coloraxis="coloraxis", name=f"L{l + 1} H{h + 1}",
+                                     hoverinfo="skip"), row=l + 1, col=h + 1)
     for l in range(n_layers):
         for h in range(n_heads):
+            custom = np.column_stack([np.full(n_q * n_k, l), np.full(n_q * n_k, h), weights[l, h].ravel()])
             fig.add_trace(go.Scatter(
-                x=[x[j] for _, j in grid], y=[y[i] for i, _ in grid], mode="markers", showlegend=False,
-                marker=dict(size=max(10, 120 // max(1, len(grid) ** 0.5)), symbol="square",
-                            color="rgba(0,0,0,0)"),
-                customdata=[[l, h]] * len(grid), hoverinfo="skip", name=f"select L{l + 1} H{h + 1}"),
-                row=l + 1, col=h + 1)
+                x=cell_x, y=cell_y, mode="markers", showlegend=False, customdata=custom,
+                marker=dict(size=12, symbol="square", color="rgba(0,0,0,0)"), name=f"select L{l + 1} H{h + 1}",
+                unselected=dict(marker=dict(opacity=0)), selected=dict(marker=dict(opacity=0)),
+                hovertemplate=f"layer {l + 1} · head {h + 1} (click to open)<br>query %{{y}}<br>key %{{x}}<br>"
+                              "weight %{customdata[2]:.3f}<extra></extra>"), row=l + 1, col=h + 1)
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
     fig.update_layout(coloraxis=dict(colorscale=WEIGHT_COLORSCALE, cmin=0.0, cmax=1.0,

@@ -58,7 +58,7 @@ def attention_row_figure(weights: np.ndarray, key_labels: Sequence[str], *, titl
         hovertemplate=f"query <b>{plotly_text([query_label])[0]}</b><br>key <b>%{{customdata}}</b><br>weight %{{y:.3f}}<extra></extra>",
         name="weight"))
     fig.update_xaxes(automargin=True, title_text=key_title, tickmode="array", tickvals=list(range(len(key_labels))),
-                     ticktext=plotly_text(key_labels), tickangle=-60 if len(key_labels) > 8 else 0)
+                     ticktext=plotly_text(key_labels))
     fig.update_yaxes(automargin=True, title_text="attention weight", range=[0, 1.02], gridcolor="#eee")
     fig.update_layout(bargap=0.15, showlegend=False)
     return styled(fig, title, 340)

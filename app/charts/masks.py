@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from app.charts.style import MASKED_COLOR, WEIGHT_COLORSCALE, styled
 
 ALLOWED_COLOR = "#3a78b5"
+TICK_SIZE = 14  # token pieces must be readable from the back of a lecture hall
 PAD_PIECE = "<pad>"
 
 
@@ -35,11 +36,14 @@ def token_axes(fig: go.Figure, x_labels: list[str] | None, y_labels: list[str] |
     """Tick every position with its piece; first query on top (like a matrix)."""
     where = {} if row is None else {"row": row, "col": col}
     if x_labels is not None:
+        short = max((len(str(p)) for p in x_labels), default=0) <= 3 and len(x_labels) <= 30
         fig.update_xaxes(tickmode="array", tickvals=list(range(len(x_labels))), ticktext=esc(x_labels),
-                         tickangle=-45 if len(x_labels) > 8 else 0, title_text=x_title, showgrid=False, **where)
+                         tickangle=0 if short or len(x_labels) <= 6 else -45, tickfont=dict(size=TICK_SIZE),
+                         title_text=x_title, showgrid=False, automargin=True, **where)
     if y_labels is not None:
         fig.update_yaxes(tickmode="array", tickvals=list(range(len(y_labels))), ticktext=esc(y_labels),
-                         autorange="reversed", title_text=y_title, showgrid=False, **where)
+                         tickfont=dict(size=TICK_SIZE), autorange="reversed", title_text=y_title, showgrid=False,
+                         automargin=True, **where)
     return fig
 
 
@@ -103,11 +107,12 @@ def masked_weights(weights: np.ndarray, mask: np.ndarray, query_labels: list[str
         texttemplate="%{text}" if text is not None else None, textfont=dict(size=11),
         colorbar=dict(title=dict(text="weight")),
         hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}<extra></extra>"))
-    masked_cells = np.argwhere(~mask)
-    if len(masked_cells):  # hatch-like outline so "exactly 0 because masked" differs from "small weight"
-        fig.add_trace(go.Scatter(x=masked_cells[:, 1], y=masked_cells[:, 0], mode="markers", hoverinfo="skip",
-                                 marker=dict(symbol="x-thin", size=10, line=dict(width=1.5, color="#9a9a9a")),
-                                 showlegend=False))
+    if not mask.all():  # masked cells in grey on top, so "exactly 0 because masked" differs from "small weight"
+        fig.add_trace(go.Heatmap(
+            z=np.where(mask, np.nan, 1.0), zmin=0, zmax=1, colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
+            showscale=False, xgap=1, ygap=1, text=np.where(mask, "", "0"), texttemplate="%{text}",
+            textfont=dict(size=11, color="#666"), customdata=pair_labels(query_labels, key_labels), hoverongaps=False,
+            hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>masked: weight exactly 0<extra></extra>"))
     token_axes(fig, key_labels, query_labels, "key", "query")
     return styled(fig, title, matrix_height(len(query_labels)))
 

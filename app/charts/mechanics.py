@@ -42,7 +42,7 @@ def score_matrix(z: np.ndarray, query_labels: list[str], key_labels: list[str], 
     """Signed query x key values [Q, K] (QK^T or QK^T / sqrt(d_k)) on a diverging scale centred on 0."""
     z = np.asarray(z)
     bound = float(np.abs(z).max()) or 1.0
-    text = np.char.mod("%.1f", z) if z.size <= 400 else None
+    text = np.char.mod("%.1f", z) if z.shape[1] <= 10 and z.shape[0] <= 14 else None
     fig = go.Figure(go.Heatmap(
         z=z, zmid=0, zmin=-bound, zmax=bound, colorscale=DIVERGING_COLORSCALE, xgap=1, ygap=1,
         customdata=pair_labels(query_labels, key_labels), text=text,

@@ -9,6 +9,7 @@ from plotly.subplots import make_subplots
 
 from app.charts.style import HEAD_COLORS, styled
 
+INK = "#1a1a1a"  # explicit: Streamlit's chart theme would grey out annotation text
 COLORS = {"attention": "#fcd9b6", "norm": "#fff1a8", "ffn": "#c9e0f5", "embed": "#f5c9d2", "out": "#cdebd3"}
 MAX_POINTS = 2000  # a curve with more steps than this is thinned for the browser
 
@@ -25,10 +26,11 @@ def parameter_bars(rows: list[tuple[str, int]]) -> go.Figure:
     return styled(fig, f"Parameters per block (total {sum(counts):,})", int(min(1400, 120 + 24 * len(rows))))
 
 
-def _box(fig: go.Figure, x0: float, x1: float, y0: float, y1: float, text: str, color: str, size: int = 13) -> None:
+def _box(fig: go.Figure, x0: float, x1: float, y0: float, y1: float, text: str, color: str, size: int = 15) -> None:
     fig.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, fillcolor=color, line=dict(color="#555", width=1.2),
                   layer="below")
-    fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=text, showarrow=False, font=dict(size=size))
+    fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=text, showarrow=False,
+                       font=dict(size=size, color=INK))
 
 
 def _arrow(fig: go.Figure, x0: float, y0: float, x1: float, y1: float, text: str = "", **kw) -> None:
@@ -53,14 +55,14 @@ def _stack(fig: go.Figure, x0: float, x1: float, blocks: list[tuple[str, str]], 
         centres[label] = (y + 0.4, y)
         _arrow(fig, (x0 + x1) / 2, y - 0.3 if y > y_start else y - 0.8, (x0 + x1) / 2, y)
         norm_y = y + 0.95
-        _box(fig, x0 + 0.2, x1 - 0.2, norm_y, norm_y + 0.5, "Add & LayerNorm", COLORS["norm"], 12)
+        _box(fig, x0 + 0.2, x1 - 0.2, norm_y, norm_y + 0.5, "Add & LayerNorm", COLORS["norm"], 14)
         _residual(fig, x0 + 0.2 if side < 0 else x1 - 0.2, y - 0.12, norm_y + 0.25, side)
         y = norm_y + 0.8
     top = y - 0.15
     fig.add_shape(type="rect", x0=x0, x1=x1, y0=2.3, y1=top, line=dict(color="#333", width=2), layer="below")
-    fig.add_annotation(x=x0 if side < 0 else x1, y=top, text=f"<b>{title}</b><br>N = {n_layers} ×",
-                       xanchor="left" if side > 0 else "right", yanchor="top", showarrow=False, font=dict(size=14),
-                       xshift=6 if side > 0 else -6)
+    fig.add_annotation(x=x0, y=top, text=f"<b>{title}</b>  N = {n_layers} ×", xanchor="left", yanchor="bottom",
+                       showarrow=False,
+                       font=dict(size=15, color=INK))
     return top, centres
 
 
@@ -79,27 +81,30 @@ def architecture_diagram(cfg: dict) -> go.Figure:
     dec_blocks = [(f"Masked multi-head self-attention<br>{att}", "attention"),
                   (f"Multi-head cross-attention<br>Q: decoder · K, V: encoder", "attention"), (ffn, "ffn")]
     dec_top, centres = _stack(fig, 5.6, 9.2, dec_blocks, cfg["n_decoder_layers"], "Decoder", 0.35)
-    for x0, x1, label in ((0.6, 4.2, "Source pieces (S)"), (5.6, 9.2, "Target so far, shifted right: <s> y₁ … yₜ₋₁")):
-        _box(fig, x0 + 0.2, x1 - 0.2, 1.0, 1.8, f"Embedding × √{d} + positional encoding", COLORS["embed"], 12)
-        fig.add_annotation(x=(x0 + x1) / 2, y=0.35, text=label, showarrow=False, font=dict(size=13))
+    target = "Target so far, shifted right: &lt;s&gt; y<sub>1</sub> … y<sub>t−1</sub>"
+    for x0, x1, label in ((0.6, 4.2, "Source pieces (S)"), (5.6, 9.2, target)):
+        _box(fig, x0 + 0.2, x1 - 0.2, 1.0, 1.8, f"Embedding × √{d} + positional encoding", COLORS["embed"], 14)
+        fig.add_annotation(x=(x0 + x1) / 2, y=0.35, text=label, showarrow=False, font=dict(size=14, color=INK))
         _arrow(fig, (x0 + x1) / 2, 0.55, (x0 + x1) / 2, 1.0)
-    fig.add_annotation(x=4.9, y=1.4, text=f"shared<br>E: {v:,} × {d}", showarrow=False, font=dict(size=11, color="#a33"))
+    fig.add_annotation(x=4.9, y=1.4, text=f"shared<br>E: {v:,} × {d}", showarrow=False,
+                       font=dict(size=13, color="#a33"))
     # encoder output -> every decoder layer's cross-attention (keys and values)
     cross_y = centres[dec_blocks[1][0]][0]
     fig.add_shape(type="path", path=f"M 2.4,{enc_top} L 2.4,{enc_top + 0.45} L 4.9,{enc_top + 0.45} L 4.9,{cross_y}",
                   line=dict(color="#444", width=1.6))
     _arrow(fig, 4.9, cross_y, 5.8, cross_y)
-    fig.add_annotation(x=2.4, y=enc_top + 0.45, text=f"encoder output (S × {d})", showarrow=False, yshift=12,
-                       font=dict(size=12))
+    fig.add_annotation(x=3.65, y=enc_top + 0.45, text=f"encoder output (S × {d})", showarrow=False, yshift=12,
+                       font=dict(size=13, color=INK))
     _box(fig, 5.8, 9.0, dec_top + 0.5, dec_top + 1.3, f"Linear (= Eᵀ, shared) → softmax over {v:,} pieces",
-         COLORS["out"], 12)
+         COLORS["out"], 14)
     _arrow(fig, 7.4, dec_top, 7.4, dec_top + 0.5, text=f"  {d}", xanchor="left")
     _arrow(fig, 7.4, dec_top + 1.3, 7.4, dec_top + 1.8)
     fig.add_annotation(x=7.4, y=dec_top + 2.0, text="P(next piece) — fed back in: auto-regressive", showarrow=False,
-                       font=dict(size=13))
+                       font=dict(size=14, color=INK))
     norm = "pre-norm: x + Sublayer(LayerNorm(x))" if cfg.get("norm_first") else "post-norm: LayerNorm(x + Sublayer(x))"
-    fig.add_annotation(x=0.6, y=dec_top + 1.9, text=f"<span style='color:#2b7a3d'>┈ residual connection</span> · {norm}",
-                       showarrow=False, xanchor="left", font=dict(size=12))
+    residual = "<span style='color:#2b7a3d'>┈┈ residual connection</span>"
+    fig.add_annotation(x=0.6, y=dec_top + 1.9, text=f"{residual} · {norm}",
+                       showarrow=False, xanchor="left", font=dict(size=14, color=INK))
     fig.update_xaxes(visible=False, range=[-0.4, 10.2])
     fig.update_yaxes(visible=False, range=[0, dec_top + 2.3])
     fig.update_layout(margin=dict(l=5, r=5, t=40, b=5), showlegend=False)
@@ -116,8 +121,9 @@ def lr_schedule(curves: list[tuple[str, np.ndarray, np.ndarray]], stop: tuple[in
                                  hovertemplate=f"{label}<br>step %{{x:,}}<br>lr %{{y:.2e}}<extra></extra>"))
     if stop is not None:
         fig.add_trace(go.Scatter(x=[stop[0]], y=[stop[1]], mode="markers+text", name="training stopped here",
-                                 marker=dict(size=13, color="#d62728", symbol="x"), text=[f"stopped at step {stop[0]:,}"],
-                                 textposition="top right", hovertemplate="step %{x:,}<br>lr %{y:.2e}<extra></extra>"))
+                                 marker=dict(size=13, color="#d62728", symbol="x"),
+                                 text=[f"stopped at step {stop[0]:,}"],
+                                 textposition="top left", hovertemplate="step %{x:,}<br>lr %{y:.2e}<extra></extra>"))
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="learning rate", exponentformat="e")
     fig.update_layout(legend=dict(orientation="h", y=-0.25))
@@ -141,8 +147,9 @@ def _thin(df: pd.DataFrame) -> pd.DataFrame:
     return df.iloc[::step]
 
 
-def loss_curve(log: pd.DataFrame) -> go.Figure:
-    """Per-step training loss (raw and smoothed) with the learning rate on a second axis."""
+def loss_curve(log: pd.DataFrame, floor: float | None = None) -> go.Figure:
+    """Per-step training loss (raw and smoothed) with the learning rate on a second axis; ``floor`` is the
+    lowest loss label smoothing allows (drawn as a dashed line)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     smooth = log["loss"].rolling(max(1, len(log) // 100), min_periods=1).mean()
     thin = _thin(log.assign(smooth=smooth))
@@ -154,7 +161,12 @@ def loss_curve(log: pd.DataFrame) -> go.Figure:
                              line=dict(color=HEAD_COLORS[1], width=2, dash="dot")), secondary_y=True)
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="training loss (label-smoothed cross-entropy, nats)", secondary_y=False)
-    fig.update_yaxes(title_text="learning rate", exponentformat="e", secondary_y=True, showgrid=False)
+    if floor is not None:
+        fig.add_hline(y=floor, line=dict(color="#555", dash="dash", width=1.5), secondary_y=False,
+                      annotation_text=f"lowest possible with label smoothing: {floor:.3f}",
+                      annotation_position="bottom right", annotation_font=dict(size=13, color=INK))
+    fig.update_yaxes(title_text="learning rate", exponentformat="e", secondary_y=True, showgrid=False,
+                     rangemode="tozero")
     fig.update_layout(legend=dict(orientation="h", y=-0.25))
     return styled(fig, "Training loss and learning rate per step", 420)
 

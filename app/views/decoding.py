@@ -12,7 +12,7 @@ from app.charts.attention import plotly_text
 from app.charts.decoding import (TreeCandidate, attention_row_figure, beam_tree_figure, beam_tree_nodes, nbest_frame,
                                  topk_figure)
 from app.charts.style import plotly_config
-from app.explorer import clamp_state, head_label, keep_state, layer_head_ui, pieces_html
+from app.explorer import clamp_state, head_label, layer_head_ui, pieces_html
 from app.resources import load_model
 from app.translation import Request, current_request, translate_request
 from model.decoding import Candidate, DecodeStep, length_penalty
@@ -41,7 +41,7 @@ def step_ui(n_steps: int) -> int:
     c_next.button("Next ▶", key="next_step", on_click=_move_step, args=(1, n_steps),
                   disabled=st.session_state["step"] == n_steps - 1, width="stretch")
     if n_steps > 1:
-        c_slider.slider("Step", 0, n_steps - 1, key="step",
+        c_slider.slider("Step", 0, n_steps - 1, key="step", persist_state="session",
                         help="Step t predicts output piece t+1 from <s> and the t pieces before it.")
     return int(st.session_state["step"])
 
@@ -97,7 +97,7 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
         ids = step.topk_ids[row].tolist()
         fig = topk_figure(tokenizer.pieces(ids), step.topk_probs[row].float().cpu().numpy(),
                           [i == chosen.token for i in ids], title=f"Top {len(ids)} next pieces at step {step.step}")
-        st.plotly_chart(fig, key="decoding_topk", width="stretch", config=plotly_config("next_piece_probs", fmt))
+        st.plotly_chart(fig, key="decoding_topk", width="stretch", theme=None, config=plotly_config("next_piece_probs", fmt))
         if chosen.token not in ids:
             st.caption(f"The chosen piece {piece} is not among the top {len(ids)} of this row.")
     with c_attn:
@@ -109,12 +109,14 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
         fig = attention_row_figure(dec_row, prefix, title=f"Decoder self-attention of “{query}” · {what}",
                                    key_title="decoder input so far (earlier positions only)", query_label=prefix[-1])
         st.plotly_chart(fig,
-                        key="decoding_dec_self", width="stretch", config=plotly_config("decoder_self_row", fmt))
+                        key="decoding_dec_self", width="stretch", theme=None,
+                        config=plotly_config("decoder_self_row", fmt))
         cross_row = _row(step.cross[layer, row].float().cpu().numpy(), head)
         st.plotly_chart(attention_row_figure(cross_row, list(translation.source.pieces),
                                              title=f"Cross-attention of “{query}” over the source · {what}",
                                              key_title="source piece", query_label=prefix[-1]),
-                        key="decoding_cross", width="stretch", config=plotly_config("cross_row", fmt))
+                        key="decoding_cross", width="stretch", theme=None,
+                        config=plotly_config("cross_row", fmt))
 
 
 def _pick_node(chart_key: str) -> None:
@@ -137,7 +139,7 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
     selected = nodes[(nodes.step == t) & (nodes.row == chosen.row) & (nodes.token == chosen.token)].id
     fig = beam_tree_figure(nodes, title=f"Beam search tree (beam {request.beam_size}): every candidate considered",
                            current_step=t, selected=int(selected.iloc[0]) if len(selected) else None)
-    st.plotly_chart(fig, key="beam_tree", width="stretch", on_select=partial(_pick_node, "beam_tree"),
+    st.plotly_chart(fig, key="beam_tree", width="stretch", theme=None, on_select=partial(_pick_node, "beam_tree"),
                     selection_mode="points", config=plotly_config("beam_tree", st.session_state["image_format"]))
     st.caption(f"At each step the {2 * request.beam_size} best continuations of all live hypotheses are looked at: "
                f"the best {request.beam_size} that do not end are kept (circles), an ending with </s> among the best "
@@ -168,7 +170,6 @@ def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request
 
 
 def main() -> None:
-    keep_state()
     st.title("Decoding, step by step")
     request = current_request()
     if not request.text.strip():

@@ -78,7 +78,7 @@ def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) ->
 def scores_panel(trace, row: int, labels: dict[str, tuple[list[str], list[str]]]) -> None:
     st.subheader("3 · Scores before and after masking and softmax")
     c1, c2, c3 = st.columns(3)
-    kind = c1.selectbox("Attention", KINDS, key="mask_kind", format_func=KIND_LABELS.get)
+    kind = c1.selectbox("Attention", list(KINDS), index=1, key="mask_kind", format_func=KIND_LABELS.get)
     layers = list(range(trace.n_layers[kind]))
     keep_valid("mask_layer", layers)
     layer = c2.selectbox("Layer", layers, key="mask_layer", format_func=lambda i: f"layer {i + 1}")
@@ -99,7 +99,8 @@ def scores_panel(trace, row: int, labels: dict[str, tuple[list[str], list[str]]]
              "mask_weights")
     leak = float(np.max(weights[~mask], initial=0.0))
     sums = weights.sum(-1)
-    st.success(f"{where}: max weight on masked cells: **{leak}** · every row sums to 1 "
+    st.success(f"{where}: {int((~mask).sum())} masked cells · max weight on masked cells: **{leak}** · "
+               f"every row sums to 1 "
                f"(min {sums.min():.6f}, max {sums.max():.6f}).", icon="✅")
     st.caption("The model fills masked scores with float32's most negative number (≈ −3.4·10³⁸, shown as −∞) "
                "before the softmax, so e^score underflows to 0; it then sets those weights to exactly 0, which "
@@ -137,7 +138,8 @@ def render() -> None:
     tgt_pieces = [tok.pieces(r.tolist()) for r in tgt_in.cpu()]
     batch_panel({"source · sentence 1": src_pieces[0], "source · sentence 2": src_pieces[1],
                  "decoder input · sentence 1": tgt_pieces[0], "decoder input · sentence 2": tgt_pieces[1]})
-    row = st.radio("Show the masks of", [0, 1], key="mask_row", horizontal=True,
+    padded = int(src_pieces[1].count("<pad>") > src_pieces[0].count("<pad>"))  # open on the padded sentence
+    row = st.radio("Show the masks of", [0, 1], index=padded, key="mask_row", horizontal=True,
                    format_func=lambda r: f"sentence {r + 1} ({'current' if r == 0 else 'second'})")
     parts = mask_parts(src, tgt_in, ckpt.config.pad_id)
     masks_panel(parts, trace, row, src_pieces[row], tgt_pieces[row])

@@ -99,7 +99,8 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
               (f"÷ √{it.d_k}", it.scaled[head, query].float().cpu().numpy()),
               ("masked", it.scaled[head, query].float().cpu().numpy()),
               ("softmax", trace_weights[query])]
-    plot(charts.stage_bars(stages, ks, mask[query], f"Query {query} · {esc([qs[query]])[0]} through the stages"), "mech_stages")
+    title = f"Query {query} · {esc([qs[query]])[0]} through the stages"
+    plot(charts.stage_bars(stages, ks, mask[query], title), "mech_stages")
 
 
 def multihead_panel(it, qs: list[str], head: int, query: int, n_heads: int) -> None:
@@ -165,7 +166,7 @@ def sqrt_dk_panel(model_dk: int) -> None:
                 "one key, and its gradient diag(p) − ppᵀ is almost 0: learning stalls. Dividing by √d_k brings "
                 f"the variance back to 1 whatever the width. (This model: d_k = {model_dk}; the paper: 64.)")
     plot(charts.saturation(D_KS, saturation_stats()), "mech_saturation")
-    d_k = st.select_slider("d_k for one sample", D_KS, value=64, key="mech_dk")
+    d_k = st.select_slider("d_k for one sample", D_KS, value=512, key="mech_dk")
     sample = sample_softmax(d_k)
     plot(charts.sample_softmax(sample["scaled"].numpy(), sample["unscaled"].numpy(), d_k), "mech_sample")
 

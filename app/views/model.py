@@ -14,6 +14,7 @@ from app.charts import training as charts
 from app.current import current_checkpoint, plot
 from model.analysis import parameter_counts
 from model.label_smoothing import smoothed_targets
+from model.explain import smoothed_loss_floor
 from model.schedule import noam_lr
 from model.transformer import count_parameters
 
@@ -29,16 +30,17 @@ def config_panel(ckpt) -> None:
             ("d_k = d_v = d_model / h", c.d_k, 64), ("d_ff (feed-forward inner width)", c.d_ff, 2048),
             ("Vocabulary (one, shared by source and target)", c.vocab_size, "37000 (BPE)"),
             ("Dropout (residual, attention, FFN)", c.dropout, 0.1), ("Max positions", c.max_len, "—"),
-            ("Normalisation", "pre-norm" if c.norm_first else "post-norm: LayerNorm(x + Sublayer(x))",
-             "post-norm")]
+            ("Normalisation", "pre-norm" if c.norm_first else "post-norm", "post-norm")]
     table = pd.DataFrame(rows, columns=["setting", "this model", "paper (base)"]).astype(str)
     counts = parameter_counts(ckpt.model)
     left, right = st.columns([2, 3])
     with left:
         st.subheader("Configuration")
         st.dataframe(table, hide_index=True, width="stretch")
-        st.metric("Parameters", f"{count_parameters(ckpt.model):,}", help="The paper's base model has about 65 million.")
-        trained = f"Trained for {ckpt.meta['steps']:,} steps" if "steps" in ckpt.meta else "Training length not recorded"
+        st.metric("Parameters", f"{count_parameters(ckpt.model):,}",
+                  help="The paper's base model has about 65 million.")
+        trained = (f"Trained for {ckpt.meta['steps']:,} steps" if "steps" in ckpt.meta
+                   else "Training length not recorded")
         if "epochs" in ckpt.meta:
             trained += f" ({ckpt.meta['epochs']} epochs"
             trained += f", {ckpt.meta['train_seconds'] / 60:.0f} min)" if "train_seconds" in ckpt.meta else ")"
@@ -164,7 +166,13 @@ def training_logs_panel(ckpt) -> None:
         st.info("This checkpoint ships no training logs (log.csv, epochs.csv).")
         return
     if log_df is not None:
-        plot(charts.loss_curve(log_df), "model_loss")
+        eps = float(ckpt.meta.get("label_smoothing", 0.0))
+        floor = smoothed_loss_floor(ckpt.config.vocab_size, eps) if eps else None
+        plot(charts.loss_curve(log_df, floor), "model_loss")
+        if floor is not None:
+            st.caption(f"The training loss is cross-entropy against the smoothed target (ε = {eps:g}), so it cannot "
+                       f"go below that target's entropy, {floor:.3f} nats, even for a perfect model. The validation "
+                       "loss below is plain cross-entropy without smoothing or dropout, which is why it sits lower.")
         if "tokens_per_s" in log_df:
             st.caption(f"Median speed {log_df['tokens_per_s'].median():,.0f} tokens/s over {len(log_df):,} steps.")
     else:

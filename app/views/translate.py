@@ -8,7 +8,7 @@ import time
 import streamlit as st
 
 from app.downloads import trace_json
-from app.explorer import attention_explorer, clamp_state, keep_state, pieces_html
+from app.explorer import attention_explorer, clamp_state, pieces_html
 from app.resources import MODEL_LABELS, load_model
 from app.state import sync_url
 from app.translation import MAX_INPUT_CHARS, Request, current_request, store
@@ -48,18 +48,18 @@ def input_ui(model_name: str, model_max_len: int) -> tuple[Request, bool, bool]:
         with st.container(horizontal=True, wrap=True):
             for i, example in enumerate(examples):
                 st.button(example, key=f"example_{i}", on_click=_set_text, args=(example,), width="content")
-    st.text_area("Sentence", key="text", max_chars=MAX_INPUT_CHARS, height=90,
+    st.text_area("Sentence", key="text", persist_state="session", max_chars=MAX_INPUT_CHARS, height=90,
                  placeholder="Type a sentence…" if model_name != "reverse" else "Letters separated by spaces: a b c")
     c_beam, c_len, c_lp = st.columns(3)
     limit = max(1, model_max_len - 1)
     clamp_state("beam_size", 1, 8, 1)
     clamp_state("max_len", 1, limit, min(60, limit))
-    beam = c_beam.slider("Beam size (1 = greedy)", 1, 8, key="beam_size",
+    beam = c_beam.slider("Beam size (1 = greedy)", 1, 8, key="beam_size", persist_state="session",
                          help="Greedy decoding takes the most probable piece at every step. Beam search keeps the "
                               "best k partial translations and may find a better whole sentence.")
-    c_len.slider("Max output length (pieces)", 1, limit, key="max_len",
+    c_len.slider("Max output length (pieces)", 1, limit, key="max_len", persist_state="session",
                  help=f"Decoding stops at </s> or after this many pieces. This model has {model_max_len} positions.")
-    c_lp.slider("Length penalty α", 0.0, 2.0, step=0.1, key="length_penalty", disabled=beam == 1,
+    c_lp.slider("Length penalty α", 0.0, 2.0, step=0.1, key="length_penalty", persist_state="session", disabled=beam == 1,
                 help="Only used by beam search (beam size > 1): finished hypotheses are ranked by "
                      "log-prob / ((5 + length) / 6)^α. α = 0 ranks by raw log-prob, which favours short outputs.")
     if beam == 1:
@@ -127,7 +127,6 @@ def downloads_ui(translation: Translation, request: Request) -> None:
 
 
 def main() -> None:
-    keep_state()
     st.title("Attention Explorer")
     st.markdown("Type a sentence: an encoder-decoder Transformer (*Attention Is All You Need*) translates it piece "
                 "by piece, and every attention weight it used is shown below.")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from app.charts.attention import (STAT_COLUMNS, head_stats_frame, head_view_figure, heatmap_figure, model_view_figure,
-                                  plotly_text)
+                                  OPACITY_STEP, plotly_text)
 from app.downloads import matrix_frame
 
 PIECES_Q = ["<s>", "▁l", "▁l", "▁o"]  # repeated pieces must stay separate rows
@@ -28,7 +28,8 @@ def test_heatmap_z_and_tick_labels_are_the_input():
     assert list(fig.layout.yaxis.tickvals) == [0, 1, 2, 3]  # numeric axis: the two "▁l" rows stay apart
     assert (heat.zmin, heat.zmax) == (0.0, 1.0)
     custom = np.asarray(heat.customdata)
-    assert custom[2, 3].tolist() == ["▁l", "▁e", "▁o"]  # hover: query piece, key piece, predicted piece
+    # hover: query piece, key piece (with positions: pieces repeat), predicted piece
+    assert custom[2, 3].tolist() == ["<b>▁l</b> (position 2)", "<b>▁e</b> (position 3)", "▁o"]
     assert "weight" in heat.hovertemplate and fig.layout.title.text == "t"
 
 
@@ -42,17 +43,22 @@ def test_heatmap_masked_cells_are_grey_and_weights_untouched():
     assert len(heatmap_figure(w, PIECES_Q, PIECES_Q, title="x", mask=np.ones((4, 4), bool)).data) == 1
 
 
+def _lines(fig):
+    """(head, query, key, opacity) of every line drawn in a head view."""
+    return sorted((t.meta["head"], i, j, t.opacity) for t in fig.data if t.mode == "lines" for i, j in t.meta["lines"])
+
+
 def test_head_view_line_opacities_equal_the_weights():
     w = _weights((2, 4, 5), seed=1)
     fig = head_view_figure(w, [0, 3], PIECES_Q, PIECES_K, title="hv", min_weight=0.0)
-    lines = [t for t in fig.data if t.mode == "lines"]
-    assert len(lines) == 2 * 4 * 5
-    for trace in lines:
-        head_pos = [0, 3].index(trace.meta[0])
-        i, j = trace.meta[1], trace.meta[2]
-        assert trace.opacity == pytest.approx(w[head_pos, i, j])
-        assert (trace.y[0], trace.y[1]) == (i, j)  # from query i (left) to key j (right)
-    assert {t.line.color for t in lines if t.meta[0] == 3} == {"#d62728"}  # colour = head 4's colour
+    lines = _lines(fig)
+    assert [(h, i, j) for h, i, j, _ in lines] == [(h, i, j) for h in (0, 3) for i in range(4) for j in range(5)]
+    for h, i, j, opacity in lines:
+        assert opacity == pytest.approx(max(w[[0, 3].index(h), i, j], OPACITY_STEP), abs=OPACITY_STEP / 2 + 1e-9)
+    for trace in (t for t in fig.data if t.mode == "lines"):  # each segment goes from query i (left) to key j (right)
+        segments = np.asarray(trace.y, dtype=float).reshape(-1, 3)[:, :2]
+        assert segments.tolist() == [[float(i), float(j)] for i, j in trace.meta["lines"]]
+        assert trace.line.color == ("#d62728" if trace.meta["head"] == 3 else "#1f77b4")  # colour = head
     tokens = [t for t in fig.data if t.mode == "markers+text"]
     assert [list(t.text) for t in tokens] == [plotly_text(PIECES_Q), plotly_text(PIECES_K)]
 
@@ -63,14 +69,10 @@ def test_head_view_threshold_and_focus():
     w[0, :, 3] = 0.3
     w[0, 2] = [0.0, 0.01, 0.0, 0.99, 0.0]
     fig = head_view_figure(w, [0], PIECES_Q, PIECES_K, title="hv", min_weight=0.02)
-    lines = [t for t in fig.data if t.mode == "lines"]
-    assert len(lines) == 3 * 2 + 1  # the 0.01 line of query 2 is not drawn
-    focused = [t for t in head_view_figure(w, [0], PIECES_Q, PIECES_K, title="hv", focus=("query", 2)).data
-               if t.mode == "lines"]
-    assert [(t.meta[1], t.meta[2], t.opacity) for t in focused] == [(2, 3, 0.99)]
-    by_key = [t for t in head_view_figure(w, [0], PIECES_Q, PIECES_K, title="hv", focus=("key", 1)).data
-              if t.mode == "lines"]
-    assert sorted(t.meta[1] for t in by_key) == [0, 1, 3] and all(t.meta[2] == 1 for t in by_key)
+    assert len(_lines(fig)) == 3 * 2 + 1  # the 0.01 line of query 2 is not drawn
+    assert _lines(head_view_figure(w, [0], PIECES_Q, PIECES_K, title="hv", focus=("query", 2))) == [(0, 2, 3, 1.0)]
+    by_key = _lines(head_view_figure(w, [0], PIECES_Q, PIECES_K, title="hv", focus=("key", 1)))
+    assert [(i, j, o) for _, i, j, o in by_key] == [(0, 1, 0.7), (1, 1, 0.7), (3, 1, 0.7)]
 
 
 def test_model_view_has_every_head_in_order():
@@ -81,7 +83,9 @@ def test_model_view_has_every_head_in_order():
     for n, trace in enumerate(heatmaps):
         np.testing.assert_array_equal(np.asarray(trace.z), w[n // 3, n % 3])
     clicks = [t for t in fig.data if t.type == "scatter"]
-    assert [tuple(t.customdata[0]) for t in clicks] == [(l, h) for l in range(2) for h in range(3)]
+    assert [tuple(t.customdata[0][:2]) for t in clicks] == [(l, h) for l in range(2) for h in range(3)]
+    np.testing.assert_array_equal(np.asarray(clicks[4].customdata)[:, 2], w[1, 1].ravel())  # hover weight per cell
+    assert len(clicks[4].x) == 4 * 5  # a click target on every cell
     assert fig.layout.shapes[0].xref == "x6 domain"  # the selected head (layer 2, head 3) is framed
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from app.charts.attention import plotly_text
+from app.charts.attention import OPACITY_STEP, plotly_text
 from app.translation import MAX_INPUT_CHARS
 from model.analysis import merge_to_words
 from model.config import DecodeConfig
@@ -98,11 +98,13 @@ def test_head_view_and_model_view(app_test, figures, shipped):
     at.segmented_control(key="head").set_value(1)
     at.segmented_control(key="translate_view").set_value("Head view").run()
     assert not at.exception
-    lines = [t for t in figures(at)["translate_head_view"]["data"] if t.get("mode") == "lines"]
+    traces = [t for t in figures(at)["translate_head_view"]["data"] if t.get("mode") == "lines"]
     weights = direct.trace.weights("cross")[0, 0, 1].numpy()
-    assert lines and len(lines) == int((weights >= 0.02).sum())
-    for line in lines:
-        assert line["meta"][0] == 1 and line["opacity"] == pytest.approx(weights[line["meta"][1], line["meta"][2]])
+    lines = [(i, j, t["opacity"]) for t in traces for i, j in t["meta"]["lines"]]
+    assert {t["meta"]["head"] for t in traces} == {1}
+    assert sorted((i, j) for i, j, _ in lines) == [tuple(p) for p in np.argwhere(weights >= 0.02).tolist()]
+    for i, j, opacity in lines:
+        assert opacity == pytest.approx(max(weights[i, j], OPACITY_STEP), abs=OPACITY_STEP / 2 + 1e-6)
     at.segmented_control(key="translate_view").set_value("Model view").run()
     heatmaps = [t for t in figures(at)["translate_model_view"]["data"] if t["type"] == "heatmap"]
     all_weights = direct.trace.weights("cross")[:, 0].double().numpy()  # [L, H, T, S]
@@ -139,7 +141,7 @@ def test_overlong_input_is_cut_with_a_warning(app_test, shipped):
 
 @pytest.mark.parametrize("model_name", ["reverse", "en-de"])
 def test_odd_unicode_translates(app_test, figures, shipped, model_name):
-    ckpt = shipped(model_name)  # skips en-de until it is shipped
+    ckpt = shipped(model_name)
     text = "naïve 🙂 日本語 \u200b"
     at = _translate(app_test(model_name=model_name), text)
     assert not at.exception and not at.error

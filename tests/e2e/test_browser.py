@@ -22,6 +22,7 @@ IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
 PAGES = [("Translate", ""), ("Decoding", "decoding"), ("Positional encoding", "positional"), ("Masks", "masks"),
          ("Mechanics of attention", "mechanics"), ("Model and training", "model")]
 MIN_SCREENSHOT_BYTES = 20_000
+MAX_SHOT_HEIGHT = 8_000
 
 
 def wait_idle(page) -> None:
@@ -40,6 +41,19 @@ def choose_reverse_model(page) -> None:
     expect(combobox).to_have_value(re.compile("reverse", re.I), timeout=WAIT_MS)
     page.wait_for_timeout(300)
     wait_idle(page)
+
+
+def screenshot_whole_page(page, path) -> None:
+    """Streamlit scrolls inside its main container, so full_page alone captures only the viewport: grow the
+    viewport to the content's height for the shot, then restore it."""
+    size = page.viewport_size
+    height = page.evaluate("""() => Math.max(document.body.scrollHeight, ...Array.from(
+        document.querySelectorAll('[data-testid=stMain], [data-testid=stAppViewContainer], [data-testid=stApp]'),
+        el => el.scrollHeight))""")
+    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), MAX_SHOT_HEIGHT)})
+    page.wait_for_timeout(700)  # Plotly redraws charts on resize
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
 
 
 def sentence_box(page):
@@ -92,14 +106,15 @@ def test_translate_then_visit_every_page(browser, streamlit_server, screenshot_d
         key = re.search(r"key:\s*(\S+)", tooltip)
         weight = re.search(r"weight:\s*(\d+\.\d+)", tooltip)
         assert key, f"tooltip names no key piece: {tooltip!r}"
-        assert key.group(1).lstrip("▁") in SENTENCE.split(), f"tooltip key is not a piece of the sentence: {tooltip!r}"
+        assert key.group(1).lstrip("▁") in SENTENCE.split(), f"tooltip key is not a sentence piece: {tooltip!r}"
         assert weight and 0.0 <= float(weight.group(1)) <= 1.0, f"tooltip has no weight in [0, 1]: {tooltip!r}"
         assert_no_error(page, "Translate")
         shots.append(screenshot_dir / "01_translate.png")
-        page.screenshot(path=str(shots[-1]), full_page=True)
+        screenshot_whole_page(page, shots[-1])
 
         for number, (link_text, path) in enumerate(PAGES, start=1):
-            nav = page.locator("[data-testid=stSidebarNav] a", has_text=re.compile(re.escape(link_text)))  # the icon ligature precedes the title
+            # the icon's ligature text precedes the title, so match the title anywhere in the link
+            nav = page.locator("[data-testid=stSidebarNav] a", has_text=re.compile(re.escape(link_text)))
             nav.first.click()
             page.wait_for_url(re.compile(rf"^{re.escape(streamlit_url)}/{re.escape(path)}(\?.*)?$"), timeout=WAIT_MS)
             page.wait_for_timeout(300)
@@ -109,10 +124,14 @@ def test_translate_then_visit_every_page(browser, streamlit_server, screenshot_d
             page.wait_for_timeout(500)  # let Plotly finish laying out the other charts before the screenshot
             assert_no_error(page, link_text)
             shots.append(screenshot_dir / f"{number + 1:02d}_{path or 'translate'}.png")
-            page.screenshot(path=str(shots[-1]), full_page=True)
+            screenshot_whole_page(page, shots[-1])
     except Exception:
-        page.screenshot(path=str(screenshot_dir / "failure.png"), full_page=True)  # what the browser showed
-        print(f"screenshot of the failure: {screenshot_dir / 'failure.png'}\nserver log:\n{streamlit_server.log_tail()}")
+        try:  # what the browser showed, for the person reading the failure
+            screenshot_whole_page(page, screenshot_dir / "failure.png")
+        except Exception:  # noqa: BLE001 - never hide the original failure
+            pass
+        print(f"screenshot of the failure: {screenshot_dir / 'failure.png'}")
+        print(f"server log:\n{streamlit_server.log_tail()}")
         raise
     finally:
         page.close()
