@@ -98,11 +98,13 @@ def layer_head_ui(n_layers: int, n_heads: int, allow_mean: bool = True, columns=
     clamp_state("head", -1 if allow_mean else 0, n_heads - 1, -1 if allow_mean else 0)
     c_layer, c_head = columns if columns is not None else (st.container(), st.container())
     layer = c_layer.segmented_control(
-        "Layer", list(range(n_layers)), key="layer", persist_state="session", format_func=lambda l: f"{l + 1}", required=True,
+        "Layer", list(range(n_layers)), key="layer", persist_state="session", format_func=lambda l: f"{l + 1}",
+        required=True,
         help="Layer 1 reads the embeddings; higher layers read the layer below.")
     heads = ([-1] if allow_mean else []) + list(range(n_heads))
     head = c_head.segmented_control(
-        "Head", heads, key="head", persist_state="session", format_func=lambda h: "mean" if h < 0 else f"{h + 1}", required=True,
+        "Head", heads, key="head", persist_state="session", format_func=lambda h: "mean" if h < 0 else f"{h + 1}",
+        required=True,
         help="Each head has its own query/key projections and attends on its own. 'mean' averages the heads' "
              "maps for display only; the model never does.")
     return int(layer), int(head)
@@ -143,7 +145,8 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
         matrix = head_matrix(view, layer, head)
         fig = heatmap_figure(matrix, view.query_labels, view.key_labels, title=title, query_title=view.query_title,
                              key_title=view.key_title, predicts=view.predicts, mask=view.mask)
-        st.plotly_chart(fig, key=f"{key}_heatmap", width="stretch", theme=None, config=plotly_config(f"{kind}_L{layer + 1}", fmt))
+        st.plotly_chart(fig, key=f"{key}_heatmap", width="stretch", theme=None,
+                        config=plotly_config(f"{kind}_L{layer + 1}", fmt))
     elif view_name == "Head view":
         matrix = head_matrix(view, layer, head)
         _head_view(view, layer, head, title, key, fmt)
@@ -186,7 +189,8 @@ def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str,
                            title=title.replace("mean over heads", "all heads"), focus=focus,
                            query_title=view.query_title.split(" (")[0], key_title=view.key_title.split(" (")[0])
     chart_key = f"{key}_head_view"
-    st.plotly_chart(fig, key=chart_key, width="stretch", theme=None, on_select=partial(_focus_token, chart_key, focus_key),
+    st.plotly_chart(fig, key=chart_key, width="stretch", theme=None,
+                    on_select=partial(_focus_token, chart_key, focus_key),
                     selection_mode="points", config=plotly_config("head_view", fmt))
     st.caption("Each line joins a query (left) to a key (right); its opacity is the weight, its colour the head "
                "(click a head in the legend to hide it). Lines under 0.02 are not drawn.")

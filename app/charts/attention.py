@@ -97,16 +97,17 @@ def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Se
             keep[:, :, focus[1]] = True
         drawn &= keep
     for n, h in enumerate(heads):
-        color, shown = HEAD_COLORS[h % len(HEAD_COLORS)], False
+        color = HEAD_COLORS[h % len(HEAD_COLORS)]
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=color, width=4), hoverinfo="skip",
+                                 legendgroup=f"head{h}", name=f"Head {h + 1}", meta={"head": int(h), "lines": []}))
         for level in sorted(set(levels[n][drawn[n]].tolist()), reverse=True):
             pairs = np.argwhere(drawn[n] & (levels[n] == level))  # [lines, 2] (query, key)
             xs = np.tile([0.0, 1.0, np.nan], len(pairs))
             ys = np.column_stack([pairs[:, 0], pairs[:, 1], np.full(len(pairs), np.nan)]).ravel()
             fig.add_trace(go.Scatter(
                 x=xs, y=ys, mode="lines", opacity=round(level * OPACITY_STEP, 4), line=dict(color=color, width=3),
-                hoverinfo="skip", legendgroup=f"head{h}", name=f"Head {h + 1}", showlegend=not shown,
+                hoverinfo="skip", legendgroup=f"head{h}", name=f"Head {h + 1}", showlegend=False,
                 meta={"head": int(h), "lines": pairs.tolist()}))
-            shown = True
     strongest = np.argsort(-weights.mean(axis=0), axis=1)[:, :3]  # display only: top keys of each query
     q_hover = [f"query <b>{query_labels[i]}</b> (row {i})<br>strongest keys: "
                + ", ".join(f"{key_labels[j]} {weights.mean(axis=0)[i, j]:.2f}" for j in strongest[i])

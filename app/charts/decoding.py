@@ -37,13 +37,14 @@ def topk_figure(pieces: Sequence[str], probs: np.ndarray, chosen: Sequence[bool]
     colors = [CHOSEN_COLOR if c else OTHER_COLOR for c in chosen]
     fig = go.Figure(go.Bar(
         x=probs, y=np.arange(len(pieces)), orientation="h", marker_color=colors, text=[f"{p:.3f}" for p in probs],
-        textposition="outside", customdata=np.array([[p, "chosen" if c else ""] for p, c in zip(plotly_text(pieces), chosen)],
-                                                    dtype=object),
+        textposition="outside",
+        customdata=np.array([[p, "chosen" if c else ""] for p, c in zip(plotly_text(pieces), chosen)], dtype=object),
         hovertemplate="next piece <b>%{customdata[0]}</b><br>probability %{x:.4f}<br>%{customdata[1]}<extra></extra>",
         name="probability"))
     fig.update_xaxes(automargin=True, title_text="probability of the next piece", range=[0, 1.12], showgrid=True,
                      gridcolor="#eee")
-    fig.update_yaxes(automargin=True, title_text="candidate next piece", tickmode="array", tickvals=list(range(len(pieces))),
+    fig.update_yaxes(automargin=True, title_text="candidate next piece", tickmode="array",
+                     tickvals=list(range(len(pieces))),
                      ticktext=plotly_text(pieces), autorange="reversed")
     fig.update_layout(bargap=0.25, showlegend=False)
     return styled(fig, title, max(300, 34 * len(pieces) + 120))
@@ -55,7 +56,8 @@ def attention_row_figure(weights: np.ndarray, key_labels: Sequence[str], *, titl
     weights = np.asarray(weights, dtype=np.float64)
     fig = go.Figure(go.Bar(
         x=list(range(len(key_labels))), y=weights, marker_color=ROW_COLOR, customdata=plotly_text(key_labels),
-        hovertemplate=f"query <b>{plotly_text([query_label])[0]}</b><br>key <b>%{{customdata}}</b><br>weight %{{y:.3f}}<extra></extra>",
+        hovertemplate=f"query <b>{plotly_text([query_label])[0]}</b><br>key <b>%{{customdata}}</b><br>"
+                      "weight %{y:.3f}<extra></extra>",
         name="weight"))
     fig.update_xaxes(automargin=True, title_text=key_title, tickmode="array", tickvals=list(range(len(key_labels))),
                      ticktext=plotly_text(key_labels))
@@ -134,7 +136,7 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color, width=width), hoverinfo="skip",
                                  showlegend=False, name=name))
     root = nodes[nodes.status == "root"]
-    fig.add_trace(go.Scatter(x=root.x, y=root.y, mode="markers+text", text=root.piece, textposition="middle left",
+    fig.add_trace(go.Scatter(x=root.x, y=root.y, mode="markers+text", text=root.piece, textposition="top center",
                              marker=dict(color="#444", size=14, symbol="square"), name="start <s>",
                              customdata=root[["id", "step"]].to_numpy(), hovertemplate="start: <s><extra></extra>"))
     for name, select, marker, show_text in _NODE_STYLES:
@@ -163,7 +165,7 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
                      range=[n_rank - 0.4, -0.8], gridcolor="#eee")
     fig.update_layout(legend=dict(orientation="h", y=-0.18, yanchor="top", x=0), clickmode="event+select",
                       dragmode="pan")
-    return styled(fig, title, max(380, 46 * n_rank + 200))
+    return styled(fig, title, max(420, 62 * n_rank + 220))
 
 
 def nbest_frame(hypotheses: Sequence[tuple[str, int, float, float, float, bool]]) -> pd.DataFrame:

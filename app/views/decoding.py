@@ -97,7 +97,8 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
         ids = step.topk_ids[row].tolist()
         fig = topk_figure(tokenizer.pieces(ids), step.topk_probs[row].float().cpu().numpy(),
                           [i == chosen.token for i in ids], title=f"Top {len(ids)} next pieces at step {step.step}")
-        st.plotly_chart(fig, key="decoding_topk", width="stretch", theme=None, config=plotly_config("next_piece_probs", fmt))
+        st.plotly_chart(fig, key="decoding_topk", width="stretch", theme=None,
+                        config=plotly_config("next_piece_probs", fmt))
         if chosen.token not in ids:
             st.caption(f"The chosen piece {piece} is not among the top {len(ids)} of this row.")
     with c_attn:
@@ -159,6 +160,8 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
 @st.fragment
 def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request) -> None:
     steps = translation.result.steps
+    if st.session_state.get("_step_for") != request:  # a new sentence or new settings: start at step 0
+        st.session_state["step"], st.session_state["_step_for"] = 0, request
     t = step_ui(len(steps))
     chosen = candidate_ui(translation, tokenizer, request, t)
     step_detail_ui(translation, tokenizer, steps[t], chosen)

@@ -59,7 +59,8 @@ def input_ui(model_name: str, model_max_len: int) -> tuple[Request, bool, bool]:
                               "best k partial translations and may find a better whole sentence.")
     c_len.slider("Max output length (pieces)", 1, limit, key="max_len", persist_state="session",
                  help=f"Decoding stops at </s> or after this many pieces. This model has {model_max_len} positions.")
-    c_lp.slider("Length penalty α", 0.0, 2.0, step=0.1, key="length_penalty", persist_state="session", disabled=beam == 1,
+    c_lp.slider("Length penalty α", 0.0, 2.0, step=0.1, key="length_penalty", persist_state="session",
+                disabled=beam == 1,
                 help="Only used by beam search (beam size > 1): finished hypotheses are ranked by "
                      "log-prob / ((5 + length) / 6)^α. α = 0 ranks by raw log-prob, which favours short outputs.")
     if beam == 1:

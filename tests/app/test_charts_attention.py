@@ -55,7 +55,7 @@ def test_head_view_line_opacities_equal_the_weights():
     assert [(h, i, j) for h, i, j, _ in lines] == [(h, i, j) for h in (0, 3) for i in range(4) for j in range(5)]
     for h, i, j, opacity in lines:
         assert opacity == pytest.approx(max(w[[0, 3].index(h), i, j], OPACITY_STEP), abs=OPACITY_STEP / 2 + 1e-9)
-    for trace in (t for t in fig.data if t.mode == "lines"):  # each segment goes from query i (left) to key j (right)
+    for trace in (t for t in fig.data if t.mode == "lines" and t.meta["lines"]):  # segment: query i -> key j
         segments = np.asarray(trace.y, dtype=float).reshape(-1, 3)[:, :2]
         assert segments.tolist() == [[float(i), float(j)] for i, j in trace.meta["lines"]]
         assert trace.line.color == ("#d62728" if trace.meta["head"] == 3 else "#1f77b4")  # colour = head

@@ -67,7 +67,8 @@ def test_translate_draws_the_models_weights_for_kind_layer_head(app_test, figure
         assert fig["layout"]["yaxis"]["ticktext"] == plotly_text(queries)
         assert fig["layout"]["xaxis"]["ticktext"] == plotly_text(keys)
         assert f"layer {layer + 1} · head {head + 1}" in fig["layout"]["title"]["text"]
-    assert fig["layout"]["yaxis"]["ticktext"][0] == "&lt;s&gt;" and "predicts" in fig["layout"]["yaxis"]["title"]["text"]
+    assert fig["layout"]["yaxis"]["ticktext"][0] == "&lt;s&gt;"
+    assert "predicts" in fig["layout"]["yaxis"]["title"]["text"]
     masked = fig["data"][1]["z"]  # dec_self: the causal mask is drawn grey, above the diagonal only
     n = len(masked)
     assert np.isnan(masked[np.tril_indices(n)]).all() and (masked[np.triu_indices(n, 1)] == 1).all()
