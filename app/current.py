@@ -31,7 +31,8 @@ def current_checkpoint() -> Checkpoint | None:
 
 def plot(fig: go.Figure, key: str) -> None:
     """Draw a figure full width with the download button in the chosen format (``key`` is also the file name)."""
-    st.plotly_chart(fig, key=key, width="stretch", config=plotly_config(key, st.session_state["image_format"]))
+    st.plotly_chart(fig, key=key, width="stretch", theme=None,  # theme=None: keep the project template
+                    config=plotly_config(key, st.session_state["image_format"]))
 
 
 def keep_valid(key: str, options: list) -> None:

@@ -17,6 +17,7 @@ TEMPLATE = go.layout.Template(layout=go.Layout(
     margin=dict(l=10, r=10, t=50, b=10),
     hoverlabel=dict(font_size=15),
     colorway=HEAD_COLORS,
+    xaxis=dict(automargin=True), yaxis=dict(automargin=True),  # long piece labels are never clipped
 ))
 
 # Modebar: PNG by default; SVG is offered through a second button config (see plotly_config()).
