@@ -6,12 +6,13 @@ pieces are escaped: a raw "<s>" would start strike-through and break the figure'
 """
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+
+from app.charts.attention import plotly_text
 
 from app.charts.style import MASKED_COLOR, WEIGHT_COLORSCALE, styled
 
@@ -20,9 +21,7 @@ TICK_SIZE = 14  # token pieces must be readable from the back of a lecture hall
 PAD_PIECE = "<pad>"
 
 
-def esc(labels: Sequence[str]) -> list[str]:
-    """Pieces as Plotly text ("<s>" -> "&lt;s&gt;")."""
-    return [html.escape(str(label), quote=False) for label in labels]
+esc = plotly_text  # pieces as Plotly text ("<s>" -> "&lt;s&gt;"), shared with the attention charts
 
 
 def indexed_labels(labels: Sequence[str]) -> list[str]:
