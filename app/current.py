@@ -46,11 +46,11 @@ def current_translation() -> Translation | None:
     try:
         return translate_request(current_request())
     except InputError as exc:
-        st.info(f"{exc} These pages explain the sentence you type on the Translate page.", icon="✍️")
+        st.info(f"{exc} These pages explain the sentence you type on the Translate page.", icon=":material/edit:")
     except Exception:  # a model failure must not become a traceback in a lecture
         log.exception("translating the current sentence failed")
         st.error("The model could not translate the current sentence. Try another sentence on the Translate page.")
-    st.page_link(TRANSLATE_PAGE, label="Go to the Translate page", icon="🔤")
+    st.page_link(TRANSLATE_PAGE, label="Go to the Translate page", icon=":material/translate:")
     return None
 
 
@@ -61,4 +61,4 @@ def sentence_caption(translation: Translation) -> None:
                  f"({len(translation.source.ids)} source pieces, {len(translation.target_ids)} output pieces, "
                  f"model *{st.session_state['model_name']}*)")
     with right:
-        st.page_link(TRANSLATE_PAGE, label="Change sentence", icon="🔤")
+        st.page_link(TRANSLATE_PAGE, label="Change sentence", icon=":material/translate:")

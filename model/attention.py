@@ -41,13 +41,17 @@ def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     filled with the dtype's most negative finite value, then the weights there are set to exactly 0,
     so a fully masked row gives zeros rather than NaN.
     """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B, H, Q, K]
+    b, h, n_q, d_k = q.shape
+    # One fused batched GEMM with the 1/sqrt(d_k) folded in: decoding calls this per step, so op count matters.
+    scores = torch.baddbmm(q.new_empty(()), q.reshape(b * h, n_q, d_k), k.reshape(b * h, -1, d_k).transpose(1, 2),
+                           beta=0.0, alpha=1.0 / math.sqrt(d_k)).view(b, h, n_q, -1)  # [B, H, Q, K]
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)  # [B, H, Q, K]
     if mask is not None:
         weights = weights.masked_fill(~mask, 0.0)
-    context = dropout(weights) @ v  # [B, H, Q, d_k]
+    attended = dropout(weights) if dropout.training else weights  # dropout after capture; no call in eval
+    context = attended @ v  # [B, H, Q, d_k]
     return context, weights, scores
 
 

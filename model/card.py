@@ -27,7 +27,7 @@ UNDERTRAINED = """\
 - **Undertrained: it does not translate reliably yet.** With test BLEU under 10 it mostly produces
   fluent-looking German fragments that follow the source only loosely (see the examples above). Its
   validation loss was still falling when training stopped, and continuing from this checkpoint
-  (`python -m model.train --task en-de --out runs/en-de2 --init-from pretrained/en-de --start-step N`)
+  (`python -m model.train --task en-de --out runs/en-de3 --init-from pretrained/en-de`)
   is expected to improve it. The attention it shows is exactly the attention it used (for a model whose
   attention is known to be right, pick the reversal model), but do not present its translations as good ones.
 """
@@ -58,6 +58,24 @@ def _score_table(report: dict) -> list[str]:
         per = " | ".join(f"{r['per_source'][s]['bleu']} / {r['per_source'][s]['chrf']} (n={r['per_source'][s]['n']})"
                          for s in sources)
         lines.append(f"| {key} | {r['overall']['bleu']} | {r['overall']['chrf']} | {per} |")
+    return lines
+
+
+def _recipe(meta: dict) -> list[str]:
+    """The training recipe; a run continued from an earlier checkpoint names both parts' settings."""
+    def settings(m: dict) -> str:
+        return (f"learning rate factor {m.get('lr_factor')} x d_model^-0.5 x min(step^-0.5, step x "
+                f"{m.get('warmup')}^-1.5); batches of up to {m.get('max_tokens')} tokens per side; "
+                f"bf16 autocast: {m.get('bf16')}")
+    lines = [f"- Recipe: Adam (0.9, 0.98, 1e-9); label smoothing {meta.get('label_smoothing')}; sentences of "
+             f"similar length batched together; residual, attention and embedding dropout."]
+    before = meta.get("continued_from")
+    if before:
+        lines += [f"  - steps 1-{before['step']} (epochs 1-{before['epoch']}): {settings(before)};",
+                  f"  - from step {before['step'] + 1} (continued from that checkpoint, Adam restarted): "
+                  f"{settings(meta)}."]
+    else:
+        lines.append(f"  - {settings(meta)}.")
     return lines
 
 
@@ -93,12 +111,9 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         f"valid {int((frame.split == 'valid').sum()):,}, test {int((frame.split == 'test').sum()):,}); sources and "
         "licences in `ATTRIBUTION.md` beside this card. The test split was never used for training, early stopping "
         "or tuning; this checkpoint is the epoch with the lowest validation loss.",
-        f"- Recipe: Adam (0.9, 0.98, 1e-9); learning rate factor {meta.get('lr_factor')} x d_model^-0.5 x "
-        f"min(step^-0.5, step x {meta.get('warmup')}^-1.5); label smoothing {meta.get('label_smoothing')}; batches "
-        f"of up to {meta.get('max_tokens')} tokens per side, sentences of similar length; bf16 autocast: "
-        f"{meta.get('bf16')}.",
-        f"- {meta.get('epochs')} epochs, {meta.get('steps')} steps, {hours:.1f} h of training on a shared 2-core "
-        f"{platform.machine()} CPU (no GPU). Curves: `log.csv` (every step) and `epochs.csv` (per epoch).",
+        *_recipe(meta),
+        f"- {meta.get('epochs')} epochs, {meta.get('steps')} steps, {hours:.1f} h of training on shared 2-core "
+        f"{platform.machine()} CPUs (no GPU). Curves: `log.csv` (every step) and `epochs.csv` (per epoch).",
         "",
         "| epoch | step | valid loss | valid BLEU (400 sentences, greedy) | valid chrF |",
         "|---|---|---|---|---|",

@@ -80,8 +80,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--init-from", help="start a new run from this checkpoint's weights (e.g. the shipped model, "
                         "to keep training it when its optimizer state is gone); Adam starts afresh")
-    parser.add_argument("--start-step", type=int, default=0, help="with --init-from: the schedule's step to start at")
-    parser.add_argument("--start-epoch", type=int, default=0, help="with --init-from: epochs already done")
+    parser.add_argument("--start-step", type=int, default=0, help="with --init-from: the schedule's step to start at (default: the checkpoint's own)")
+    parser.add_argument("--start-epoch", type=int, default=0, help="with --init-from: epochs already done (default: the checkpoint's own)")
     args = parser.parse_args(argv)
     for key, value in PRESETS[args.task].items():
         if getattr(args, key) is None:
@@ -154,6 +154,19 @@ def truncate_log(path: Path, key: str, limit: int) -> None:
         writer.writerows(rows)
 
 
+def continued_progress(args: argparse.Namespace, meta: dict, out: Path) -> Progress:
+    """Pick up a shipped run's history (schedule step, epochs, time, best loss, logs) so its curves stay whole."""
+    init = Path(args.init_from)
+    for name in ("log.csv", "epochs.csv"):
+        if (init / name).exists() and not (out / name).exists():
+            shutil.copyfile(init / name, out / name)
+    return Progress(epoch=args.start_epoch or int(meta.get("epochs", 0)),
+                    step=args.start_step or int(meta.get("steps", 0)),
+                    elapsed_s=float(meta.get("train_seconds", 0.0)),
+                    best_valid_loss=float(meta.get("valid_loss", math.inf)),
+                    best_epoch=int(meta.get("epochs", 0)) if "valid_loss" in meta else 0)
+
+
 def loss_fn(model: Transformer, batch, label_smoothing: float, bf16: bool) -> torch.Tensor:
     """Mean label-smoothed cross-entropy per target token (padding ignored)."""
     device = model.embed.token.weight.device
@@ -193,17 +206,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     valid_bleu = split["valid"].head(args.valid_bleu)
 
     last = out / "last"
-    progress = Progress()
+    progress, continued_from = Progress(), None
     if (last / "state.json").exists():
         ckpt = load_checkpoint(last)
         model, config = ckpt.model.train(), ckpt.config
         progress = Progress(**json.loads((last / "state.json").read_text()))
+        continued_from = ckpt.meta.get("continued_from")
     elif args.init_from:
         ckpt = load_checkpoint(args.init_from)
         if ckpt.tokenizer.model_proto != tokenizer.model_proto:
             raise SystemExit(f"error: {args.init_from} uses another tokenizer than {out / 'tokenizer.model'}")
         model, config = ckpt.model.train(), ckpt.config
-        progress = Progress(epoch=args.start_epoch, step=args.start_step)
+        progress = continued_progress(args, ckpt.meta, out)
+        # Where this run took over and the recipe before it, so the model card can tell both parts apart.
+        continued_from = {"step": progress.step, "epoch": progress.epoch,
+                          **{k: ckpt.meta.get(k) for k in ("lr_factor", "warmup", "max_tokens", "bf16")}}
     else:
         config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads,
                              n_encoder_layers=args.layers, n_decoder_layers=args.layers, d_ff=args.d_ff,
@@ -224,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{resume}", flush=True)
     meta = lambda: {"task": args.task, "epochs": progress.epoch, "steps": progress.step,  # noqa: E731
                     "train_seconds": round(progress.elapsed_s), "warmup": args.warmup, "lr_factor": args.lr_factor,
-                    "max_tokens": args.max_tokens, "label_smoothing": args.label_smoothing, "bf16": args.bf16}
+                    "max_tokens": args.max_tokens, "label_smoothing": args.label_smoothing, "bf16": args.bf16,
+                    **({"continued_from": continued_from} if continued_from else {})}
 
     def save_last() -> None:
         tmp = out / "last.tmp"

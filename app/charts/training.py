@@ -123,7 +123,7 @@ def lr_schedule(curves: list[tuple[str, np.ndarray, np.ndarray]], stop: tuple[in
         fig.add_trace(go.Scatter(x=[stop[0]], y=[stop[1]], mode="markers+text", name="training stopped here",
                                  marker=dict(size=13, color="#d62728", symbol="x"),
                                  text=[f"stopped at step {stop[0]:,}"],
-                                 textposition="top left", hovertemplate="step %{x:,}<br>lr %{y:.2e}<extra></extra>"))
+                                 textposition="bottom left", hovertemplate="step %{x:,}<br>lr %{y:.2e}<extra></extra>"))
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="learning rate", exponentformat="e")
     fig.update_layout(legend=dict(orientation="h", y=-0.25))

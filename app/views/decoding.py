@@ -12,6 +12,7 @@ from app.charts.attention import plotly_text
 from app.charts.decoding import (TreeCandidate, attention_row_figure, beam_tree_figure, beam_tree_nodes, nbest_frame,
                                  topk_figure)
 from app.charts.style import plotly_config
+from app.current import TRANSLATE_PAGE
 from app.explorer import clamp_state, head_label, layer_head_ui, pieces_html
 from app.resources import load_model
 from app.translation import Request, current_request, translate_request
@@ -20,7 +21,6 @@ from model.inference import InputError, Translation
 from model.tokenizer import Tokenizer
 
 log = logging.getLogger("attention_explorer")
-TRANSLATE_PAGE = "app/views/translate.py"
 
 
 def _md(text: str) -> str:
@@ -177,14 +177,14 @@ def main() -> None:
     request = current_request()
     if not request.text.strip():
         st.info("No sentence yet: type one on the Translate page first.")
-        st.page_link(TRANSLATE_PAGE, label="Go to Translate", icon="🔤")
+        st.page_link(TRANSLATE_PAGE, label="Go to Translate", icon=":material/translate:")
         return
     try:
         ckpt = load_model(request.model_name)
         translation = translate_request(request)
     except InputError as exc:
         st.info(f"{exc} Go to the Translate page to enter a sentence.")
-        st.page_link(TRANSLATE_PAGE, label="Go to Translate", icon="🔤")
+        st.page_link(TRANSLATE_PAGE, label="Go to Translate", icon=":material/translate:")
         return
     except Exception:
         log.exception("decoding page failed for %r", request)

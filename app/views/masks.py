@@ -101,7 +101,7 @@ def scores_panel(trace, row: int, labels: dict[str, tuple[list[str], list[str]]]
     sums = weights.sum(-1)
     st.success(f"{where}: {int((~mask).sum())} masked cells · max weight on masked cells: **{leak}** · "
                f"every row sums to 1 "
-               f"(min {sums.min():.6f}, max {sums.max():.6f}).", icon="✅")
+               f"(min {sums.min():.6f}, max {sums.max():.6f}).", icon=":material/check_circle:")
     st.caption("The model fills masked scores with float32's most negative number (≈ −3.4·10³⁸, shown as −∞) "
                "before the softmax, so e^score underflows to 0; it then sets those weights to exactly 0, which "
                "also keeps a fully masked row at 0 instead of NaN.")
@@ -127,7 +127,7 @@ def render() -> None:
             ckpt.model, ckpt.tokenizer, [translation.source.text, other_translation.source.text],
             [list(translation.target_ids), list(other_translation.target_ids)])
     except InputError as exc:
-        st.info(f"Second sentence: {exc}", icon="✍️")
+        st.info(f"Second sentence: {exc}", icon=":material/edit:")
         return
     except Exception:
         log.exception("padded batch trace failed")

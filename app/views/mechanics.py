@@ -30,7 +30,7 @@ SCORE_FUNCTIONS = [  # (name, formula, note)
     ("additive", r"\mathrm{score}(s_t,h_i)=v_a^\top\tanh(W_a[s_t;h_i])", "Bahdanau 2015"),
     ("general", r"\mathrm{score}(s_t,h_i)=s_t^\top W_a h_i", "Luong 2015"),
     ("dot", r"\mathrm{score}(s_t,h_i)=s_t^\top h_i", "Luong 2015"),
-    ("scaled dot", r"\mathrm{score}(s_t,h_i)=\frac{s_t^\top h_i}{\sqrt{n}}", "Vaswani 2017 — this model"),
+    ("scaled dot", r"\mathrm{score}(s_t,h_i)=\frac{s_t^\top h_i}{\sqrt{n}},\ n=d_k", "Vaswani 2017 — this model"),
     ("location-based", r"\alpha_{t}=\mathrm{softmax}(W_a s_t)", "Luong 2015 — ignores the keys"),
 ]
 

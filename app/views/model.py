@@ -102,14 +102,25 @@ def schedule_panel(ckpt) -> None:
     st.latex(r"lrate = factor \cdot d_{model}^{-0.5}\cdot\min\!\left(step^{-0.5},\; step\cdot warmup^{-1.5}\right)")
     if "warmup" not in meta:
         st.caption("This checkpoint does not record its warm-up; the paper's 4000 is shown.")
-    last = int(steps) if steps else 4 * warmup
-    xs = np.unique(np.linspace(1, max(last, 2 * warmup), 400).astype(int))
-    own = np.array([noam_lr(int(s), d, warmup, factor) for s in xs])
-    stop = (last, noam_lr(last, d, warmup, factor)) if steps else None
+    logged = _read_csv(ckpt.path / "log.csv", LOG_COLUMNS) if ckpt.path else None
+    if logged is not None:  # the rates actually used, step by step (a continued run may have changed the factor)
+        light = logged.iloc[::max(1, len(logged) // 800)]  # [<=~800 rows] keeps the figure light
+        xs, own = light["step"].to_numpy(), light["lr"].to_numpy()
+        stop = (int(logged["step"].iloc[-1]), float(logged["lr"].iloc[-1]))
+        label = f"used in training (log.csv): d_model {d}, warm-up {warmup}"
+    else:
+        last = int(steps) if steps else 4 * warmup
+        xs = np.unique(np.linspace(1, max(last, 2 * warmup), 400).astype(int))
+        own = np.array([noam_lr(int(s), d, warmup, factor) for s in xs])
+        stop = (last, noam_lr(last, d, warmup, factor)) if steps else None
+        label = f"this model: d_model {d}, warm-up {warmup}, factor {factor:g}"
     left, right = st.columns(2)
     with left:
-        plot(charts.lr_schedule([(f"this model: d_model {d}, warm-up {warmup}, factor {factor:g}", xs, own)], stop,
-                                "This model's learning rate"), "model_lr_own")
+        plot(charts.lr_schedule([(label, xs, own)], stop, "This model's learning rate"), "model_lr_own")
+        before = meta.get("continued_from")
+        if before:
+            st.caption(f"Training was continued from the step-{before['step']:,} checkpoint with factor "
+                       f"{factor:g} instead of {before.get('lr_factor')}: the drop in the curve there.")
     with right:
         compare_schedule_panel(d, warmup, factor)
     st.markdown(f"**Regularisation.** Residual dropout P_drop = **{ckpt.config.dropout:g}** on every sub-layer "
@@ -138,7 +149,8 @@ def label_smoothing_panel(ckpt) -> None:
     v = ckpt.config.vocab_size
     st.markdown(f"Instead of a one-hot target the loss compares against (1 − ε)·one-hot + ε/V. This model used "
                 f"**ε = {used:g}**: with its V = {v:,} pieces the true piece gets 1 − ε + ε/V = "
-                f"**{1 - used + used / v:.5f}** and every other piece ε/V = **{used / v:.2e}**.")
+                f"**{1 - used + used / v:.5f}** and every other piece ε/V = **{used / v:.2e}**. The chart uses a "
+                f"10-piece vocabulary so that the small bars stay visible; drag ε to see the mass move.")
     eps = st.slider("ε", 0.0, 0.5, used, step=0.01, key="ls_eps")
     small_v, true = 10, 3
     dist = smoothed_targets(torch.tensor([true]), small_v, eps)[0].numpy()

@@ -89,7 +89,7 @@ def render() -> None:
     relative_panel(d_model, max_len)
     st.info("**Learned vs fixed.** The paper also tried learned positional embeddings and got nearly identical "
             "results (Table 3, row E). It kept the sinusoids because they need no parameters and may extrapolate "
-            "to sentences longer than any seen in training. This model uses the fixed sinusoids.", icon="📌")
+            "to sentences longer than any seen in training. This model uses the fixed sinusoids.", icon=":material/push_pin:")
     translation = current_translation()
     if translation is not None:
         embedding_panel(ckpt, translation)

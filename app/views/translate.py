@@ -102,7 +102,7 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
     if dropped:
         st.warning(f"The input is longer than this model can read ({model_max_len} positions including </s>): "
                    f"the last {dropped} pieces were dropped and only the first {len(translation.source.ids) - 1} "
-                   "were translated.", icon="✂️")
+                   "were translated.", icon=":material/content_cut:")
     st.markdown(f"<div style='font-size:1.9rem;font-weight:600;margin:0.2rem 0 0.6rem 0'>"
                 f"{html.escape(translation.text) or '(empty output)'}</div>", unsafe_allow_html=True)
     c_src, c_tgt = st.columns(2)
@@ -114,7 +114,7 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
     if request.beam_size > 1:
         st.caption(f"Beam search (beam {request.beam_size}, α = {request.length_penalty}) finished "
                    f"{len(hyps)} hypotheses; the best is shown.")
-    st.page_link("app/views/decoding.py", label="See how it was decoded, step by step", icon="🪜")
+    st.page_link("app/views/decoding.py", label="See how it was decoded, step by step", icon=":material/stairs:")
 
 
 def downloads_ui(translation: Translation, request: Request) -> None:

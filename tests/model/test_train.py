@@ -54,12 +54,18 @@ def test_smoothed_targets_are_what_torch_label_smoothing_uses():
 
 
 @pytest.mark.slow
-def test_init_from_continues_a_checkpoint_without_its_optimizer(tmp_path):
+def test_init_from_continues_a_checkpoint_and_its_history_without_its_optimizer(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
     assert train_main(TINY + ["--out", str(first), "--max-steps", "20"]) == 0
-    assert train_main(TINY + ["--out", str(second), "--init-from", str(first / "last"), "--start-step", "20",
+    shipped = first / "last"  # shaped like an exported model: weights, config, tokenizer and the run's log
+    (shipped / "log.csv").write_bytes((first / "log.csv").read_bytes())
+    assert train_main(TINY + ["--out", str(second), "--init-from", str(shipped), "--lr-factor", "0.5",
                               "--max-steps", "25"]) == 0
     log = read_log(second)
-    assert [s for s, _ in log] == [21, 22, 23, 24, 25]
+    assert [s for s, _ in log] == list(range(1, 26))  # the shipped history, then steps 21..25
+    assert log[:20] == read_log(first)
     assert (second / "tokenizer.model").read_bytes() == (first / "tokenizer.model").read_bytes()
-    assert log[0][1] < read_log(first)[0][1] - 0.3  # it starts from the trained weights, not from scratch
+    assert log[20][1] < log[0][1] - 0.3  # it starts from the trained weights, not from scratch
+    meta = json.loads((second / "last" / "config.json").read_text())["meta"]
+    assert meta["steps"] == 25 and meta["lr_factor"] == 0.5
+    assert meta["continued_from"]["step"] == 20 and meta["continued_from"]["lr_factor"] == 1.0
