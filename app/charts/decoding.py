@@ -148,7 +148,7 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
             text=part.piece if show_text else None, textposition="top center", textfont=dict(size=14),
             marker=dict(color=marker["color"], size=marker["size"], symbol=symbols, line=line), name=name,
             customdata=np.column_stack([part.id, part.step, part.piece, part.log_prob, part.status]),
-            hovertemplate="piece <b>%{customdata[2]}</b><br>step %{customdata[1]}<br>"
+            hovertemplate="piece <b>%{customdata[2]}</b><br>step %{x}<br>"
                           "cumulative log-prob %{customdata[3]:.3f}<br>%{customdata[4]}<extra></extra>"))
     if current_step is not None:
         fig.add_vrect(x0=current_step + 0.5, x1=current_step + 1.5, fillcolor="#fff3b0", opacity=0.5, layer="below",
@@ -159,7 +159,7 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
                                  name="selected", marker=dict(size=26, color="rgba(0,0,0,0)",
                                                               line=dict(color="#000", width=3))))
     n_rank = int(nodes.y.max()) + 1
-    fig.update_xaxes(automargin=True, title_text="tokens generated (node at x = t+1 was chosen at step t)", dtick=1,
+    fig.update_xaxes(automargin=True, title_text="step (= pieces generated so far)", dtick=1,
                      range=[-0.7, nodes.x.max() + 0.7], gridcolor="#eee")
     fig.update_yaxes(automargin=True, title_text="rank at that step (by cumulative log-prob)", dtick=1,
                      range=[n_rank - 0.4, -0.8], gridcolor="#eee")

@@ -32,6 +32,8 @@ def styled(fig: go.Figure, title: str | None = None, height: int | None = None) 
     fig.update_layout(template=TEMPLATE)
     if title is not None:
         fig.update_layout(title_text=title)
+        if "<br>" in title:  # a subtitle line needs room above the plot
+            fig.update_layout(margin_t=80)
     if height is not None:
         fig.update_layout(height=height)
     return fig

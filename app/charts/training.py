@@ -113,16 +113,16 @@ def architecture_diagram(cfg: dict) -> go.Figure:
 
 def lr_schedule(curves: list[tuple[str, np.ndarray, np.ndarray]], stop: tuple[int, float] | None = None,
                 title: str = "Learning-rate schedule") -> go.Figure:
-    """Learning rate against step; ``curves`` = (label, steps, lr) and ``stop`` = (step, lr) where training ended."""
+    """Learning rate against step; ``curves`` = (label, steps, lr) and ``stop`` = (step, lr) of the checkpoint's weights."""
     fig = go.Figure()
     for i, (label, steps, lrs) in enumerate(curves):
         fig.add_trace(go.Scatter(x=np.asarray(steps), y=np.asarray(lrs), mode="lines", name=label,
                                  line=dict(color=HEAD_COLORS[i % len(HEAD_COLORS)], width=2.5),
                                  hovertemplate=f"{label}<br>step %{{x:,}}<br>lr %{{y:.2e}}<extra></extra>"))
     if stop is not None:
-        fig.add_trace(go.Scatter(x=[stop[0]], y=[stop[1]], mode="markers+text", name="training stopped here",
+        fig.add_trace(go.Scatter(x=[stop[0]], y=[stop[1]], mode="markers+text", name="this checkpoint",
                                  marker=dict(size=13, color="#d62728", symbol="x"),
-                                 text=[f"stopped at step {stop[0]:,}"],
+                                 text=[f"checkpoint: step {stop[0]:,}"],
                                  textposition="bottom left", hovertemplate="step %{x:,}<br>lr %{y:.2e}<extra></extra>"))
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="learning rate", exponentformat="e")
@@ -160,15 +160,15 @@ def loss_curve(log: pd.DataFrame, floor: float | None = None) -> go.Figure:
     fig.add_trace(go.Scatter(x=thin["step"], y=thin["lr"], mode="lines", name="learning rate",
                              line=dict(color=HEAD_COLORS[1], width=2, dash="dot")), secondary_y=True)
     fig.update_xaxes(title_text="training step")
-    fig.update_yaxes(title_text="training loss (label-smoothed cross-entropy, nats)", secondary_y=False)
+    fig.update_yaxes(title_text="loss (nats)", secondary_y=False)
     if floor is not None:
         fig.add_hline(y=floor, line=dict(color="#555", dash="dash", width=1.5), secondary_y=False,
                       annotation_text=f"lowest possible with label smoothing: {floor:.3f}",
                       annotation_position="bottom right", annotation_font=dict(size=13, color=INK))
-    fig.update_yaxes(title_text="learning rate", exponentformat="e", secondary_y=True, showgrid=False,
-                     rangemode="tozero")
+    fig.update_yaxes(title_text="learning rate", tickmode="auto", nticks=5, tickformat=".1e", secondary_y=True,
+                     showgrid=False, rangemode="tozero")
     fig.update_layout(legend=dict(orientation="h", y=-0.25))
-    return styled(fig, "Training loss and learning rate per step", 420)
+    return styled(fig, "Training loss (label-smoothed cross-entropy) and learning rate per step", 440)
 
 
 def epoch_curves(epochs: pd.DataFrame) -> go.Figure:

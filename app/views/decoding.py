@@ -29,21 +29,22 @@ def _md(text: str) -> str:
 
 
 def _move_step(delta: int, n_steps: int) -> None:
-    st.session_state["step"] = min(max(int(st.session_state.get("step", 0)) + delta, 0), n_steps - 1)
+    st.session_state["step"] = min(max(int(st.session_state.get("step", 1)) + delta, 1), n_steps)
 
 
 def step_ui(n_steps: int) -> int:
-    """Previous / Next buttons and a slider over the steps (shared key "step"); returns the step."""
-    clamp_state("step", 0, n_steps - 1, 0)
+    """Previous / Next buttons and a slider over the steps, numbered from 1 like layers and heads (the widget
+    key "step" holds that number); returns the 0-based index into the decode steps."""
+    clamp_state("step", 1, n_steps, 1)
     c_prev, c_slider, c_next = st.columns([1, 6, 1], vertical_alignment="bottom")
     c_prev.button("◀ Previous", key="prev_step", on_click=_move_step, args=(-1, n_steps),
-                  disabled=st.session_state["step"] == 0, width="stretch")
+                  disabled=st.session_state["step"] == 1, width="stretch")
     c_next.button("Next ▶", key="next_step", on_click=_move_step, args=(1, n_steps),
-                  disabled=st.session_state["step"] == n_steps - 1, width="stretch")
+                  disabled=st.session_state["step"] == n_steps, width="stretch")
     if n_steps > 1:
-        c_slider.slider("Step", 0, n_steps - 1, key="step", persist_state="session",
-                        help="Step t predicts output piece t+1 from <s> and the t pieces before it.")
-    return int(st.session_state["step"])
+        c_slider.slider(f"Step (of {n_steps})", 1, n_steps, key="step", persist_state="session",
+                        help="Step t reads <s> and the t − 1 pieces chosen before it and predicts output piece t.")
+    return int(st.session_state["step"]) - 1
 
 
 def _default_candidate(translation: Translation, t: int) -> int:
@@ -73,7 +74,7 @@ def candidate_ui(translation: Translation, tokenizer: Tokenizer, request: Reques
         prefix = " ".join(tokenizer.pieces(step.prefixes[c.row].tolist())[-4:])
         return f"#{i + 1}: …{prefix} → {tokenizer.id_to_piece(c.token)}   (log-prob {c.log_prob:.2f}, {c.status})"
 
-    index = st.selectbox(f"Node of step {t} to inspect (or click one in the tree)", options, key="beam_node",
+    index = st.selectbox(f"Node of step {t + 1} to inspect (or click one in the tree)", options, key="beam_node",
                          format_func=describe)
     return step.candidates[index]
 
@@ -89,14 +90,14 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
     prefix = tokenizer.pieces(step.prefixes[row].tolist())
     piece = tokenizer.id_to_piece(chosen.token)
     fmt = st.session_state.get("image_format", "png")
-    st.markdown(f"**Step {step.step}** · the decoder reads the pieces so far and predicts the next one "
+    st.markdown(f"**Step {step.step + 1}** · the decoder reads the pieces so far and predicts the next one "
                 f"(chosen: **{piece}**, status *{chosen.status}*, cumulative log-prob {chosen.log_prob:.3f})"
                 + pieces_html(prefix + [piece], highlight=len(prefix)), unsafe_allow_html=True)
     c_probs, c_attn = st.columns([2, 3])
     with c_probs:
         ids = step.topk_ids[row].tolist()
         fig = topk_figure(tokenizer.pieces(ids), step.topk_probs[row].float().cpu().numpy(),
-                          [i == chosen.token for i in ids], title=f"Top {len(ids)} next pieces at step {step.step}")
+                          [i == chosen.token for i in ids], title=f"Top {len(ids)} next pieces at step {step.step + 1}")
         st.plotly_chart(fig, key="decoding_topk", width="stretch", theme=None,
                         config=plotly_config("next_piece_probs", fmt))
         if chosen.token not in ids:
@@ -126,7 +127,7 @@ def _pick_node(chart_key: str) -> None:
     for point in (state.get("selection") or {}).get("points") or []:
         data = point.get("customdata")
         if data is not None and int(data[1]) >= 0:
-            st.session_state["step"], st.session_state["beam_node"] = int(data[1]), int(point.get("y", 0))
+            st.session_state["step"], st.session_state["beam_node"] = int(data[1]) + 1, int(point.get("y", 0))
             st.session_state["_beam_node_for"] = (current_request(), int(data[1]))
             return
 
@@ -160,8 +161,8 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
 @st.fragment
 def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request) -> None:
     steps = translation.result.steps
-    if st.session_state.get("_step_for") != request:  # a new sentence or new settings: start at step 0
-        st.session_state["step"], st.session_state["_step_for"] = 0, request
+    if st.session_state.get("_step_for") != request:  # a new sentence or new settings: start at step 1
+        st.session_state["step"], st.session_state["_step_for"] = 1, request
     t = step_ui(len(steps))
     chosen = candidate_ui(translation, tokenizer, request, t)
     step_detail_ui(translation, tokenizer, steps[t], chosen)

@@ -69,7 +69,7 @@ def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) ->
     with c2:
         plot(charts.mask_grid(parts["causal"][row].cpu().numpy(), tgt, tgt, "Causal (sequence) mask"), "mask_causal")
     with c3:
-        plot(charts.mask_grid(dec_mask, tgt, tgt, "Padding AND causal = what the model used"), "mask_dec")
+        plot(charts.mask_grid(dec_mask, tgt, tgt, "Padding AND causal<br><sup>what decoder self-attention used</sup>"), "mask_dec")
     st.caption("Rows of padded *queries* are still computed, but nothing reads them: they are masked as keys "
                "everywhere and the loss ignores padded targets.")
 
@@ -92,10 +92,10 @@ def scores_panel(trace, row: int, labels: dict[str, tuple[list[str], list[str]]]
     where = f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}"
     left, right = st.columns(2)
     with left:
-        plot(charts.masked_scores(scores, mask, queries, keys, f"Scores QKᵀ/√d_k after masking ({KIND_MASK[kind]})"),
+        plot(charts.masked_scores(scores, mask, queries, keys, f"Scores QKᵀ/√d_k after masking<br><sup>mask: {KIND_MASK[kind]}</sup>"),
              "mask_scores")
     with right:
-        plot(charts.masked_weights(weights, mask, queries, keys, "Weights after softmax (exactly as the model used)"),
+        plot(charts.masked_weights(weights, mask, queries, keys, "Weights after softmax<br><sup>exactly as the model used them</sup>"),
              "mask_weights")
     leak = float(np.max(weights[~mask], initial=0.0))
     sums = weights.sum(-1)

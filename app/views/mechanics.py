@@ -37,7 +37,7 @@ SCORE_FUNCTIONS = [  # (name, formula, note)
 
 def selection_ui(translation, n_layers: dict[str, int], n_heads: int) -> tuple[str, int, int, int]:
     """Kind, layer, head and query position the page opens up."""
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3, c4 = st.columns([3, 1.2, 1.2, 2])
     kind = c1.selectbox("Attention", list(KINDS), index=2, key="mech_kind", format_func=KIND_LABELS.get)
     layers = list(range(n_layers[kind]))
     keep_valid("mech_layer", layers)
@@ -69,11 +69,11 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
                 f"W<sup>V</sup> (d_model {it.x_query.shape[-1]} → d_k {it.d_k}).", unsafe_allow_html=True)
     c1, c2, c3 = st.columns(3)
     with c1:
-        plot(charts.vector_matrix(q, qs, "Q = X Wᵠ (queries)", "query", query), "mech_q")
+        plot(charts.vector_matrix(q, qs, "Q = X W<sup>Q</sup> (queries)", "query", query), "mech_q")
     with c2:
-        plot(charts.vector_matrix(k, ks, "K = X Wᴷ (keys)", "key"), "mech_k")
+        plot(charts.vector_matrix(k, ks, "K = X W<sup>K</sup> (keys)", "key"), "mech_k")
     with c3:
-        plot(charts.vector_matrix(v, ks, "V = X Wⱽ (values)", "key"), "mech_v")
+        plot(charts.vector_matrix(v, ks, "V = X W<sup>V</sup> (values)", "key"), "mech_v")
     st.markdown(f"**Step 2 — compare, scale, mask.** Every query is dotted with every key, then divided by "
                 f"√d_k = √{it.d_k} = {math.sqrt(it.d_k):.3f}; masked pairs are set to −∞.")
     c1, c2, c3 = st.columns(3)
@@ -104,11 +104,11 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
 
 
 def multihead_panel(it, qs: list[str], head: int, query: int, n_heads: int) -> None:
-    st.subheader("All heads together: Concat and Wᴼ")
+    st.subheader("All heads together: Concat and $W^O$")
     st.latex(r"\mathrm{MultiHead}(Q,K,V)=\mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W^O,\quad "
              r"\mathrm{head}_i=\mathrm{Attention}(QW_i^Q,KW_i^K,VW_i^V)")
     st.markdown(f"The {n_heads} heads run in parallel on {it.d_k}-dimensional slices; their outputs are laid side by "
-                f"side ({n_heads} × {it.d_k} = {n_heads * it.d_k}) and mixed by one matrix Wᴼ. The dotted box is the "
+                f"side ({n_heads} × {it.d_k} = {n_heads * it.d_k}) and mixed by one matrix $W^O$. The dotted box is the "
                 "head shown above.")
     c1, c2 = st.columns(2)
     with c1:

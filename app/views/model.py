@@ -106,7 +106,9 @@ def schedule_panel(ckpt) -> None:
     if logged is not None:  # the rates actually used, step by step (a continued run may have changed the factor)
         light = logged.iloc[::max(1, len(logged) // 800)]  # [<=~800 rows] keeps the figure light
         xs, own = light["step"].to_numpy(), light["lr"].to_numpy()
-        stop = (int(logged["step"].iloc[-1]), float(logged["lr"].iloc[-1]))
+        at = logged[logged["step"] == int(steps)] if steps else logged.iloc[-1:]  # the step these weights are from
+        at = at if len(at) else logged.iloc[-1:]
+        stop = (int(at["step"].iloc[0]), float(at["lr"].iloc[0]))
         label = f"used in training (log.csv): d_model {d}, warm-up {warmup}"
     else:
         last = int(steps) if steps else 4 * warmup

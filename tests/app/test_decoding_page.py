@@ -19,7 +19,7 @@ def test_step_slider_shows_that_steps_rows(app_test, figures, shipped):
     at = app_test(PAGE, text=TEXT, beam_size=1)
     assert not at.exception
     direct = _direct(shipped("reverse"), TEXT, 1)
-    at.slider(key="step").set_value(3)
+    at.slider(key="step").set_value(4)  # steps are numbered from 1 on screen: the fourth step, index 3
     at.segmented_control(key="layer").set_value(1)
     at.segmented_control(key="head").set_value(2).run()
     assert not at.exception
@@ -41,13 +41,13 @@ def test_step_slider_shows_that_steps_rows(app_test, figures, shipped):
 def test_previous_next_move_and_stop_at_the_ends(app_test, shipped):
     n_steps = len(_direct(shipped("reverse"), TEXT, 1).result.steps)
     at = app_test(PAGE, text=TEXT, beam_size=1)
-    assert at.slider(key="step").value == 0 and at.button(key="prev_step").disabled
+    assert at.slider(key="step").value == 1 and at.button(key="prev_step").disabled
     at.button(key="next_step").click().run()
     at.button(key="next_step").click().run()
-    assert at.slider(key="step").value == 2
+    assert at.slider(key="step").value == 3
     at.button(key="prev_step").click().run()
-    assert at.slider(key="step").value == 1
-    at.slider(key="step").set_value(n_steps - 1).run()
+    assert at.slider(key="step").value == 2
+    at.slider(key="step").set_value(n_steps).run()
     assert at.button(key="next_step").disabled and not at.button(key="prev_step").disabled and not at.exception
 
 
@@ -72,7 +72,7 @@ def test_selecting_a_beam_node_shows_its_parent_row(app_test, figures, shipped):
     step = direct.result.steps[2]
     other = next(i for i, c in enumerate(step.candidates) if c.row != step.candidates[0].row)
     at = app_test(PAGE, text=TEXT, beam_size=3)
-    at.slider(key="step").set_value(2).run()
+    at.slider(key="step").set_value(3).run()  # index 2
     at.segmented_control(key="layer").set_value(0)
     at.segmented_control(key="head").set_value(1)
     at.selectbox(key="beam_node").set_value(other).run()
