@@ -107,7 +107,7 @@ _NODE_STYLES = (  # (legend name, selector, marker, text shown)
     ("other n-best", lambda f: f.nbest & ~f.best, dict(color="#2171b5", size=13, symbol="circle"), True),
     ("kept, later dropped", lambda f: (f.status == "kept") & ~f.nbest,
      dict(color="#9ecae1", size=10, symbol="circle"), True),
-    ("finished (ended with </s>)", lambda f: (f.status == "finished") & ~f.nbest,
+    ("finished (ended with &lt;/s&gt;)", lambda f: (f.status == "finished") & ~f.nbest,
      dict(color="#fdae6b", size=12, symbol="diamond"), True),
     ("pruned (not in the beam)", lambda f: f.status == "pruned",
      dict(color="#cccccc", size=8, symbol="x"), False),
