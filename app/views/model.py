@@ -195,7 +195,10 @@ def training_logs_panel(ckpt) -> None:
         plot(charts.epoch_curves(epochs_df), "model_epochs")
         best = epochs_df.loc[epochs_df["valid_loss"].idxmin()]
         st.caption(f"Lowest validation loss {best['valid_loss']:.3f} after epoch {int(best['epoch'])} "
-                   f"(BLEU {best['valid_bleu']:.1f}, chrF {best['valid_chrf']:.1f} on the validation set).")
+                   f"(BLEU {best['valid_bleu']:.1f}, chrF {best['valid_chrf']:.1f} on the validation set). "
+                   "For scale, the paper's base model (65M parameters) trained 100,000 steps on 4.5 million WMT 2014 "
+                   "sentence pairs with 8 GPUs for 12 hours and reached 27.3 BLEU on English→German (big model: "
+                   "28.4).")
     else:
         st.info("No per-epoch log (epochs.csv) in this checkpoint.")
 

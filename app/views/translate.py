@@ -97,7 +97,7 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
     if stale:
         st.info("Settings changed — press **Translate**. Showing the last result "
                 f"(“{request.text[:80]}{'…' if len(request.text) > 80 else ''}”, beam {request.beam_size}, "
-                f"{MODEL_LABELS.get(request.model_name, request.model_name)}).", icon="ℹ️")
+                f"{MODEL_LABELS.get(request.model_name, request.model_name)}).", icon=":material/info:")
     dropped = translation.source.dropped
     if dropped:
         st.warning(f"The input is longer than this model can read ({model_max_len} positions including </s>): "
