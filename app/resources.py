@@ -3,6 +3,7 @@ session; a checkpoint a user uploads belongs to that user's session only."""
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import tempfile
 from pathlib import Path
@@ -72,6 +73,30 @@ def load_upload(files: list) -> str:
     name = UPLOAD_PREFIX + digest
     st.session_state.setdefault("uploads", {})[name] = ckpt
     return name
+
+
+QUALITY_FILE = "test_scores.json"  # written by python -m model.evaluate --json, shipped beside the weights
+WEAK_BLEU = 10.0
+
+
+def quality_note(ckpt: Checkpoint) -> str | None:
+    """A one-line warning when the checkpoint's own test scores say its translations are poor, so nobody
+    presents them as good ones; None when it scores well or ships no scores."""
+    path = ckpt.path / QUALITY_FILE if ckpt.path else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        report = json.loads(path.read_text())
+        scores = {k: report[k]["overall"] for k in report if k == "greedy" or k.startswith("beam")}
+    except (OSError, ValueError, KeyError, TypeError):
+        log.exception("unreadable %s", path)
+        return None
+    if not scores or max(s["bleu"] for s in scores.values()) >= WEAK_BLEU:
+        return None
+    listed = ", ".join(f"{k} {s['bleu']:.1f}" for k, s in scores.items())
+    return (f"This small model, trained for a few hours on a 2-core CPU, translates poorly (test BLEU: {listed}; "
+            "see Model and training). Its German is often wrong, but every attention weight shown is exactly the "
+            "one it used.")
 
 
 def device_label() -> str:

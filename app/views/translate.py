@@ -9,7 +9,7 @@ import streamlit as st
 
 from app.downloads import trace_json
 from app.explorer import attention_explorer, clamp_state, pieces_html
-from app.resources import MODEL_LABELS, load_model
+from app.resources import MODEL_LABELS, load_model, quality_note
 from app.state import sync_url
 from app.translation import MAX_INPUT_CHARS, Request, current_request, store
 from model.checkpoint import Checkpoint
@@ -139,6 +139,9 @@ def main() -> None:
         st.error(f"The model “{MODEL_LABELS.get(model_name, model_name)}” could not be loaded. "
                  "Pick another model in the sidebar.")
         return
+    note = quality_note(ckpt)
+    if note:
+        st.caption(f":material/warning: {note}")
     request, clicked, slow = input_ui(model_name, ckpt.config.max_len)
     if not request.text.strip():
         st.info("Type a sentence above (or pick an example), then press **Translate**.")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import json
 
 import numpy as np
 import pytest
@@ -161,3 +162,13 @@ def test_beam_size_one_is_greedy(app_test, shipped):
     src = prepare_source(ckpt.tokenizer, text, ckpt.config.max_len)
     greedy = greedy_decode(ckpt.model, torch.tensor(src.ids), DecodeConfig(max_len=60))
     assert _shown_text(at) == ckpt.tokenizer.decode(greedy.best.tokens) == "g f e d c b a"
+
+
+def test_a_weak_model_says_so_from_its_own_test_scores(app_test, shipped):
+    at = app_test(model_name="en-de")
+    report = json.loads((shipped("en-de").path / "test_scores.json").read_text())
+    best = max(report[k]["overall"]["bleu"] for k in report if k == "greedy" or k.startswith("beam"))
+    notes = [c.value for c in at.caption if "translates poorly" in c.value]
+    assert (best < 10) == bool(notes)
+    at = app_test()  # the reverse model
+    assert not [c.value for c in at.caption if "translates poorly" in c.value]  # it ships no such scores
