@@ -53,6 +53,36 @@ def _compute(mha: MultiHeadAttention, x_query: torch.Tensor, x_key: torch.Tensor
                               masked[0], weights[0], context[0], mha.w_o(merged)[0], mha.d_k)
 
 
+def _attention_inputs(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, kind: str, layer: int
+                      ) -> tuple[MultiHeadAttention, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Run the model (as it is: call it in eval mode) up to attention ``kind`` of ``layer``.
+
+    src [B, S] ends with EOS, tgt [B, T] is the decoder input starting with BOS (both may be right-padded).
+    Returns (the attention module, its query input [B, Q, D], key/value input [B, K, D], mask [B, 1, Q|1, K]).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}")
+    memory, src_mask, _ = model.encode(src)
+    if kind == "enc_self":
+        x = model.embed(src)  # [B, S, D]
+        for enc_layer in model.encoder.layers[:layer]:
+            x, _ = enc_layer(x, src_mask)
+        target = model.encoder.layers[layer]
+        h = _sublayer_input(model, target.sublayers[0], x)
+        return target.self_attn, h, h, src_mask
+    tgt_mask = decoder_self_mask(tgt, model.config.pad_id)  # [B, 1, T, T]
+    memory_kv = model.memory_key_values(memory)
+    y = model.embed(tgt)  # [B, T, D]
+    for i, dec_layer in enumerate(model.decoder.layers[:layer]):
+        y, _, _ = dec_layer(y, memory_kv[i], tgt_mask, src_mask)
+    target = model.decoder.layers[layer]
+    if kind == "dec_self":
+        h = _sublayer_input(model, target.sublayers[0], y)
+        return target.self_attn, h, h, tgt_mask
+    y = target.sublayers[0](y, lambda h: target.self_attn(h, h, tgt_mask).output)
+    return target.cross_attn, _sublayer_input(model, target.sublayers[1], y), memory, src_mask
+
+
 @torch.no_grad()
 def attention_internals(model: Transformer, source_ids: list[int], decoder_input_ids: list[int], kind: str,
                         layer: int) -> AttentionInternals:
@@ -61,27 +91,19 @@ def attention_internals(model: Transformer, source_ids: list[int], decoder_input
     source_ids end with EOS; decoder_input_ids start with BOS (Translation.source.ids and BOS + output[:-1]).
     The weights equal AttentionTrace.weights(kind)[layer, 0] of the same teacher-forced forward.
     """
-    if kind not in KINDS:
-        raise ValueError(f"unknown attention kind {kind!r}")
     device = model.embed.token.weight.device
     src = torch.tensor([source_ids], device=device)  # [1, S]
-    memory, src_mask, _ = model.encode(src)
-    if kind == "enc_self":
-        x = model.embed(src)  # [1, S, D]
-        for enc_layer in model.encoder.layers[:layer]:
-            x, _ = enc_layer(x, src_mask)
-        target = model.encoder.layers[layer]
-        h = _sublayer_input(model, target.sublayers[0], x)
-        return _compute(target.self_attn, h, h, src_mask)
     tgt = torch.tensor([decoder_input_ids], device=device)  # [1, T]
-    tgt_mask = decoder_self_mask(tgt, model.config.pad_id)  # [1, 1, T, T]
-    memory_kv = model.memory_key_values(memory)
-    y = model.embed(tgt)  # [1, T, D]
-    for i, dec_layer in enumerate(model.decoder.layers[:layer]):
-        y, _, _ = dec_layer(y, memory_kv[i], tgt_mask, src_mask)
-    target = model.decoder.layers[layer]
-    if kind == "dec_self":
-        h = _sublayer_input(model, target.sublayers[0], y)
-        return _compute(target.self_attn, h, h, tgt_mask)
-    y = target.sublayers[0](y, lambda h: target.self_attn(h, h, tgt_mask).output)
-    return _compute(target.cross_attn, _sublayer_input(model, target.sublayers[1], y), memory, src_mask)
+    return _compute(*_attention_inputs(model, src, tgt, kind, layer))
+
+
+@torch.no_grad()
+def unmasked_scores(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, kind: str, layer: int
+                    ) -> torch.Tensor:
+    """QK^T / sqrt(d_k) of one attention sub-layer of a (padded) batch *before* the mask overwrites the
+    forbidden cells: src [B, S], tgt [B, T] -> [B, H, Q, K]. Where the mask allows, these equal the
+    trace's scores; elsewhere they are what the model computed and then threw away."""
+    mha, x_query, x_key, _ = _attention_inputs(model, src, tgt, kind, layer)
+    q = mha.split_heads(mha.w_q(x_query))  # [B, H, Q, d_k]
+    k, _ = mha.project_key_value(x_key)  # [B, H, K, d_k]
+    return q @ k.transpose(-2, -1) / mha.d_k ** 0.5  # [B, H, Q, K]

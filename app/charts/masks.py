@@ -71,6 +71,30 @@ def mask_grid(mask: np.ndarray, query_labels: list[str], key_labels: list[str], 
     return styled(fig, title, matrix_height(len(query_labels)))
 
 
+def unmasked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str], key_labels: list[str],
+                    title: str) -> go.Figure:
+    """QK^T / sqrt(d_k) [Q, K] as computed, before the mask: every cell has a real value; the cells the mask
+    will overwrite are crossed out."""
+    mask = np.asarray(mask, dtype=bool)
+    z = np.asarray(scores, dtype=np.float64)
+    bound = float(np.abs(z).max()) if z.size else 1.0
+    text = np.char.mod("%.1f", z) if z.size <= 900 else None
+    status = np.where(mask, "kept", "will be masked")
+    custom = np.concatenate([pair_labels(query_labels, key_labels), status[..., None]], axis=-1)
+    fig = go.Figure(go.Heatmap(
+        z=z, zmid=0, zmin=-bound, zmax=bound, colorscale="RdBu_r", xgap=1, ygap=1, customdata=custom,
+        text=text, texttemplate="%{text}" if text is not None else None, textfont=dict(size=11),
+        colorbar=dict(title=dict(text="score")),
+        hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>score %{z:.3f} (%{customdata[2]})"
+                      "<extra></extra>"))
+    rows, cols = np.nonzero(~mask)
+    if rows.size:
+        fig.add_trace(go.Scatter(x=cols, y=rows, mode="markers", hoverinfo="skip", showlegend=False,
+                                 marker=dict(symbol="x-thin", size=22, line=dict(width=2, color="#555"))))
+    token_axes(fig, key_labels, query_labels, "key", "query")
+    return styled(fig, title, matrix_height(len(query_labels)))
+
+
 def masked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str], key_labels: list[str],
                   title: str) -> go.Figure:
     """Softmax inputs [Q, K]: allowed cells coloured by value, masked cells grey and labelled −∞.

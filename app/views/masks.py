@@ -13,6 +13,7 @@ from app.current import current_checkpoint, current_translation, keep_valid, plo
 from app.translation import Request, translate_request
 from model.batch_view import mask_parts, padded_batch_trace
 from model.inference import InputError
+from model.mechanics import unmasked_scores
 from model.trace import KIND_LABELS, KINDS
 
 log = logging.getLogger("attention_explorer")
@@ -75,7 +76,7 @@ def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) ->
 
 
 @st.fragment
-def scores_panel(trace, row: int, labels: dict[str, tuple[list[str], list[str]]]) -> None:
+def scores_panel(model, src, tgt_in, trace, row: int, labels: dict[str, tuple[list[str], list[str]]]) -> None:
     st.subheader("3 · Scores before and after masking and softmax")
     c1, c2, c3 = st.columns(3)
     kind = c1.selectbox("Attention", list(KINDS), index=1, key="mask_kind", format_func=KIND_LABELS.get)
@@ -89,13 +90,18 @@ def scores_panel(trace, row: int, labels: dict[str, tuple[list[str], list[str]]]
     scores = trace.scores(kind)[layer, row, head].float().cpu().numpy()
     weights = trace.weights(kind)[layer, row, head].cpu().numpy()
     mask = trace.mask(kind)[row, 0].cpu().numpy()
+    raw = unmasked_scores(model, src, tgt_in, kind, layer)[row, head].float().cpu().numpy()  # [Q, K]
     where = f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}"
-    left, right = st.columns(2)
-    with left:
-        plot(charts.masked_scores(scores, mask, queries, keys, f"Scores QKᵀ/√d_k after masking<br><sup>mask: {KIND_MASK[kind]}</sup>"),
-             "mask_scores")
+    before, after, right = st.columns(3)
+    with before:
+        plot(charts.unmasked_scores(raw, mask, queries, keys,
+                                    "1 · Scores QKᵀ/√d_k<br><sup>before masking: ✗ = will be masked</sup>"),
+             "mask_raw_scores")
+    with after:
+        plot(charts.masked_scores(scores, mask, queries, keys,
+                                  f"2 · After masking<br><sup>mask: {KIND_MASK[kind]}</sup>"), "mask_scores")
     with right:
-        plot(charts.masked_weights(weights, mask, queries, keys, "Weights after softmax<br><sup>exactly as the model used them</sup>"),
+        plot(charts.masked_weights(weights, mask, queries, keys, "3 · Softmax<br><sup>the weights exactly as the model used them</sup>"),
              "mask_weights")
     leak = float(np.max(weights[~mask], initial=0.0))
     sums = weights.sum(-1)
@@ -145,7 +151,7 @@ def render() -> None:
     masks_panel(parts, trace, row, src_pieces[row], tgt_pieces[row])
     labels = {"enc_self": (src_pieces[row], src_pieces[row]), "dec_self": (tgt_pieces[row], tgt_pieces[row]),
               "cross": (tgt_pieces[row], src_pieces[row])}
-    scores_panel(trace, row, labels)
+    scores_panel(ckpt.model, src, tgt_in, trace, row, labels)
 
 
 render()

@@ -66,6 +66,12 @@ def test_masks_page_weights_are_the_batch_trace_with_exact_zeros(app_test, figur
         assert any("max weight on masked cells: **0.0**" in s.value for s in at.success)
         scores = figures(at)["mask_scores"]["data"][0]["z"]
         assert np.isnan(np.asarray(scores, dtype=float)[~mask]).all()  # finfo.min is not drawn as a number
+        # before masking: every cell is a real score, and masking changed only the forbidden ones
+        raw = np.asarray(figures(at)["mask_raw_scores"]["data"][0]["z"], dtype=float)
+        assert np.isfinite(raw).all()
+        np.testing.assert_allclose(raw[mask], trace.scores(kind)[layer, 1, head].numpy()[mask], rtol=1e-4, atol=1e-4)
+        crosses = figures(at)["mask_raw_scores"]["data"][1]
+        assert sorted(zip(crosses["y"], crosses["x"])) == sorted(zip(*np.nonzero(~mask)))
 
 
 def test_masks_page_longer_second_sentence_pads_the_current_one(app_test, figures):

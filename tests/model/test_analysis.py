@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from model.analysis import embedding_parts, head_statistics, merge_to_words, parameter_counts
-from model.mechanics import attention_internals
+from model.mechanics import attention_internals, unmasked_scores
 from model.score_functions import compare_scores, hard_attention, location_based, softmax_saturation
 from model.trace import KINDS
 from model.transformer import count_parameters
@@ -42,6 +42,18 @@ def test_attention_internals_reproduce_the_trace(tiny_model):
             assert torch.allclose(parts.context, parts.weights @ parts.v, atol=1e-6)
     dec = attention_internals(tiny_model, src, dec_in, "dec_self", 0)
     assert not dec.mask[0, 1] and (dec.weights[:, 0, 1:] == 0).all()
+
+
+def test_unmasked_scores_of_a_padded_batch_are_the_trace_scores_before_the_mask(tiny_model):
+    src = torch.tensor([[5, 6, 7, 8, 3], [9, 3, 0, 0, 0]])  # [2, 5], the second row padded
+    tgt = torch.tensor([[2, 9, 10, 11], [2, 12, 0, 0]])  # [2, 4]
+    _, trace = tiny_model(src, tgt, return_attention=True)
+    for kind in KINDS:
+        for layer in range(2):
+            raw = unmasked_scores(tiny_model, src, tgt, kind, layer)  # [B, H, Q, K]
+            mask = trace.mask(kind).expand_as(raw)
+            assert torch.isfinite(raw).all() and (~mask).any()
+            assert torch.allclose(raw[mask], trace.scores(kind)[layer][mask], atol=1e-5)
 
 
 def test_embedding_parts_and_parameter_counts(tiny_model):
