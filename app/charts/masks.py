@@ -38,11 +38,12 @@ def token_axes(fig: go.Figure, x_labels: list[str] | None, y_labels: list[str] |
         short = max((len(str(p)) for p in x_labels), default=0) <= 3 and len(x_labels) <= 30
         fig.update_xaxes(tickmode="array", tickvals=list(range(len(x_labels))), ticktext=esc(x_labels),
                          tickangle=0 if short or len(x_labels) <= 6 else -45, tickfont=dict(size=TICK_SIZE),
-                         title_text=x_title, showgrid=False, automargin=True, **where)
+                         title_text=x_title, showgrid=False, zeroline=False, automargin=True,
+                         range=[-0.5, len(x_labels) - 0.5], **where)
     if y_labels is not None:
         fig.update_yaxes(tickmode="array", tickvals=list(range(len(y_labels))), ticktext=esc(y_labels),
-                         tickfont=dict(size=TICK_SIZE), autorange="reversed", title_text=y_title, showgrid=False,
-                         automargin=True, **where)
+                         tickfont=dict(size=TICK_SIZE), range=[len(y_labels) - 0.5, -0.5], title_text=y_title,
+                         showgrid=False, zeroline=False, automargin=True, **where)
     return fig
 
 
@@ -74,7 +75,7 @@ def mask_grid(mask: np.ndarray, query_labels: list[str], key_labels: list[str], 
 def unmasked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str], key_labels: list[str],
                     title: str) -> go.Figure:
     """QK^T / sqrt(d_k) [Q, K] as computed, before the mask: every cell has a real value; the cells the mask
-    will overwrite are crossed out."""
+    will overwrite carry a small cross in their corner."""
     mask = np.asarray(mask, dtype=bool)
     z = np.asarray(scores, dtype=np.float64)
     bound = float(np.abs(z).max()) if z.size else 1.0
@@ -89,8 +90,8 @@ def unmasked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str
                       "<extra></extra>"))
     rows, cols = np.nonzero(~mask)
     if rows.size:
-        fig.add_trace(go.Scatter(x=cols, y=rows, mode="markers", hoverinfo="skip", showlegend=False,
-                                 marker=dict(symbol="x-thin", size=22, line=dict(width=2, color="#555"))))
+        fig.add_trace(go.Scatter(x=cols + 0.3, y=rows - 0.28, mode="markers", hoverinfo="skip", showlegend=False,
+                                 marker=dict(symbol="x-thin", size=9, line=dict(width=1.5, color="rgba(60,60,60,0.8)"))))
     token_axes(fig, key_labels, query_labels, "key", "query")
     return styled(fig, title, matrix_height(len(query_labels)))
 
