@@ -196,13 +196,22 @@ def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str,
                "(click a head in the legend to hide it). Lines under 0.02 are not drawn.")
 
 
+def point_customdata(point: dict) -> list | None:
+    """A selected Plotly point's customdata as a list. The browser sends a numeric row (a typed array) as
+    {"0": v0, "1": v1, ...}, so list() of it would give the keys, not the values."""
+    data = point.get("customdata")
+    if isinstance(data, dict):
+        return [data[k] for k in sorted(data, key=int)]
+    return None if data is None else list(data)
+
+
 def _selected_customdata(chart_key: str) -> list | None:
     state = st.session_state.get(chart_key) or {}
     selection = state.get("selection") or {}
     for point in selection.get("points") or []:
-        data = point.get("customdata")
+        data = point_customdata(point)
         if data is not None:
-            return list(data)
+            return data
     return None
 
 

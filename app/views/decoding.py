@@ -13,7 +13,7 @@ from app.charts.decoding import (TreeCandidate, attention_row_figure, beam_tree_
                                  topk_figure)
 from app.charts.style import plotly_config
 from app.current import TRANSLATE_PAGE
-from app.explorer import clamp_state, head_label, layer_head_ui, pieces_html
+from app.explorer import clamp_state, head_label, layer_head_ui, pieces_html, point_customdata
 from app.resources import load_model
 from app.translation import Request, current_request, translate_request
 from model.decoding import Candidate, DecodeStep, length_penalty
@@ -125,7 +125,7 @@ def _pick_node(chart_key: str) -> None:
     """Tree click: jump to the clicked node's step and select it."""
     state = st.session_state.get(chart_key) or {}
     for point in (state.get("selection") or {}).get("points") or []:
-        data = point.get("customdata")
+        data = point_customdata(point)
         if data is not None and int(data[1]) >= 0:
             st.session_state["step"], st.session_state["beam_node"] = int(data[1]) + 1, int(point.get("y", 0))
             st.session_state["_beam_node_for"] = (current_request(), int(data[1]))

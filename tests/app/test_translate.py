@@ -172,3 +172,15 @@ def test_a_weak_model_says_so_from_its_own_test_scores(app_test, shipped):
     assert (best < 10) == bool(notes)
     at = app_test()  # the reverse model
     assert not [c.value for c in at.caption if "translates poorly" in c.value]  # it ships no such scores
+
+
+@pytest.mark.parametrize("sent, expected", [
+    ({"customdata": {"0": 1, "1": 2, "10": 7, "2": 0.5}}, [1, 2, 0.5, 7]),  # a typed array, as the browser sends it
+    ({"customdata": [1, 2]}, [1, 2]),
+    ({"x": 3}, None),
+])
+def test_a_clicked_points_customdata_reads_in_order(sent, expected):
+    """The model-view click opened the wrong head when a typed array's keys were read as its values."""
+    from app.explorer import point_customdata
+
+    assert point_customdata(sent) == expected

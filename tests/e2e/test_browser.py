@@ -139,3 +139,78 @@ def test_translate_then_visit_every_page(browser, streamlit_server, screenshot_d
     for shot in shots:
         assert shot.exists() and shot.stat().st_size > MIN_SCREENSHOT_BYTES, f"screenshot missing or blank: {shot}"
     assert len(shots) == len(PAGES) + 1
+
+
+def translate_reverse(page, url: str) -> None:
+    page.goto(url, wait_until="domcontentloaded")
+    sentence_box(page).wait_for(timeout=WAIT_MS)
+    wait_idle(page)
+    choose_reverse_model(page)
+    box = sentence_box(page)
+    box.fill(SENTENCE)
+    box.press("Control+Enter")
+    page.wait_for_timeout(300)
+    wait_idle(page)
+    page.get_by_role("button", name=re.compile(r"^\W*Translate\s*$")).click()
+    page.wait_for_selector(PLOT_AREA, timeout=WAIT_MS)
+    wait_idle(page)
+
+
+def chart_titles(page) -> list[str]:
+    return [t.text_content() or "" for t in page.locator(f"{CHART} .gtitle").all()]
+
+
+def test_clicking_a_model_view_map_or_a_statistics_row_opens_that_head(browser, streamlit_server, screenshot_dir):
+    """The two ways to jump to a head that only a browser can exercise (Plotly and data-grid selections)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(WAIT_MS)
+    try:
+        translate_reverse(page, streamlit_server.url)
+        page.get_by_text("Model view", exact=True).click()
+        wait_idle(page)
+        page.wait_for_timeout(500)
+        grid = page.locator(CHART).filter(has_text="every layer (rows) and head (columns)")
+        grid.wait_for(timeout=WAIT_MS)
+        cells = grid.locator(".nsewdrag")
+        assert cells.count() == 8, "the reverse model has 2 layers x 4 heads"
+        cell = cells.nth(1 * 4 + 2)  # layer 2, head 3
+        cell.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        box = cell.bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        for dx in (0, 3, 6):  # Plotly clicks the point it hovers: arm the hover first
+            page.mouse.move(x + dx, y)
+            page.wait_for_timeout(200)
+        page.mouse.click(x + 6, y)
+        page.wait_for_timeout(500)
+        wait_idle(page)
+        page.wait_for_function("() => document.querySelector('.gtitle') && "
+                               "document.querySelector('.gtitle').textContent.includes('layer 2 · head 3')",
+                               timeout=WAIT_MS)
+        assert any(t.endswith("layer 2 · head 3") for t in chart_titles(page)), chart_titles(page)
+
+        page.get_by_text("Head statistics", exact=False).first.click()
+        table = page.locator("[data-testid=stDataFrame]").first
+        table.wait_for(timeout=WAIT_MS)
+        table.scroll_into_view_if_needed()
+        opened = "() => Array.from(document.querySelectorAll('.gtitle')).some(t => t.textContent.endsWith('layer 2 · head 1'))"
+        row_height = 35  # Streamlit's data grid: a header row, then rows of 35 px; the first column selects
+        for _ in range(3):  # the grid may still be laying out right after the expander opens: retry the click
+            page.wait_for_timeout(700)
+            box = table.bounding_box()
+            page.mouse.click(box["x"] + 15, box["y"] + row_height * (1 + 4) + row_height / 2)  # row 5: layer 2, head 1
+            page.wait_for_timeout(500)
+            wait_idle(page)
+            try:
+                page.wait_for_function(opened, timeout=5_000)
+                break
+            except Exception:  # noqa: BLE001 - the click landed before the grid was ready
+                continue
+        page.wait_for_function(opened, timeout=WAIT_MS)
+        assert_no_error(page, "Translate")
+    except Exception:
+        screenshot_whole_page(page, screenshot_dir / "failure_select.png")
+        print(f"screenshot of the failure: {screenshot_dir / 'failure_select.png'}")
+        raise
+    finally:
+        page.close()
