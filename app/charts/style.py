@@ -32,8 +32,11 @@ def styled(fig: go.Figure, title: str | None = None, height: int | None = None) 
     fig.update_layout(template=TEMPLATE)
     if title is not None:
         fig.update_layout(title_text=title)
-        if "<br>" in title:  # a subtitle line needs room above the plot
-            fig.update_layout(margin_t=80)
+        top = 80 if "<br>" in title else 50  # a subtitle line needs room above the plot
+        if any(a.yref == "paper" and a.yanchor == "bottom" and (a.y or 0) >= 0.99 for a in fig.layout.annotations):
+            top += 30  # and subplot titles sit between the title and the plots
+        if top > 50:
+            fig.update_layout(margin_t=top)
     if height is not None:
         fig.update_layout(height=height)
     return fig

@@ -66,9 +66,10 @@ def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) ->
                 "to predict.")
     c1, c2, c3 = st.columns(3)
     with c1:
-        plot(charts.mask_grid(parts["target padding"][row].cpu().numpy(), tgt, tgt, "Target padding"), "mask_tpad")
+        plot(charts.mask_grid(parts["target padding"][row].cpu().numpy(), tgt, tgt, "Target padding<br><sup>no query looks at a padded key</sup>"),
+             "mask_tpad")
     with c2:
-        plot(charts.mask_grid(parts["causal"][row].cpu().numpy(), tgt, tgt, "Causal (sequence) mask"), "mask_causal")
+        plot(charts.mask_grid(parts["causal"][row].cpu().numpy(), tgt, tgt, "Causal (sequence) mask<br><sup>no query looks at a later position</sup>"), "mask_causal")
     with c3:
         plot(charts.mask_grid(dec_mask, tgt, tgt, "Padding AND causal<br><sup>what decoder self-attention used</sup>"), "mask_dec")
     st.caption("Rows of padded *queries* are still computed, but nothing reads them: they are masked as keys "
@@ -92,7 +93,7 @@ def scores_panel(model, src, tgt_in, trace, row: int, labels: dict[str, tuple[li
     mask = trace.mask(kind)[row, 0].cpu().numpy()
     raw = unmasked_scores(model, src, tgt_in, kind, layer)[row, head].float().cpu().numpy()  # [Q, K]
     where = f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}"
-    before, after, right = st.columns(3)
+    before, after = st.columns(2)  # two per row: cells wide enough for their numbers on a projector
     with before:
         plot(charts.unmasked_scores(raw, mask, queries, keys,
                                     "1 · Scores QKᵀ/√d_k<br><sup>before masking: ✗ = will be masked</sup>"),
@@ -100,15 +101,16 @@ def scores_panel(model, src, tgt_in, trace, row: int, labels: dict[str, tuple[li
     with after:
         plot(charts.masked_scores(scores, mask, queries, keys,
                                   f"2 · After masking<br><sup>mask: {KIND_MASK[kind]}</sup>"), "mask_scores")
+    right, note = st.columns(2, vertical_alignment="center")
     with right:
         plot(charts.masked_weights(weights, mask, queries, keys, "3 · Softmax<br><sup>the weights exactly as the model used them</sup>"),
              "mask_weights")
     leak = float(np.max(weights[~mask], initial=0.0))
     sums = weights.sum(-1)
-    st.success(f"{where}: {int((~mask).sum())} masked cells · max weight on masked cells: **{leak}** · "
+    note.success(f"{where}: {int((~mask).sum())} masked cells · max weight on masked cells: **{leak}** · "
                f"every row sums to 1 "
                f"(min {sums.min():.6f}, max {sums.max():.6f}).", icon=":material/check_circle:")
-    st.caption("The model fills masked scores with float32's most negative number (≈ −3.4·10³⁸, shown as −∞) "
+    note.caption("The model fills masked scores with float32's most negative number (≈ −3.4·10³⁸, shown as −∞) "
                "before the softmax, so e^score underflows to 0; it then sets those weights to exactly 0, which "
                "also keeps a fully masked row at 0 instead of NaN.")
 
