@@ -36,10 +36,9 @@ def token_axes(fig: go.Figure, x_labels: list[str] | None, y_labels: list[str] |
     where = {} if row is None else {"row": row, "col": col}
     if x_labels is not None:
         short = max((len(str(p)) for p in x_labels), default=0) <= 3 and len(x_labels) <= 30
-        # upright when short; a few longer labels: Plotly turns them only if they collide; many: always slanted
-        angle = {"tickangle": 0} if short else {} if len(x_labels) <= 6 else {"tickangle": -45}
-        fig.update_xaxes(tickmode="array", tickvals=list(range(len(x_labels))), ticktext=esc(x_labels), **angle,
-                         tickfont=dict(size=TICK_SIZE),
+        # upright only when short: in a narrow column even six pieces collide (and Plotly's own turning drops some)
+        fig.update_xaxes(tickmode="array", tickvals=list(range(len(x_labels))), ticktext=esc(x_labels),
+                         tickangle=0 if short else -45, tickfont=dict(size=TICK_SIZE),
                          title_text=x_title, showgrid=False, zeroline=False, automargin=True,
                          range=[-0.5, len(x_labels) - 0.5], **where)
     if y_labels is not None:
