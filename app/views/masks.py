@@ -43,11 +43,13 @@ def other_ui(model_name: str) -> str:
     return text
 
 
-def batch_panel(pieces: dict[str, list[str]]) -> None:
+def batch_panel(pieces: dict[str, list[str]], max_len: int) -> None:
     st.subheader("1 · The padded batch")
     st.dataframe(charts.highlight_pads(charts.batch_table(pieces)), width="stretch")
     st.caption("Shorter rows are filled with **<pad>** (id 0) up to the longest row. The decoder input is "
-               "<s> followed by the output shifted right (teacher forcing), padded the same way.")
+               "<s> followed by the output shifted right (teacher forcing), padded the same way. The other "
+               f"direction: a sentence longer than the model's {max_len} positions is truncated to fit (the "
+               "Translate page says by how much).")
 
 
 def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) -> None:
@@ -69,7 +71,7 @@ def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) ->
         plot(charts.mask_grid(parts["target padding"][row].cpu().numpy(), tgt, tgt, "Target padding<br><sup>no query looks at a padded key</sup>"),
              "mask_tpad")
     with c2:
-        plot(charts.mask_grid(parts["causal"][row].cpu().numpy(), tgt, tgt, "Causal (sequence) mask<br><sup>no query looks at a later position</sup>"), "mask_causal")
+        plot(charts.mask_grid(parts["causal"][row].cpu().numpy(), tgt, tgt, "Causal (sequence) mask<br><sup>lower-triangular: no query looks at a later position</sup>"), "mask_causal")
     with c3:
         plot(charts.mask_grid(dec_mask, tgt, tgt, "Padding AND causal<br><sup>what decoder self-attention used</sup>"), "mask_dec")
     st.caption("Rows of padded *queries* are still computed, but nothing reads them: they are masked as keys "
@@ -145,7 +147,8 @@ def render() -> None:
     src_pieces = [tok.pieces(r.tolist()) for r in src.cpu()]
     tgt_pieces = [tok.pieces(r.tolist()) for r in tgt_in.cpu()]
     batch_panel({"source · sentence 1": src_pieces[0], "source · sentence 2": src_pieces[1],
-                 "decoder input · sentence 1": tgt_pieces[0], "decoder input · sentence 2": tgt_pieces[1]})
+                 "decoder input · sentence 1": tgt_pieces[0], "decoder input · sentence 2": tgt_pieces[1]},
+                ckpt.config.max_len)
     padded = int(src_pieces[1].count("<pad>") > src_pieces[0].count("<pad>"))  # open on the padded sentence
     row = st.radio("Show the masks of", [0, 1], index=padded, key="mask_row", horizontal=True,
                    format_func=lambda r: f"sentence {r + 1} ({'current' if r == 0 else 'second'})")

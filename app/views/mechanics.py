@@ -86,8 +86,9 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
     with c3:
         fig = mask_grid(mask, qs, ks, "Mask (✓ = may attend)")
         plot(charts.highlight_row(fig, query, len(ks)), "mech_mask")
-    st.markdown("**Step 3 — softmax and weighted sum.** Each row becomes a distribution over the keys; the head's "
-                "output for a query is the weighted sum of the value vectors.")
+    st.markdown("**Step 3 — softmax and weighted sum.** Each row becomes a distribution over the keys: "
+                "softmax exponentiates, so the largest scores take most of the weight and small ones shrink towards "
+                "0. The head's output for a query is the weighted sum of the value vectors.")
     c1, c2 = st.columns(2)
     with c1:
         plot(charts.weights_matrix(trace_weights, mask, qs, ks, "softmax(…) = attention weights", query),
@@ -109,7 +110,11 @@ def multihead_panel(it, qs: list[str], head: int, query: int, n_heads: int) -> N
              r"\mathrm{head}_i=\mathrm{Attention}(QW_i^Q,KW_i^K,VW_i^V)")
     st.markdown(f"The {n_heads} heads run in parallel on {it.d_k}-dimensional slices; their outputs are laid side by "
                 f"side ({n_heads} × {it.d_k} = {n_heads * it.d_k}) and mixed by one matrix $W^O$. The dotted box is the "
-                "head shown above.")
+                "head shown above. Why several heads? One head averages everything it attends to into one "
+                "vector; with h heads, each with its own W<sup>Q</sup>, W<sup>K</sup>, W<sup>V</sup>, the model can attend "
+                "to different positions in different representation subspaces at once (the paper found one head "
+                "0.9 BLEU worse than 8, Table 3). The cost stays that of one full-width head: d_k = d_model / h.",
+                unsafe_allow_html=True)
     c1, c2 = st.columns(2)
     with c1:
         plot(charts.concat_heads(it.context.float().cpu().numpy(), qs, head, query), "mech_concat")
@@ -130,6 +135,12 @@ def score_functions_panel(it, trace_row, ks: list[str], head: int, query: int) -
     k_vecs = it.k[head].float().cpu()[it.mask[query].cpu()]  # the keys this query may attend to
     weights = {name: softmax(s).numpy() for name, s in compare_scores(q_vec, k_vecs).items()}
     weights["location-based"] = location_based(q_vec, len(keys)).numpy()
+    st.markdown("Attention began as an add-on to recurrent encoder-decoders (seq2seq, Sutskever 2014): the RNN "
+                "decoder's state s<sub>t</sub> (the query) was scored against every encoder state h<sub>i</sub> (the "
+                "keys, which were also the values) so the decoder could look back at the whole source instead of one "
+                "fixed vector. The Transformer keeps exactly that as its cross-attention and drops the RNN. "
+                "In the formulas below s<sub>t</sub> is the query, h<sub>i</sub> a key, and n their dimension.",
+                unsafe_allow_html=True)
     st.markdown(f"All on the same vectors: this head's query for position **{query}** and its "
                 f"{len(keys)} allowed keys (d = {it.d_k}). Only *scaled dot* is what this model trained; the "
                 "matrices W<sub>a</sub>, v<sub>a</sub> of the others are random here, to show their form.",
@@ -143,10 +154,16 @@ def score_functions_panel(it, trace_row, ks: list[str], head: int, query: int) -
                                     charts.HIGHLIGHT if name == "scaled dot" else "#1f77b4"), f"mech_score_{i}")
     with cols[len(SCORE_FUNCTIONS) % 3]:
         st.markdown("**Self-attention** (Cheng 2016) is not another formula: it is any of these with the queries, "
-                    "keys and values taken from the *same* sequence — the encoder and decoder self-attention here.")
+                    "keys and values taken from the *same* sequence — the encoder and decoder self-attention here. "
+                    "Before the Transformer it was used inside RNN models for reading comprehension, summarisation, "
+                    "textual entailment and sentence representations.")
     st.markdown("**Global / soft vs local / hard.** Soft (global) attention spreads weight over all keys and is "
                 "differentiable; hard attention picks one key (argmax), which needs sampling or reinforcement "
-                "learning to train. Local attention (Luong) is in between: soft, but only over a window of keys.")
+                "learning to train (Xu 2015: hard attention looks at one image patch when writing each word of a "
+                "caption). "
+                "Local attention (Luong) is in between: soft, but only over a window of keys around a predicted "
+                "position, so it is cheaper than global and still differentiable. The Transformer uses soft, global "
+                "attention everywhere.")
     parts = {k: t.numpy() for k, t in soft_vs_hard(trace_row, it.v[head].float().cpu()).items()}
     plot(charts.soft_hard(parts["soft"], parts["hard"], parts["soft_output"], parts["hard_output"], ks),
          "mech_soft_hard")
@@ -198,6 +215,8 @@ def render() -> None:
                 "In the Transformer all three are linear projections of token vectors; *which* vectors depends on "
                 "where the attention sits:")
     st.markdown(QKV_SOURCES)
+    st.caption("A common mix-up: in cross-attention only the queries come from the decoder; keys *and* values come "
+               "from the encoder, so each output position gathers source information.")
     ckpt = current_checkpoint()
     if ckpt is None:
         return

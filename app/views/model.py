@@ -61,17 +61,21 @@ def architecture_panel(ckpt) -> None:
     with c1:
         st.markdown("**Residual connection + LayerNorm** around every sub-layer (post-norm, as in the paper):")
         st.latex(r"\mathrm{LayerNorm}\big(x + \mathrm{Dropout}(\mathrm{Sublayer}(x))\big)")
-        st.markdown("The residual path lets information and gradients skip each sub-layer, so deep stacks train. "
+        st.markdown("The residual path lets information and gradients skip each sub-layer, so deep stacks train; "
+                    f"that is why every sub-layer and embedding outputs the same width d_model = {c.d_model}, so the "
+                    "sums add up. "
                     "LayerNorm normalises **each token vector on its own** over its "
                     f"{c.d_model} features (mean 0, variance 1, then a learned scale and shift) — unlike BatchNorm, "
                     "which averages each feature over the batch and so depends on the other sentences and on "
-                    "padding.")
+                    "padding. Keeping every layer's inputs at a steady scale keeps activations out of their flat, "
+                    "saturated regions and makes training converge faster.")
     with c2:
         st.markdown("**Position-wise feed-forward network**, the same for every position:")
         st.latex(r"\mathrm{FFN}(x) = \max(0,\; xW_1 + b_1)\,W_2 + b_2")
         st.markdown(f"Here W₁ is {c.d_model} × {c.d_ff} and W₂ is {c.d_ff} × {c.d_model}. Applied to each position "
                     "separately, it is the same as **two convolutions with kernel size 1**. Attention mixes "
-                    "information between positions; the FFN transforms each position.")
+                    "information between positions; the FFN transforms each position. The same weights serve every "
+                    "position of a layer; each layer has its own.")
     st.markdown(f"**Shared embeddings.** One {c.vocab_size:,} × {c.d_model} matrix E is the source embedding, the "
                 "target embedding and (transposed) the output layer before the softmax. In the embedding layers "
                 f"its rows are multiplied by √d_model = √{c.d_model} ≈ {math.sqrt(c.d_model):.1f}.")
@@ -79,13 +83,18 @@ def architecture_panel(ckpt) -> None:
 
 def why_attention_panel() -> None:
     st.subheader("Why not an RNN or a CNN?")
+    st.markdown("The paper's claim is in its abstract: a model *based solely on attention mechanisms, dispensing "
+                "with recurrence and convolutions entirely*.")
     table = pd.DataFrame([
         ("Self-attention", "O(n² · d)", "O(1)", "O(1)"),
         ("Recurrent (RNN, LSTM)", "O(n · d²)", "O(n)", "O(n)"),
         ("Convolution (kernel k)", "O(k · n · d²)", "O(1)", "O(logₖ n)"),
     ], columns=["layer type", "work per layer", "sequential steps", "longest path between two words"])
     st.dataframe(table, hide_index=True, width="stretch")
-    st.markdown("An RNN must process position t − 1 before t: no parallelism inside a sentence, and information "
+    st.latex(r"h_t = f(h_{t-1},\, x_t)")
+    st.markdown("An RNN (LSTM or GRU; often bidirectional in the encoder, one RNN reading left to right and one right "
+                "to left) computes each hidden state from the previous one, so it must process position t − 1 before "
+                "t: no parallelism inside a sentence, and long sentences limit how many fit in a batch. Information "
                 "between distant words travels through n steps, fading on the way (LSTM gates only soften this). "
                 "A CNN sees a local window and needs stacked layers to connect distant words. Self-attention links "
                 "every pair of positions in one step and computes all positions in parallel — at the cost of n² "
@@ -125,7 +134,9 @@ def schedule_panel(ckpt) -> None:
                        f"{factor:g} instead of {before.get('lr_factor')}: the drop in the curve there.")
     with right:
         compare_schedule_panel(d, warmup, factor)
-    st.markdown(f"**Regularisation.** Residual dropout P_drop = **{ckpt.config.dropout:g}** on every sub-layer "
+    st.markdown(f"**Regularisation.** Dropout sets a random share P_drop of a layer's outputs to 0 during training "
+                "(and scales the rest up), so no unit can rely on another: it fights overfitting. Residual dropout "
+                f"P_drop = **{ckpt.config.dropout:g}** on every sub-layer "
                 "output before the residual add, and on the sums of embeddings and positional encodings (also "
                 "inside attention and the FFN here). Label smoothing below.")
 
@@ -198,7 +209,9 @@ def training_logs_panel(ckpt) -> None:
                    f"(BLEU {best['valid_bleu']:.1f}, chrF {best['valid_chrf']:.1f} on the validation set). "
                    "For scale, the paper's base model (65M parameters) trained 100,000 steps on 4.5 million WMT 2014 "
                    "sentence pairs with 8 GPUs for 12 hours and reached 27.3 BLEU on English→German (big model: "
-                   "28.4).")
+                   "28.4). BLEU (0–100) counts how many of the output's word n-grams (1 to 4 words) also occur in a "
+                   "human reference translation, with a penalty for outputs that are too short; chrF does the same "
+                   "with character n-grams, which is kinder to German's long compound words.")
     else:
         st.info("No per-epoch log (epochs.csv) in this checkpoint.")
 
