@@ -79,6 +79,16 @@ def _recipe(meta: dict) -> list[str]:
     return lines
 
 
+def _which_weights(meta: dict) -> str:
+    averaged = meta.get("averaged")
+    if not averaged:
+        return "this checkpoint is the epoch with the lowest validation loss."
+    epochs = sorted(a["epochs"] for a in averaged if a.get("epochs") is not None)
+    loss = f" (validation loss {meta['valid_loss']})" if "valid_loss" in meta else ""
+    return (f"this checkpoint is the mean of the weights after epochs {', '.join(map(str, epochs))}{loss}: "
+            "checkpoint averaging, as the paper did for its base models (section 6.1).")
+
+
 def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 10) -> str:
     ckpt = load_checkpoint(checkpoint)
     cfg, meta = ckpt.config, ckpt.meta
@@ -110,7 +120,7 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         f"- Data: `data/en-de.tsv.gz`, {len(frame):,} pairs (train {int((frame.split == 'train').sum()):,}, "
         f"valid {int((frame.split == 'valid').sum()):,}, test {int((frame.split == 'test').sum()):,}); sources and "
         "licences in `ATTRIBUTION.md` beside this card. The test split was never used for training, early stopping "
-        "or tuning; this checkpoint is the epoch with the lowest validation loss.",
+        "or tuning; " + _which_weights(meta),
         *_recipe(meta),
         f"- {meta.get('epochs')} epochs, {meta.get('steps')} steps, {hours:.1f} h of training on shared 2-core "
         f"{platform.machine()} CPUs (no GPU). Curves: `log.csv` (every step) and `epochs.csv` (per epoch).",

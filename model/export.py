@@ -1,6 +1,7 @@
-"""Ship a training run: its best checkpoint (fp16 weights by default) plus the training logs.
+"""Ship a training run: its best checkpoint (or another of its checkpoint directories, such as an average
+made by model.average) in fp16 weights by default, plus the training logs.
 
-    python -m model.export --run runs/en-de --out pretrained/en-de [--fp32]
+    python -m model.export --run runs/en-de --out pretrained/en-de [--which best|last|avg|...] [--fp32]
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m model.export", description=__doc__.splitlines()[0])
     parser.add_argument("--run", required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--which", default="best", choices=["best", "last"])
+    parser.add_argument("--which", default="best",
+                        help="checkpoint directory inside the run: best (default), last, or e.g. avg from model.average")
     parser.add_argument("--fp32", action="store_true", help="keep float32 weights (default: float16)")
     args = parser.parse_args(argv)
     try:

@@ -6,8 +6,9 @@
 Adam (0.9, 0.98, 1e-9), warm-up + inverse-square-root learning rate, label smoothing 0.1, dropout
 0.1, length-bucketed batches by token count. Writes <out>/log.csv (every step), <out>/epochs.csv
 (per-epoch validation loss, BLEU, chrF), <out>/last (checkpoint + optimizer state, saved every
---save-every steps and at each epoch end; a rerun resumes from it) and <out>/best (lowest
-validation loss). Never run in CI: hours on a 2-core CPU.
+--save-every steps and at each epoch end; a rerun resumes from it), <out>/best (lowest
+validation loss) and <out>/epochs/<n> (the last --keep-epochs epochs, to average as the paper did:
+python -m model.average). Never run in CI: hours on a 2-core CPU.
 """
 from __future__ import annotations
 
@@ -77,6 +78,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", default="auto", help="auto (CUDA if present), cpu or cuda")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     parser.add_argument("--save-every", type=int, default=100, help="steps between resumable saves")
+    parser.add_argument("--keep-epochs", type=int, default=5, help="keep the weights of the last N epochs in "
+                        "<out>/epochs/ for checkpoint averaging (python -m model.average; 0 = none)")
     parser.add_argument("--max-steps", type=int, default=0, help="stop after this many steps in total (0 = no cap)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--init-from", help="start a new run from this checkpoint's weights (e.g. the shipped model, "
@@ -200,6 +203,16 @@ def validation_loss(model: Transformer, pairs, max_tokens: int) -> float:
     return total / max(tokens, 1)
 
 
+def keep_epoch(model: Transformer, tokenizer: Tokenizer, directory: Path, epoch: int, keep: int, meta: dict) -> None:
+    """Save this epoch's weights as directory/<epoch> and drop epochs older than the last ``keep``."""
+    if keep <= 0:
+        return
+    save_checkpoint(model, tokenizer, directory / str(epoch), meta=meta)
+    for old in directory.iterdir():
+        if old.name.isdigit() and int(old.name) <= epoch - keep:
+            shutil.rmtree(old)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.threads:
@@ -311,6 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             save_checkpoint(model, tokenizer, out / "best", meta={**meta(), "valid_loss": round(valid_loss, 4),
                                                                   "valid_bleu": scores["bleu"]})
         save_last()
+        keep_epoch(model, tokenizer, out / "epochs", progress.epoch, args.keep_epochs, meta())
         append_csv(out / "epochs.csv", EPOCH_FIELDS, {
             "epoch": progress.epoch, "step": progress.step, "train_loss": f"{float(loss):.4f}",
             "valid_loss": f"{valid_loss:.4f}", "valid_bleu": scores["bleu"], "valid_chrf": scores["chrf"],

@@ -1,0 +1,57 @@
+"""Checkpoint averaging (paper section 6.1) and the per-epoch checkpoints training keeps for it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from model.average import average_checkpoints
+from model.average import main as average_main
+from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from model.export import main as export_main
+from model.train import main as train_main
+from model.transformer import Transformer
+from tests.conftest import tiny_config
+from tests.model.test_train import TINY
+
+
+def _saved(tmp_path, tokenizer, name: str, seed: int, steps: int, **config):
+    torch.manual_seed(seed)
+    model = Transformer(tiny_config(tokenizer.vocab_size, **config))
+    return save_checkpoint(model, tokenizer, tmp_path / name, meta={"steps": steps, "epochs": steps // 10})
+
+
+def test_the_average_is_the_element_wise_mean_and_keeps_the_newest_meta(tmp_path, tokenizer):
+    paths = [_saved(tmp_path, tokenizer, f"e{i}", seed=i, steps=10 * (i + 1)) for i in range(3)]
+    states = [load_checkpoint(p).model.state_dict() for p in paths]
+    averaged = average_checkpoints(paths)
+    for name, tensor in averaged.model.state_dict().items():
+        torch.testing.assert_close(tensor, (states[0][name] + states[1][name] + states[2][name]) / 3)
+    assert averaged.meta["steps"] == 30  # where training stood: the newest input
+    assert [a["steps"] for a in averaged.meta["averaged"]] == [10, 20, 30]
+
+
+def test_checkpoints_of_different_shapes_are_refused_with_a_message(tmp_path, tokenizer, capsys):
+    a = _saved(tmp_path, tokenizer, "a", seed=0, steps=10)
+    b = _saved(tmp_path, tokenizer, "b", seed=1, steps=20, d_ff=64)
+    with pytest.raises(CheckpointError, match="another configuration"):
+        average_checkpoints([a, b])
+    assert average_main([str(a), str(b), "--out", str(tmp_path / "avg")]) == 2
+    assert "another configuration" in capsys.readouterr().err
+    assert not (tmp_path / "avg").exists()
+
+
+@pytest.mark.slow
+def test_training_keeps_the_last_epochs_and_their_average_can_be_shipped(tmp_path):
+    run = tmp_path / "run"
+    assert train_main(TINY + ["--out", str(run), "--epochs", "3", "--keep-epochs", "2", "--max-tokens", "16384"]) == 0
+    kept = sorted(p.name for p in (run / "epochs").iterdir())
+    assert kept == ["2", "3"]  # epoch 1 was dropped once two newer ones existed
+    assert [load_checkpoint(run / "epochs" / e).meta["epochs"] for e in kept] == [2, 3]
+    assert average_main([str(run / "epochs" / "2"), str(run / "epochs" / "3"), "--out", str(run / "avg")]) == 0
+    assert export_main(["--run", str(run), "--which", "avg", "--out", str(tmp_path / "shipped")]) == 0
+    shipped = load_checkpoint(tmp_path / "shipped")
+    assert [a["epochs"] for a in shipped.meta["averaged"]] == [2, 3]
+    assert json.loads((tmp_path / "shipped" / "config.json").read_text())["meta"]["epochs"] == 3
+    assert (tmp_path / "shipped" / "epochs.csv").exists()  # the run's curves travel with it
