@@ -40,7 +40,7 @@ def average_checkpoints(directories: Sequence[str | Path]) -> Checkpoint:
     mean = {name: torch.stack([s[name].float() for s in states]).mean(dim=0) for name in states[0]}  # per tensor
     newest.model.load_state_dict(mean)
     newest.meta = {**newest.meta, "averaged": [
-        {"path": str(c.path), "epochs": c.meta.get("epochs"), "steps": c.meta.get("steps")} for c in checkpoints]}
+        {"epochs": c.meta.get("epochs"), "steps": c.meta.get("steps")} for c in checkpoints]}
     return newest
 
 

@@ -56,8 +56,8 @@ def test_reverse_cross_attention_peaks_on_the_mirrored_position(reverse):
 # undertrained, so these are its outputs, not the references). A change here means the weights, the
 # tokenizer or the decoder changed what the app shows.
 RECORDED = {
-    "the ups and downs": "die ganze Seite",  # a training pair (reference: "die Höhen und Tiefen")
-    "I am tired.": "Ich habe mich nicht.",
+    "the ups and downs": "die Struhe und die Wahrheit",  # a training pair (reference: "die Höhen und Tiefen")
+    "I am tired.": "Ich habe mich mit mir.",
     "Where is the station?": "Was ist das?",
 }
 
