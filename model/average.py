@@ -21,15 +21,14 @@ import torch
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 
 
-def average_checkpoints(directories: Sequence[str | Path]) -> Checkpoint:
+def average_checkpoints(checkpoints: Sequence[Checkpoint]) -> Checkpoint:
     """The element-wise mean of the weights of checkpoints that share one configuration and tokenizer.
 
-    The result keeps the newest checkpoint's tokenizer and meta (its step, epochs and logs describe where
-    training stood) and records which checkpoints went into it under meta["averaged"].
+    The newest checkpoint (most steps) becomes the average, in place: it keeps its tokenizer and meta (its
+    step, epochs and logs describe where training stood) and records the inputs under meta["averaged"].
     """
-    if not directories:
+    if not checkpoints:
         raise CheckpointError("nothing to average: give at least one checkpoint")
-    checkpoints = [load_checkpoint(d) for d in directories]
     newest = max(checkpoints, key=lambda c: (c.meta.get("steps", 0), str(c.path)))
     for ckpt in checkpoints:
         if ckpt.config != newest.config:
@@ -45,18 +44,15 @@ def average_checkpoints(directories: Sequence[str | Path]) -> Checkpoint:
 
 
 def validation_losses(checkpoints: Sequence[Checkpoint], corpus: str | Path, max_tokens: int = 4096) -> list[float]:
-    """Per-token validation loss (no smoothing) of each checkpoint on the corpus's valid split."""
+    """Per-token validation loss (no smoothing) of each checkpoint (one shared tokenizer) on the valid split."""
     from .data import encode_pairs, load_corpus
     from .train import PRESETS, validation_loss
 
     frame = load_corpus(corpus)
     valid = frame[frame["split"] == "valid"]
-    losses = []
-    for ckpt in checkpoints:
-        pairs = encode_pairs(ckpt.tokenizer, valid["en"].tolist(), valid["de"].tolist(),
-                             PRESETS["en-de"]["train_max_len"])  # the pairs training validated on
-        losses.append(round(validation_loss(ckpt.model, pairs, max_tokens), 4))
-    return losses
+    pairs = encode_pairs(checkpoints[0].tokenizer, valid["en"].tolist(), valid["de"].tolist(),
+                         PRESETS["en-de"]["train_max_len"])  # the pairs training validated on
+    return [round(validation_loss(ckpt.model, pairs, max_tokens), 4) for ckpt in checkpoints]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,16 +62,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus", help="TSV corpus: report validation losses of the inputs and the average")
     args = parser.parse_args(argv)
     try:
-        ckpt = average_checkpoints(args.checkpoints)
+        inputs = [load_checkpoint(d) for d in args.checkpoints]
+        losses = validation_losses(inputs, args.corpus) if args.corpus else []  # before averaging overwrites one
+        ckpt = average_checkpoints(inputs)
     except CheckpointError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    for directory, loss in zip(args.checkpoints, losses):
+        print(f"{directory}: validation loss {loss}")
     if args.corpus:
-        losses = validation_losses([load_checkpoint(d) for d in args.checkpoints] + [ckpt], args.corpus)
-        for directory, loss in zip(args.checkpoints, losses):
-            print(f"{directory}: validation loss {loss}")
-        print(f"average: validation loss {losses[-1]}")
-        ckpt.meta["valid_loss"] = losses[-1]
+        ckpt.meta["valid_loss"] = validation_losses([ckpt], args.corpus)[0]
+        print(f"average: validation loss {ckpt.meta['valid_loss']}")
     save_checkpoint(ckpt.model, ckpt.tokenizer, args.out, meta=ckpt.meta)
     print(f"averaged {len(args.checkpoints)} checkpoints -> {args.out}")
     return 0

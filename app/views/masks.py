@@ -68,10 +68,12 @@ def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) ->
                 "to predict.")
     c1, c2, c3 = st.columns(3)
     with c1:
-        plot(charts.mask_grid(parts["target padding"][row].cpu().numpy(), tgt, tgt, "Target padding<br><sup>no query looks at a padded key</sup>"),
-             "mask_tpad")
+        plot(charts.mask_grid(parts["target padding"][row].cpu().numpy(), tgt, tgt,
+                              "Target padding<br><sup>no query looks at a padded key</sup>"), "mask_tpad")
     with c2:
-        plot(charts.mask_grid(parts["causal"][row].cpu().numpy(), tgt, tgt, "Causal (sequence) mask<br><sup>lower-triangular: no query looks at a later position</sup>"), "mask_causal")
+        plot(charts.mask_grid(parts["causal"][row].cpu().numpy(), tgt, tgt,
+                              "Causal (sequence) mask<br><sup>lower-triangular: no query looks at a later position</sup>"),
+             "mask_causal")
     with c3:
         plot(charts.mask_grid(dec_mask, tgt, tgt, "Padding AND causal<br><sup>what decoder self-attention used</sup>"), "mask_dec")
     st.caption("Rows of padded *queries* are still computed, but nothing reads them: they are masked as keys "

@@ -25,7 +25,7 @@ def _saved(tmp_path, tokenizer, name: str, seed: int, steps: int, **config):
 def test_the_average_is_the_element_wise_mean_and_keeps_the_newest_meta(tmp_path, tokenizer):
     paths = [_saved(tmp_path, tokenizer, f"e{i}", seed=i, steps=10 * (i + 1)) for i in range(3)]
     states = [load_checkpoint(p).model.state_dict() for p in paths]
-    averaged = average_checkpoints(paths)
+    averaged = average_checkpoints([load_checkpoint(p) for p in paths])
     for name, tensor in averaged.model.state_dict().items():
         torch.testing.assert_close(tensor, (states[0][name] + states[1][name] + states[2][name]) / 3)
     assert averaged.meta["steps"] == 30  # where training stood: the newest input
@@ -36,7 +36,7 @@ def test_checkpoints_of_different_shapes_are_refused_with_a_message(tmp_path, to
     a = _saved(tmp_path, tokenizer, "a", seed=0, steps=10)
     b = _saved(tmp_path, tokenizer, "b", seed=1, steps=20, d_ff=64)
     with pytest.raises(CheckpointError, match="another configuration"):
-        average_checkpoints([a, b])
+        average_checkpoints([load_checkpoint(a), load_checkpoint(b)])
     assert average_main([str(a), str(b), "--out", str(tmp_path / "avg")]) == 2
     assert "another configuration" in capsys.readouterr().err
     assert not (tmp_path / "avg").exists()
