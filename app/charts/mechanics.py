@@ -149,7 +149,7 @@ def saturation(d_ks: list[int], stats: dict[str, np.ndarray]) -> go.Figure:
                          tickangle=0, row=1, col=c)
     fig.update_annotations(yshift=8)  # subplot titles clear of the plots
     fig.update_layout(legend=dict(orientation="h", y=-0.3))
-    return styled(fig, "Why divide by √d_k<br><sup>unscaled dot products saturate the softmax as d_k grows</sup>", 440)
+    return styled(fig, "Without ÷√d_k, wider heads saturate the softmax", 440)
 
 
 def sample_softmax(scaled: np.ndarray, unscaled: np.ndarray, d_k: int) -> go.Figure:
