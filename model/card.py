@@ -89,6 +89,32 @@ def _which_weights(meta: dict) -> str:
             "checkpoint averaging, as the paper did for its base models (section 6.1).")
 
 
+def _diagnostics(report: dict) -> list[str]:
+    """What the evaluation measured about source use and fit (python -m model.evaluate writes it)."""
+    d = report.get("diagnostics")
+    if not d:
+        return []
+    split = report.get("split", "test")
+    return [
+        "## Diagnostics",
+        f"Per-token loss (nats, no label smoothing) on {d['n']} {split} pairs:",
+        "",
+        "| references scored with | loss |",
+        "|---|---|",
+        f"| their own source sentences | {d['nll']} |",
+        f"| another sentence's source (rows rotated by one) | {d['nll_other_source']} |",
+        f"| (for comparison) {d['n']} training pairs, their own sources | {d['nll_train_sample']} |",
+        "",
+        f"- The source is worth {d['nll_other_source'] - d['nll']:.2f} nats per target token: how much the "
+        "decoder's predictions rest on what cross-attention reads from the encoder.",
+        f"- Training pairs score {d['nll'] - d['nll_train_sample']:.2f} nats better than held-out ones: "
+        + ("with a gap this small the model under-fits: it has not learned even its training data, so it needs "
+           "more training, not more regularisation." if d["nll"] - d["nll_train_sample"] < 0.5 else
+           "this gap is what more data or more regularisation would narrow."),
+        "",
+    ]
+
+
 def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 10) -> str:
     ckpt = load_checkpoint(checkpoint)
     cfg, meta = ckpt.config, ckpt.meta
@@ -144,6 +170,7 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         "|---|---|---|---|---|",
         *rows,
         "",
+        *_diagnostics(report),
         "## Known limitations",
         (UNDERTRAINED if report.get("beam4", report["greedy"])["overall"]["bleu"] < 10 else "") + LIMITATIONS,
     ]

@@ -53,6 +53,29 @@ def evaluate_frame(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame
     return report, hyps
 
 
+def source_reliance(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame, train: pd.DataFrame,
+                    max_tokens: int = 4096) -> dict:
+    """How much the model's predictions depend on its source, and how well it fits its training data.
+
+    Per-token loss (nats, no label smoothing) of the references given their own sources, given another
+    sentence's source (rotated by one row, so usually one of the same kind), and on an equally large
+    sample of the training split. A translating model loses much more without its own source; a train
+    loss close to the held-out loss means under-fitting (more training helps, more dropout would not).
+    """
+    from .data import encode_pairs
+    from .train import validation_loss
+
+    limit = model.config.max_len - 1
+    pairs = encode_pairs(tokenizer, frame["en"].tolist(), frame["de"].tolist(), limit)
+    other_source = [(pairs[i - 1][0], target) for i, (_, target) in enumerate(pairs)]
+    sample = train.sample(n=min(len(frame), len(train)), random_state=0)
+    train_pairs = encode_pairs(tokenizer, sample["en"].tolist(), sample["de"].tolist(), limit)
+    return {"nll": round(validation_loss(model, pairs, max_tokens), 4),
+            "nll_other_source": round(validation_loss(model, other_source, max_tokens), 4),
+            "nll_train_sample": round(validation_loss(model, train_pairs, max_tokens), 4),
+            "n": len(pairs)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .checkpoint import CheckpointError, load_checkpoint
     from .data import load_corpus
@@ -72,10 +95,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CheckpointError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    train = frame[frame["split"] == "train"]
     frame = frame[frame["split"] == args.split].reset_index(drop=True)
     if args.limit:
         frame = frame.head(args.limit)
     report = {"checkpoint": str(args.checkpoint), "split": args.split}
+    if args.split != "train" and len(train):
+        report["diagnostics"] = source_reliance(ckpt.model, ckpt.tokenizer, frame, train)
+        print(f"diagnostics: {json.dumps(report['diagnostics'])}", flush=True)
     for beam in args.beam:
         scores, hyps = evaluate_frame(ckpt.model, ckpt.tokenizer, frame, beam)
         report["greedy" if beam == 1 else f"beam{beam}"] = scores

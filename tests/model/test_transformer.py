@@ -1,4 +1,5 @@
 import torch
+from torch import nn
 
 from model.trace import KINDS
 from model.transformer import Transformer
@@ -73,3 +74,46 @@ def test_too_long_input_is_refused_with_a_clear_message():
         assert "maximum of 8" in str(exc)
     else:
         raise AssertionError("expected a ValueError")
+
+
+def _copy_attention(ref: nn.MultiheadAttention, ours) -> None:
+    ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
+    ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
+    ref.out_proj.weight.copy_(ours.w_o.weight)
+    ref.out_proj.bias.copy_(ours.w_o.bias)
+
+
+def _copy_block(ref: nn.Module, ours) -> None:
+    ref.linear1.load_state_dict(ours.feed_forward.linear1.state_dict())
+    ref.linear2.load_state_dict(ours.feed_forward.linear2.state_dict())
+    for i, sub in enumerate(ours.sublayers):
+        getattr(ref, f"norm{i + 1}").load_state_dict(sub.norm.state_dict())
+
+
+def test_whole_model_equals_torch_reference_transformer_with_the_same_weights():
+    """Our encoder-decoder is the standard post-norm Transformer: copied into torch's own
+    nn.TransformerEncoder/Decoder layers, the same weights give the same logits."""
+    m = model()
+    with torch.no_grad():  # move every weight off its default (LayerNorm's ones and zeros would hide a mix-up)
+        for p in m.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    cfg = m.config
+    enc_layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ff, 0.0, batch_first=True)
+    dec_layer = nn.TransformerDecoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ff, 0.0, batch_first=True)
+    encoder = nn.TransformerEncoder(enc_layer, cfg.n_encoder_layers, enable_nested_tensor=False).eval()
+    decoder = nn.TransformerDecoder(dec_layer, cfg.n_decoder_layers).eval()
+    with torch.no_grad():
+        for ref, ours in zip(encoder.layers, m.encoder.layers):
+            _copy_attention(ref.self_attn, ours.self_attn)
+            _copy_block(ref, ours)
+        for ref, ours in zip(decoder.layers, m.decoder.layers):
+            _copy_attention(ref.self_attn, ours.self_attn)
+            _copy_attention(ref.multihead_attn, ours.cross_attn)
+            _copy_block(ref, ours)
+        memory = encoder(m.embed(SRC), src_key_padding_mask=SRC == 0)  # torch masks: True = ignore
+        causal = torch.ones(TGT.size(1), TGT.size(1), dtype=torch.bool).triu(1)
+        hidden = decoder(m.embed(TGT), memory, tgt_mask=causal, tgt_key_padding_mask=TGT == 0,
+                         memory_key_padding_mask=SRC == 0)
+        expected, actual = m.logits(hidden), m(SRC, TGT)
+    real = TGT != 0
+    assert torch.allclose(actual[real], expected[real], atol=1e-5)
