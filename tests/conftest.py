@@ -27,6 +27,15 @@ def tiny_config(vocab_size: int, **overrides) -> ModelConfig:
     return ModelConfig(**{**base, **overrides})
 
 
+def copy_attention_into_torch(ref: torch.nn.MultiheadAttention, ours) -> None:
+    """Load our MultiHeadAttention's W^Q, W^K, W^V, W^O into torch's fused in_proj/out_proj layout."""
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
+        ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
+        ref.out_proj.weight.copy_(ours.w_o.weight)
+        ref.out_proj.bias.copy_(ours.w_o.bias)
+
+
 @pytest.fixture(scope="session")
 def tokenizer():
     return train_tokenizer(SENTENCES, vocab_size=120)

@@ -4,6 +4,7 @@ from torch import nn
 
 from model.attention import MultiHeadAttention
 from model.masks import padding_mask
+from tests.conftest import copy_attention_into_torch
 
 
 def random_batch(seed: int, batch=3, q_len=5, k_len=7, d_model=16):
@@ -41,11 +42,7 @@ def test_matches_torch_multihead_attention_per_head(seed):
     d_model, heads = 16, 4
     ours = MultiHeadAttention(d_model, heads).eval()
     ref = nn.MultiheadAttention(d_model, heads, batch_first=True).eval()
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
-        ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
-        ref.out_proj.weight.copy_(ours.w_o.weight)
-        ref.out_proj.bias.copy_(ours.w_o.bias)
+    copy_attention_into_torch(ref, ours)
     query, key, mask = random_batch(seed)
     out = ours(query, key, mask, return_attention=True)
     ref_out, ref_weights = ref(query, key, key, key_padding_mask=~mask[:, 0, 0],  # torch: True = ignore

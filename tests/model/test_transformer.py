@@ -3,7 +3,7 @@ from torch import nn
 
 from model.trace import KINDS
 from model.transformer import Transformer
-from tests.conftest import tiny_config
+from tests.conftest import copy_attention_into_torch, tiny_config
 
 
 def model(**overrides):
@@ -76,13 +76,6 @@ def test_too_long_input_is_refused_with_a_clear_message():
         raise AssertionError("expected a ValueError")
 
 
-def _copy_attention(ref: nn.MultiheadAttention, ours) -> None:
-    ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
-    ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
-    ref.out_proj.weight.copy_(ours.w_o.weight)
-    ref.out_proj.bias.copy_(ours.w_o.bias)
-
-
 def _copy_block(ref: nn.Module, ours) -> None:
     ref.linear1.load_state_dict(ours.feed_forward.linear1.state_dict())
     ref.linear2.load_state_dict(ours.feed_forward.linear2.state_dict())
@@ -104,11 +97,11 @@ def test_whole_model_equals_torch_reference_transformer_with_the_same_weights():
     decoder = nn.TransformerDecoder(dec_layer, cfg.n_decoder_layers).eval()
     with torch.no_grad():
         for ref, ours in zip(encoder.layers, m.encoder.layers):
-            _copy_attention(ref.self_attn, ours.self_attn)
+            copy_attention_into_torch(ref.self_attn, ours.self_attn)
             _copy_block(ref, ours)
         for ref, ours in zip(decoder.layers, m.decoder.layers):
-            _copy_attention(ref.self_attn, ours.self_attn)
-            _copy_attention(ref.multihead_attn, ours.cross_attn)
+            copy_attention_into_torch(ref.self_attn, ours.self_attn)
+            copy_attention_into_torch(ref.multihead_attn, ours.cross_attn)
             _copy_block(ref, ours)
         memory = encoder(m.embed(SRC), src_key_padding_mask=SRC == 0)  # torch masks: True = ignore
         causal = torch.ones(TGT.size(1), TGT.size(1), dtype=torch.bool).triu(1)
