@@ -21,6 +21,7 @@ from .checkpoint import load_checkpoint
 from .config import DecodeConfig
 from .data import load_corpus
 from .inference import translate
+from .schedule import training_segments
 from .transformer import count_parameters
 
 UNDERTRAINED = """\
@@ -62,20 +63,20 @@ def _score_table(report: dict) -> list[str]:
 
 
 def _recipe(meta: dict) -> list[str]:
-    """The training recipe; a run continued from an earlier checkpoint names both parts' settings."""
+    """The training recipe; a run continued from earlier checkpoints names every part's settings."""
     def settings(m: dict) -> str:
         return (f"learning rate factor {m.get('lr_factor')} x d_model^-0.5 x min(step^-0.5, step x "
                 f"{m.get('warmup')}^-1.5); batches of up to {m.get('max_tokens')} tokens per side; "
                 f"bf16 autocast: {m.get('bf16')}")
     lines = [f"- Recipe: Adam (0.9, 0.98, 1e-9); label smoothing {meta.get('label_smoothing')}; sentences of "
              f"similar length batched together; residual, attention and embedding dropout."]
-    before = meta.get("continued_from")
-    if before:
-        lines += [f"  - steps 1-{before['step']} (epochs 1-{before['epoch']}): {settings(before)};",
-                  f"  - from step {before['step'] + 1} (continued from that checkpoint, Adam restarted): "
-                  f"{settings(meta)}."]
-    else:
-        lines.append(f"  - {settings(meta)}.")
+    segments = training_segments(meta)
+    if len(segments) == 1:
+        return lines + [f"  - {settings(meta)}."]
+    for i, seg in enumerate(segments):
+        restart = " (continued from the checkpoint before, Adam restarted)" if i else ""
+        lines.append(f"  - steps {seg['first_step']}-{seg['last_step']} (epochs {seg['first_epoch']}-"
+                     f"{seg['last_epoch']}){restart}: {settings(seg)}" + (";" if i < len(segments) - 1 else "."))
     return lines
 
 

@@ -11,3 +11,26 @@ def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
     """
     step = max(step, 1)
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+RECIPE_KEYS = ("lr_factor", "warmup", "max_tokens", "bf16")
+
+
+def training_segments(meta: dict) -> list[dict]:
+    """The stretches a checkpoint was trained in, oldest first, from its meta.
+
+    Each continuation (``model.train --init-from``) records the earlier run's recipe as
+    ``continued_from`` (chained through ``earlier``), so a curve with several restarts can still say
+    which learning-rate factor, warm-up and batch size held where. Each segment: first_step,
+    last_step, first_epoch, last_epoch and the RECIPE_KEYS.
+    """
+    chain, before = [], meta.get("continued_from")
+    while before:
+        chain.append(before)
+        before = before.get("earlier")
+    segments, step, epoch = [], 0, 0
+    for part in [*reversed(chain), {"step": meta.get("steps"), "epoch": meta.get("epochs"), **meta}]:
+        segments.append({"first_step": step + 1, "last_step": part.get("step"), "first_epoch": epoch + 1,
+                         "last_epoch": part.get("epoch"), **{k: part.get(k) for k in RECIPE_KEYS}})
+        step, epoch = part.get("step") or 0, part.get("epoch") or 0
+    return segments

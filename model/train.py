@@ -36,7 +36,7 @@ from .config import ModelConfig
 from .device import resolve_device
 from .data import encode_pairs, iterate_batches, load_corpus, reversal_corpus, token_batches
 from .evaluate import corpus_scores, translate_many
-from .schedule import noam_lr
+from .schedule import RECIPE_KEYS, noam_lr
 from .tokenizer import Tokenizer, train_tokenizer
 from .transformer import Transformer, count_parameters
 
@@ -247,7 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress = continued_progress(args, ckpt.meta, out)
         # Where this run took over and the recipe before it, so the model card can tell both parts apart.
         continued_from = {"step": progress.step, "epoch": progress.epoch,
-                          **{k: ckpt.meta.get(k) for k in ("lr_factor", "warmup", "max_tokens", "bf16")}}
+                          **{k: ckpt.meta.get(k) for k in RECIPE_KEYS},
+                          **({"earlier": ckpt.meta["continued_from"]} if ckpt.meta.get("continued_from") else {})}
     else:
         config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads,
                              n_encoder_layers=args.layers, n_decoder_layers=args.layers, d_ff=args.d_ff,

@@ -15,7 +15,7 @@ from app.current import current_checkpoint, plot
 from model.analysis import parameter_counts
 from model.label_smoothing import smoothed_targets
 from model.explain import smoothed_loss_floor
-from model.schedule import noam_lr
+from model.schedule import noam_lr, training_segments
 from model.transformer import count_parameters
 
 log = logging.getLogger("attention_explorer")
@@ -128,10 +128,11 @@ def schedule_panel(ckpt) -> None:
     left, right = st.columns(2)
     with left:
         plot(charts.lr_schedule([(label, xs, own)], stop, "This model's learning rate"), "model_lr_own")
-        before = meta.get("continued_from")
-        if before:
-            st.caption(f"Training was continued from the step-{before['step']:,} checkpoint with factor "
-                       f"{factor:g} instead of {before.get('lr_factor')}: the drop in the curve there.")
+        segments = training_segments(meta)
+        for before, after in zip(segments, segments[1:]):
+            if before["lr_factor"] != after["lr_factor"]:
+                st.caption(f"Training was continued from the step-{before['last_step']:,} checkpoint with factor "
+                           f"{after['lr_factor']:g} instead of {before['lr_factor']:g}: the drop in the curve there.")
     with right:
         compare_schedule_panel(d, warmup, factor)
     st.markdown(f"**Regularisation.** Dropout sets a random share P_drop of a layer's outputs to 0 during training "

@@ -56,9 +56,9 @@ def test_reverse_cross_attention_peaks_on_the_mirrored_position(reverse):
 # undertrained, so these are its outputs, not the references). A change here means the weights, the
 # tokenizer or the decoder changed what the app shows.
 RECORDED = {
-    "the ups and downs": "die Struhe und die Wahrheit",  # a training pair (reference: "die Höhen und Tiefen")
-    "I am tired.": "Ich habe mich mit mir.",
-    "Where is the station?": "Was ist das?",
+    "the ups and downs": "die Struhe und die Straße",  # a training pair (reference: "die Höhen und Tiefen")
+    "I am tired.": "Ich habe mich zu Hause.",
+    "Where is the station?": "Wo ist die Straße?",
 }
 
 

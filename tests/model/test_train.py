@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from model.label_smoothing import smoothed_targets
-from model.schedule import noam_lr
+from model.card import _recipe
+from model.schedule import noam_lr, training_segments
 from model.train import main as train_main
 
 TINY = ["--task", "reverse", "--d-model", "32", "--n-heads", "2", "--layers", "1", "--d-ff", "64", "--warmup", "10",
@@ -69,3 +70,23 @@ def test_init_from_continues_a_checkpoint_and_its_history_without_its_optimizer(
     meta = json.loads((second / "last" / "config.json").read_text())["meta"]
     assert meta["steps"] == 25 and meta["lr_factor"] == 0.5
     assert meta["continued_from"]["step"] == 20 and meta["continued_from"]["lr_factor"] == 1.0
+    third = tmp_path / "third"  # continuing the continuation keeps the first recipe too
+    assert train_main(TINY + ["--out", str(third), "--init-from", str(second / "last"), "--max-steps", "27"]) == 0
+    segments = training_segments(json.loads((third / "last" / "config.json").read_text())["meta"])
+    assert [(s["first_step"], s["last_step"], s["lr_factor"]) for s in segments] == [(1, 20, 1.0), (21, 25, 0.5), (26, 27, 1.0)]
+
+
+def test_training_segments_follow_every_continuation_of_a_checkpoint():
+    """A model continued twice keeps all three recipes (the model card and the LR chart name them)."""
+    meta = {"steps": 300, "epochs": 9, "lr_factor": 0.5, "warmup": 80, "max_tokens": 512, "bf16": False,
+            "continued_from": {"step": 200, "epoch": 6, "lr_factor": 0.5, "warmup": 80, "max_tokens": 512,
+                               "bf16": False, "earlier": {"step": 100, "epoch": 3, "lr_factor": 1.0, "warmup": 80,
+                                                          "max_tokens": 1024, "bf16": True}}}
+    segments = training_segments(meta)
+    assert [(s["first_step"], s["last_step"], s["first_epoch"], s["last_epoch"]) for s in segments] == [
+        (1, 100, 1, 3), (101, 200, 4, 6), (201, 300, 7, 9)]
+    assert [s["lr_factor"] for s in segments] == [1.0, 0.5, 0.5] and segments[0]["max_tokens"] == 1024
+    recipe = "\n".join(_recipe(meta))
+    assert "steps 1-100 (epochs 1-3): learning rate factor 1.0" in recipe and "bf16 autocast: True" in recipe
+    assert "steps 201-300 (epochs 7-9) (continued from the checkpoint before, Adam restarted)" in recipe
+    assert training_segments({"steps": 50, "epochs": 2, "lr_factor": 1.0})[0]["last_step"] == 50
