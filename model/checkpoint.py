@@ -51,13 +51,41 @@ def save_checkpoint(model: Transformer, tokenizer: Tokenizer, directory: str | P
     return directory
 
 
+Number = (int, float)
+# Training facts the app and the model card read from meta, with the types they need. A checkpoint's
+# meta is free-form JSON (an uploaded one says whatever its author wrote), so anything else is dropped.
+META_TYPES: dict[str, tuple[type, ...]] = {
+    "task": (str,), "steps": (int,), "epochs": (int,), "train_seconds": Number, "warmup": (int,),
+    "lr_factor": Number, "max_tokens": (int,), "label_smoothing": Number, "bf16": (bool,),
+    "valid_loss": Number, "valid_bleu": Number, "averaged": (list,), "continued_from": (dict,),
+}
+CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
+                   "bf16": (bool,), "earlier": (dict,)}
+
+
+def _typed(values: dict, types: dict[str, tuple[type, ...]]) -> dict:
+    """The entries whose type is the expected one (bool is not a number here)."""
+    return {k: v for k, v in values.items() if k in types and isinstance(v, types[k])
+            and not (isinstance(v, bool) and bool not in types[k])}
+
+
+def clean_meta(meta: Any) -> dict[str, Any]:
+    """meta restricted to META_TYPES; each continued_from link of the chain to CONTINUED_TYPES."""
+    meta = _typed(meta, META_TYPES) if isinstance(meta, dict) else {}
+    link, parent = meta.get("continued_from"), meta
+    while link is not None:
+        parent["continued_from" if parent is meta else "earlier"] = link = _typed(link, CONTINUED_TYPES)
+        parent, link = link, link.get("earlier")
+    return meta
+
+
 def read_config(directory: Path) -> tuple[ModelConfig, dict[str, Any]]:
     path = directory / CONFIG
     if not path.is_file():
         raise CheckpointError(f"{CONFIG} is missing in {directory}")
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
-        return ModelConfig.from_dict(payload["model"]), payload.get("meta", {})
+        return ModelConfig.from_dict(payload["model"]), clean_meta(payload.get("meta", {}))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{CONFIG} is not valid JSON ({exc})") from None
     except (KeyError, TypeError) as exc:

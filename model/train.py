@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(f"error: {args.init_from} uses another tokenizer than {out / 'tokenizer.model'}")
         model, config = ckpt.model.train(), ckpt.config
         progress = continued_progress(args, ckpt.meta, out)
-        # Where this run took over and the recipe before it, so the model card can tell both parts apart.
+        # Where this run took over and the recipes before it (chained), so the model card can name every part.
         continued_from = {"step": progress.step, "epoch": progress.epoch,
                           **{k: ckpt.meta.get(k) for k in RECIPE_KEYS},
                           **({"earlier": ckpt.meta["continued_from"]} if ckpt.meta.get("continued_from") else {})}

@@ -130,7 +130,8 @@ def schedule_panel(ckpt) -> None:
         plot(charts.lr_schedule([(label, xs, own)], stop, "This model's learning rate"), "model_lr_own")
         segments = training_segments(meta)
         for before, after in zip(segments, segments[1:]):
-            if before["lr_factor"] != after["lr_factor"]:
+            if None not in (before["lr_factor"], after["lr_factor"], before["last_step"]) \
+                    and before["lr_factor"] != after["lr_factor"]:
                 st.caption(f"Training was continued from the step-{before['last_step']:,} checkpoint with factor "
                            f"{after['lr_factor']:g} instead of {before['lr_factor']:g}: the drop in the curve there.")
     with right:

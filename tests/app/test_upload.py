@@ -64,3 +64,18 @@ def test_missing_or_foreign_files_are_named():
         load_upload([f for f in files(MODELS["reverse"]) if f.name != "config.json"])
     with pytest.raises(CheckpointError, match="notes.txt"):
         load_upload(files(MODELS["reverse"]) + [Uploaded("notes.txt", b"hi")])
+
+
+def test_an_upload_with_nonsense_training_facts_still_opens_every_model_page_section(app_test):
+    """meta is free-form JSON: wrong types are dropped at load, so the Model page draws without them."""
+    import json
+
+    config = json.loads((MODELS["reverse"] / "config.json").read_text())
+    config["meta"] = {"warmup": "abc", "steps": "many", "lr_factor": True, "label_smoothing": "a",
+                      "epochs": 3, "continued_from": {"step": "x", "lr_factor": 0.5, "earlier": 7}}
+    name = load_upload(files(MODELS["reverse"], config=json.dumps(config).encode()))
+    ckpt = load_model(name)
+    assert ckpt.meta == {"epochs": 3, "continued_from": {"lr_factor": 0.5}}
+    at = app_test("app/views/model.py", model_name=name, uploads={name: ckpt})
+    assert not at.exception
+    assert any("Trained for" in c.value or "label smoothing" in c.value.lower() for c in at.markdown)
