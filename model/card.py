@@ -112,8 +112,26 @@ def _diagnostics(report: dict) -> list[str]:
         + ("with a gap this small the model under-fits: it has not learned even its training data, so it needs "
            "more training, not more regularisation." if d["nll"] - d["nll_train_sample"] < 0.5 else
            "this gap is what more data or more regularisation would narrow."),
+        *_attention_spread(d.get("attention_entropy")),
         "",
     ]
+
+
+def _attention_spread(entropy: dict | None) -> list[str]:
+    """The attention_entropy diagnostic in words (absent from reports written before it existed)."""
+    if not entropy:
+        return []
+    fmt = lambda values: ", ".join(f"{v:.2f}" for v in values)  # noqa: E731
+    lines = [f"- Attention spread, the mean entropy of a row as a fraction of a uniform row's (1 = evenly over "
+             f"every source token, 0 = all on one), layer by layer: cross-attention {fmt(entropy['cross'])}; "
+             f"encoder self-attention {fmt(entropy['encoder_self'])}."]
+    if min(entropy["cross"]) > 0.6:
+        lines.append("  Cross-attention this flat means the decoder reads little more than an average of the "
+                     "source, not particular words: the model has not learned to align.")
+    if entropy["encoder_self"][0] < 0.1:
+        lines.append("  The first encoder layer's heads each put nearly all their weight on one token, so the "
+                     "encoder's positions come out alike, which leaves cross-attention little to tell apart.")
+    return lines
 
 
 def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 10) -> str:

@@ -62,7 +62,9 @@ def source_reliance(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFram
     sentence's source (rotated by one row, so usually one of the same kind), and on an equally large
     sample of the training split. A translating model loses much more without its own source; a train
     loss close to the held-out loss means under-fitting (more training helps, more dropout would not).
+    attention_entropy says how the source is read (model.analysis.attention_entropy).
     """
+    from .analysis import attention_entropy
     from .data import encode_pairs
     from .train import validation_loss
 
@@ -74,6 +76,7 @@ def source_reliance(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFram
     return {"nll": round(validation_loss(model, pairs, max_tokens), 4),
             "nll_other_source": round(validation_loss(model, other_source, max_tokens), 4),
             "nll_train_sample": round(validation_loss(model, train_pairs, max_tokens), 4),
+            "attention_entropy": attention_entropy(model, pairs, max_tokens),
             "n": len(pairs)}
 
 

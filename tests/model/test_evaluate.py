@@ -33,6 +33,8 @@ def test_evaluation_scores_the_reversal_model_near_perfect_and_shows_it_reads_it
     assert report["greedy"]["per_source"]["reverse"]["n"] == 40
     d = report["diagnostics"]
     assert d["n"] == 40 and d["nll"] < 0.2 < 2.0 < d["nll_other_source"]  # another string's letters: useless
+    # Reversing needs each output letter to read one source letter: the last layer's cross-attention is sharp.
+    assert len(d["attention_entropy"]["cross"]) == 2 and d["attention_entropy"]["cross"][-1] < 0.2
 
 
 def test_shipped_en_de_uses_its_source(tmp_path):
@@ -51,9 +53,12 @@ def test_card_reports_the_measured_numbers(reversal_tsv, tmp_path):
     report = {"split": "test",
               "greedy": {"overall": {"bleu": 99.1, "chrf": 99.5, "n": 40},
                          "per_source": {"reverse": {"bleu": 99.1, "chrf": 99.5, "n": 40}}},
-              "diagnostics": {"nll": 0.05, "nll_other_source": 5.25, "nll_train_sample": 0.04, "n": 40}}
+              "diagnostics": {"nll": 0.05, "nll_other_source": 5.25, "nll_train_sample": 0.04, "n": 40,
+                              "attention_entropy": {"cross": [0.95, 0.9], "encoder_self": [0.05, 0.3]}}}
     card = build_card(PRETRAINED / "reverse", report, reversal_tsv, n_examples=2)
     assert "| greedy | 99.1 | 99.5 | 99.1 / 99.5 (n=40) |" in card
     assert "| their own source sentences | 0.05 |" in card and "worth 5.20 nats" in card
     assert "under-fits" in card and "Undertrained" not in card  # BLEU >= 10: no undertrained warning
+    assert "cross-attention 0.95, 0.90; encoder self-attention 0.05, 0.30" in card
+    assert "has not learned to align" in card and "positions come out alike" in card
     assert card.count("| reverse |") == 2 + 1  # two examples and the per-source count row
