@@ -47,6 +47,9 @@ def test_shipped_en_de_uses_its_source(tmp_path):
     assert d["n"] == 100
     assert d["nll_other_source"] - d["nll"] > 0.5
     assert d["nll_train_sample"] < d["nll"]  # it has learned from its training pairs
+    # The collapse that kept an earlier model from translating: first-layer encoder heads each fixed on one
+    # token (spread 0.02). Spread out, the encoder's positions stay distinct for cross-attention to tell apart.
+    assert d["attention_entropy"]["encoder_self"][0] > 0.2
 
 
 def test_card_reports_the_measured_numbers(reversal_tsv, tmp_path):
