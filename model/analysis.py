@@ -16,6 +16,11 @@ def _diagonal_keys(q_len: int, k_len: int) -> torch.Tensor:
     return torch.round(torch.arange(q_len) * (k_len - 1) / (q_len - 1)).long()
 
 
+def _row_entropy(w: torch.Tensor) -> torch.Tensor:
+    """Entropy in nats of each attention row [..., K] -> [...]; masked (exactly 0) weights add nothing."""
+    return -(w * torch.where(w > 0, w.log(), torch.zeros_like(w))).sum(-1)
+
+
 def head_statistics(weights: torch.Tensor, special_keys: torch.Tensor, valid_queries: torch.Tensor
                     ) -> dict[str, torch.Tensor]:
     """Summaries of every head, each [L, H], averaged over the valid query rows.
@@ -28,7 +33,7 @@ def head_statistics(weights: torch.Tensor, special_keys: torch.Tensor, valid_que
     w = weights.double()  # [L, H, Q, K]
     q_len, k_len = w.shape[-2:]
     rows = valid_queries.to(w.device)
-    entropy = -(w * torch.where(w > 0, w.log(), torch.zeros_like(w))).sum(-1)  # [L, H, Q]
+    entropy = _row_entropy(w)  # [L, H, Q]
     distance = (torch.arange(q_len)[:, None] - torch.arange(k_len)[None]).abs().to(w)  # [Q, K]
     diagonal = w.gather(-1, _diagonal_keys(q_len, k_len).view(1, 1, q_len, 1).expand(*w.shape[:2], q_len, 1))[..., 0]
     per_row = {
@@ -91,7 +96,7 @@ def _entropy_fraction(weights: torch.Tensor, key_valid: torch.Tensor, query_vali
     """Sum and count of row entropies as fractions of log(number of keys), over valid query rows of
     sentences with at least two keys. weights [B, H, Q, K]; key_valid [B, K], query_valid [B, Q] bool."""
     w = weights.double()
-    entropy = -(w * torch.where(w > 0, w.log(), torch.zeros_like(w))).sum(-1)  # [B, H, Q]
+    entropy = _row_entropy(w)  # [B, H, Q]
     n_keys = key_valid.sum(-1).double()  # [B]
     fraction = entropy / n_keys.clamp_min(2).log()[:, None, None]  # [B, H, Q]
     rows = (query_valid & (n_keys > 1)[:, None])[:, None, :].expand_as(fraction)  # [B, H, Q]
