@@ -65,3 +65,14 @@ def test_card_reports_the_measured_numbers(reversal_tsv, tmp_path):
     assert "cross-attention 0.95, 0.90; encoder self-attention 0.05, 0.30" in card
     assert "has not learned to align" in card and "positions come out alike" in card
     assert card.count("| reverse |") == 2 + 1  # two examples and the per-source count row
+
+
+def test_card_examples_are_drawn_from_every_source_in_turn():
+    """The corpus file is sorted, so its first test rows are quoted titles: the card must not show only those."""
+    report = {"split": "test", "greedy": {"overall": {"bleu": 5.0, "chrf": 20.0, "n": 4}, "per_source": {}},
+              "diagnostics": {"nll": 3.0, "nll_other_source": 4.0, "nll_train_sample": 2.9, "n": 4}}
+    card = build_card(PRETRAINED / "en-de", report, CORPUS, n_examples=4)
+    section = card.split("test-split examples")[1].split("## ")[0]
+    rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert sorted(r[0].strip("| ") for r in rows) == ["ding", "freeciv", "libreoffice", "wesnoth"]
+    assert not any(r[1].startswith(("'", '"')) for r in rows)
