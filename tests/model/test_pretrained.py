@@ -54,13 +54,14 @@ def test_reverse_cross_attention_peaks_on_the_mirrored_position(reverse):
 
 # Training pairs the shipped checkpoint translates exactly to their human reference (found among 400 short
 # training pairs when it was exported), then greedy outputs recorded at export for sentences a lecturer might
-# type (it is undertrained, see its MODEL_CARD.md: these are its outputs, not good translations). A change
+# type (it is undertrained, see its MODEL_CARD.md: these are its outputs, not checked references). A change
 # here means the weights, the tokenizer or the decoder changed what the app shows.
 RECORDED = {
-    "Specifies the width.": "Legt die Breite fest.",  # LibreOffice training pair, its reference
     "No solution was found.": "Es wurde keine Lösung gefunden.",  # LibreOffice training pair, its reference
-    "The house is small.": "Das Haus ist ein kleines Haus.",
-    "Where is the station?": "Wo ist der Bahn?",
+    "This is only half the truth.": "Das ist nur die halbe Wahrheit.",  # dictionary training pair, its reference
+    "I love you.": "Ich liebe dich.",  # dictionary training pair, its reference
+    "The house is small.": "Das Haus ist klein.",
+    "Where is the station?": "Wo ist der Bahnhof?",
 }
 
 
