@@ -12,6 +12,7 @@ import streamlit as st
 import torch
 
 from model.checkpoint import CONFIG, TOKENIZER, WEIGHTS, Checkpoint, CheckpointError, load_checkpoint
+from model.card import WEAK_BLEU
 from model.device import describe, resolve_device
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +77,6 @@ def load_upload(files: list) -> str:
 
 
 QUALITY_FILE = "test_scores.json"  # written by python -m model.evaluate --json, shipped beside the weights
-WEAK_BLEU = 10.0
 
 
 def quality_note(ckpt: Checkpoint) -> str | None:

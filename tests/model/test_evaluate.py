@@ -1,5 +1,6 @@
 """Evaluation and the model card: the numbers a reader of pretrained/*/MODEL_CARD.md relies on."""
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -61,10 +62,29 @@ def test_card_reports_the_measured_numbers(reversal_tsv, tmp_path):
     card = build_card(PRETRAINED / "reverse", report, reversal_tsv, n_examples=2)
     assert "| greedy | 99.1 | 99.5 | 99.1 / 99.5 (n=40) |" in card
     assert "| their own source sentences | 0.05 |" in card and "worth 5.20 nats" in card
-    assert "under-fits" in card and "Undertrained" not in card  # BLEU >= 10: no undertrained warning
+    assert "under-fits" in card and "does not translate reliably" not in card  # BLEU >= 10: no warning
     assert "cross-attention 0.95, 0.90; encoder self-attention 0.05, 0.30" in card
     assert "has not learned to align" in card and "positions come out alike" in card
     assert card.count("| reverse |") == 2 + 1  # two examples and the per-source count row
+
+
+@pytest.mark.parametrize("losses, says", [
+    ([3.40, 3.30, 3.21, 3.15], ["falling by 0.083 per epoch", "3.400 -> 3.150", "**it is undertrained**", "--epochs 17"]),
+    ([3.130, 3.123, 3.118, 3.110], ["fell by only 0.007 per epoch", "3.130 -> 3.110", "would gain little"]),
+])
+def test_weak_model_warning_says_what_the_validation_curve_says(reversal_tsv, tmp_path, losses, says):
+    """Under BLEU 10 the card warns, and whether more epochs would help is read from the last epochs' losses."""
+    checkpoint = tmp_path / "weak"
+    shutil.copytree(PRETRAINED / "reverse", checkpoint)
+    rows = [{"epoch": e, "step": 100 * e, "train_loss": 4.0, "valid_loss": v, "valid_bleu": 5.0, "valid_chrf": 25.0,
+             "elapsed_s": 60 * e} for e, v in enumerate([4.0, *losses], start=3)]
+    pd.DataFrame(rows).to_csv(checkpoint / "epochs.csv", index=False)
+    report = {"split": "test", "greedy": {"overall": {"bleu": 8.0, "chrf": 30.0, "n": 40},
+                                          "per_source": {"reverse": {"bleu": 8.0, "chrf": 30.0, "n": 40}}}}
+    card = build_card(checkpoint, report, reversal_tsv, n_examples=1)
+    assert "**It does not translate reliably.**" in card
+    for phrase in says:
+        assert phrase in card
 
 
 def test_card_examples_are_drawn_from_every_source_in_turn():
