@@ -20,6 +20,7 @@ import torch
 from .checkpoint import load_checkpoint
 from .config import DecodeConfig
 from .data import load_corpus
+from .evaluate import LENGTH_LABELS
 from .inference import translate
 from .schedule import training_segments
 from .transformer import count_parameters
@@ -69,16 +70,20 @@ def _epochs(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def _score_table(report: dict) -> list[str]:
+def _score_table(report: dict, group: str = "per_source", order: Sequence[str] = ()) -> list[str]:
+    """One row per decoding setting: overall BLEU and chrF, then BLEU / chrF (n) for each key of ``group``
+    (in ``order`` where given); the per-length table leaves the overall columns to the per-source one."""
     settings = [k for k in report if k == "greedy" or k.startswith("beam")]
-    sources = sorted(report[settings[0]]["per_source"]) if settings else []
-    lines = ["| decoding | BLEU | chrF | " + " | ".join(f"{s} BLEU / chrF" for s in sources) + " |",
-             "|---|---|---|" + "---|" * len(sources)]
+    found = report[settings[0]].get(group, {}) if settings else {}
+    keys = [k for k in order if k in found] or sorted(found)
+    overall = group == "per_source"
+    row = lambda cells: "| " + " | ".join(cells) + " |"  # noqa: E731
+    lines = [row(["decoding", *(["BLEU", "chrF"] if overall else []), *(f"{k} BLEU / chrF" for k in keys)]),
+             row(["---"] * (1 + 2 * overall + len(keys)))]
     for key in settings:
         r = report[key]
-        per = " | ".join(f"{r['per_source'][s]['bleu']} / {r['per_source'][s]['chrf']} (n={r['per_source'][s]['n']})"
-                         for s in sources)
-        lines.append(f"| {key} | {r['overall']['bleu']} | {r['overall']['chrf']} | {per} |")
+        lines.append(row([key, *([str(r["overall"]["bleu"]), str(r["overall"]["chrf"])] if overall else []),
+                          *(f"{r[group][k]['bleu']} / {r[group][k]['chrf']} (n={r[group][k]['n']})" for k in keys)]))
     return lines
 
 
@@ -205,6 +210,8 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         f"## Test scores (sacrebleu {__import__('sacrebleu').__version__}, {report.get('split', 'test')} split, "
         f"{report['greedy']['overall']['n']} pairs)",
         *_score_table(report),
+        *(["", "By the length of the English sentence:", "",
+            *_score_table(report, "per_length", LENGTH_LABELS)] if "per_length" in report.get("greedy", {}) else []),
         "",
         "Per-source counts of the corpus:",
         "",

@@ -35,6 +35,10 @@ def translate_many(model: Transformer, tokenizer: Tokenizer, sentences: Sequence
     return outputs
 
 
+LENGTH_BINS = [0, 5, 10, 20, 10_000]  # English words per source sentence
+LENGTH_LABELS = ["1-5 words", "6-10 words", "11-20 words", "over 20 words"]
+
+
 def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
     """Corpus BLEU and chrF, rounded as reported."""
     return {"bleu": round(sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score, 2),
@@ -44,12 +48,17 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[
 
 def evaluate_frame(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame, beam_size: int
                    ) -> tuple[dict, list[str]]:
-    """Scores overall and per source of one decoding setting on rows with columns source, en, de."""
+    """Scores overall, per source and per source length of one decoding setting on rows with columns
+    source, en, de."""
     start = time.perf_counter()
     hyps = translate_many(model, tokenizer, frame["en"].tolist(), beam_size)
-    report = {"overall": corpus_scores(hyps, frame["de"].tolist()), "per_source": {}}
-    for source, idx in frame.groupby("source").indices.items():
-        report["per_source"][source] = corpus_scores([hyps[i] for i in idx], frame["de"].iloc[idx].tolist())
+    report = {"overall": corpus_scores(hyps, frame["de"].tolist())}
+    words = frame["en"].str.split().str.len()
+    groups = {"per_source": frame["source"],  # short sentences and long ones fail differently: score them apart
+              "per_length": pd.cut(words, LENGTH_BINS, labels=LENGTH_LABELS).astype(str)}
+    for name, keys in groups.items():
+        report[name] = {key: corpus_scores([hyps[i] for i in idx], frame["de"].iloc[idx].tolist())
+                        for key, idx in frame.groupby(keys.to_numpy()).indices.items()}
     report["seconds"] = round(time.perf_counter() - start, 1)
     return report, hyps
 

@@ -25,6 +25,13 @@ def reversal_tsv(tmp_path_factory):
     return path
 
 
+def reversal_tsv_rows_by_length(path) -> dict[str, int]:
+    words = pd.read_csv(path, sep="\t").query("split == 'test'")["en"].str.split().str.len()
+    bins = {"1-5 words": (1, 5), "6-10 words": (6, 10), "11-20 words": (11, 20), "over 20 words": (21, 10**6)}
+    counts = {label: int(words.between(lo, hi).sum()) for label, (lo, hi) in bins.items()}
+    return {label: n for label, n in counts.items() if n}
+
+
 def test_evaluation_scores_the_reversal_model_near_perfect_and_shows_it_reads_its_source(reversal_tsv, tmp_path):
     out = tmp_path / "scores.json"
     assert evaluate_main(["--checkpoint", str(PRETRAINED / "reverse"), "--corpus", str(reversal_tsv),
@@ -32,6 +39,9 @@ def test_evaluation_scores_the_reversal_model_near_perfect_and_shows_it_reads_it
     report = json.loads(out.read_text())
     assert report["greedy"]["overall"]["n"] == 40 and report["greedy"]["overall"]["bleu"] > 90
     assert report["greedy"]["per_source"]["reverse"]["n"] == 40
+    # Scored again by source length (a reversal input has one "word" per letter): every row in exactly one bin.
+    lengths = reversal_tsv_rows_by_length(reversal_tsv)
+    assert {k: v["n"] for k, v in report["greedy"]["per_length"].items()} == lengths
     d = report["diagnostics"]
     assert d["n"] == 40 and d["nll"] < 0.2 < 2.0 < d["nll_other_source"]  # another string's letters: useless
     # Reversing needs each output letter to read one source letter: the last layer's cross-attention is sharp.
@@ -59,8 +69,12 @@ def test_card_reports_the_measured_numbers(reversal_tsv, tmp_path):
                          "per_source": {"reverse": {"bleu": 99.1, "chrf": 99.5, "n": 40}}},
               "diagnostics": {"nll": 0.05, "nll_other_source": 5.25, "nll_train_sample": 0.04, "n": 40,
                               "attention_entropy": {"cross": [0.95, 0.9], "encoder_self": [0.05, 0.3]}}}
+    report["greedy"]["per_length"] = {"over 20 words": {"bleu": 90.0, "chrf": 95.0, "n": 15},
+                                      "1-5 words": {"bleu": 100.0, "chrf": 100.0, "n": 25}}
     card = build_card(PRETRAINED / "reverse", report, reversal_tsv, n_examples=2)
     assert "| greedy | 99.1 | 99.5 | 99.1 / 99.5 (n=40) |" in card
+    assert "| decoding | 1-5 words BLEU / chrF | over 20 words BLEU / chrF |" in card  # shortest first
+    assert "| greedy | 100.0 / 100.0 (n=25) | 90.0 / 95.0 (n=15) |" in card
     assert "| their own source sentences | 0.05 |" in card and "worth 5.20 nats" in card
     assert "under-fits" in card and "does not translate reliably" not in card  # BLEU >= 10: no warning
     assert "cross-attention 0.95, 0.90; encoder self-attention 0.05, 0.30" in card
