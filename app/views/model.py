@@ -26,17 +26,21 @@ EPOCH_COLUMNS = {"epoch", "train_loss", "valid_loss", "valid_bleu", "valid_chrf"
 def config_panel(ckpt) -> None:
     c = ckpt.config
     rows = [("Encoder layers N", c.n_encoder_layers, 6), ("Decoder layers N", c.n_decoder_layers, 6),
-            ("d_model (width of every token vector)", c.d_model, 512), ("Heads h", c.n_heads, 8),
-            ("d_k = d_v = d_model / h", c.d_k, 64), ("d_ff (feed-forward inner width)", c.d_ff, 2048),
-            ("Vocabulary (one, shared by source and target)", c.vocab_size, "37000 (BPE)"),
-            ("Dropout (residual, attention, FFN)", c.dropout, 0.1), ("Max positions", c.max_len, "—"),
+            ("d_model (token vector width)", c.d_model, 512), ("Heads h", c.n_heads, 8),
+            ("d_k = d_v = d_model / h", c.d_k, 64), ("d_ff (feed-forward width)", c.d_ff, 2048),
+            ("Vocabulary (source + target)", c.vocab_size, "37000 (BPE)"),
+            ("Dropout (residual, attn, FFN)", c.dropout, 0.1), ("Max positions", c.max_len, "—"),
             ("Normalisation", "pre-norm" if c.norm_first else "post-norm", "post-norm")]
     table = pd.DataFrame(rows, columns=["setting", "this model", "paper (base)"]).astype(str)
     counts = parameter_counts(ckpt.model)
-    left, right = st.columns([2, 3])
+    left, right = st.columns([1, 1])
     with left:
         st.subheader("Configuration")
-        st.dataframe(table, hide_index=True, width="stretch")
+        # Explicit widths: sized to their contents, the setting names pushed the paper's column out of view.
+        st.dataframe(table, hide_index=True, width="stretch", column_config={
+            "setting": st.column_config.TextColumn(width=220, pinned=True),
+            "this model": st.column_config.TextColumn(width=90),
+            "paper (base)": st.column_config.TextColumn(width=110, help="Vaswani et al. (2017), Table 3, base model")})
         st.metric("Parameters", f"{count_parameters(ckpt.model):,}",
                   help="The paper's base model has about 65 million.")
         trained = (f"Trained for {ckpt.meta['steps']:,} steps" if "steps" in ckpt.meta
