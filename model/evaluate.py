@@ -1,4 +1,4 @@
-"""BLEU and chrF (sacrebleu) of a checkpoint on a corpus split, overall and per source, plus
+"""BLEU and chrF (sacrebleu) of a checkpoint on a corpus split, overall, per source and by length, plus
 diagnostics of how much it uses its source and how well it fits its training data.
 
 CLI: python -m model.evaluate --checkpoint pretrained/en-de --split test [--beam 1 4] [--json FILE]
