@@ -8,18 +8,19 @@ here is the optional mean over heads, a view choice.
 """
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import streamlit as st
-import torch
 
 from app.charts.attention import head_stats_frame, head_view_figure, heatmap_figure, model_view_figure
 from app.charts.style import plotly_config
 from app.downloads import matrix_csv
-from model.analysis import head_statistics, merge_to_words
+from app.page import to_numpy
+from explain.heads import merge_to_words, piece_head_statistics
 from model.inference import Translation
 from model.tokenizer import SPECIAL_PIECES, word_groups, word_labels
 from model.trace import KIND_LABELS, KINDS
@@ -59,23 +60,23 @@ def attention_view(translation: Translation, kind: str, word_level: bool = False
     weights = translation.trace.weights(kind)[:, 0]  # [L, H, Q, K]
     if not word_level:
         predicts = list(translation.target_pieces) if kind != "enc_self" else None
-        mask = translation.trace.mask(kind)[0, 0].cpu().numpy()
-        return AttentionView(_numpy(weights), queries, keys, q_title, k_title, predicts, mask)
+        mask = to_numpy(translation.trace.mask(kind)[0, 0])
+        return AttentionView(to_numpy(weights), queries, keys, q_title, k_title, predicts, mask)
     q_groups, k_groups = word_groups(queries), word_groups(keys)
-    merged = merge_to_words(weights.float().cpu(), q_groups, k_groups)  # [L, H, Qw, Kw]
-    return AttentionView(_numpy(merged), word_labels(queries, q_groups), word_labels(keys, k_groups),
+    merged = merge_to_words(weights, q_groups, k_groups)  # [L, H, Qw, Kw]
+    return AttentionView(to_numpy(merged), word_labels(queries, q_groups), word_labels(keys, k_groups),
                          q_title.replace("piece", "word"), k_title.replace("piece", "word"), None, None)
 
 
-def _numpy(weights: torch.Tensor) -> np.ndarray:
-    return weights.detach().float().cpu().numpy()
+def select_head(per_head: np.ndarray, head: int) -> np.ndarray:
+    """One head's slice of per-head values [H, ...], or their mean over heads for head == -1. The mean is a
+    display choice the UI makes; the model never averages its heads."""
+    return per_head.mean(axis=0) if head < 0 else per_head[head]
 
 
 def head_matrix(view: AttentionView, layer: int, head: int) -> np.ndarray:
     """[Q, K] of one head, or the mean over heads for head == -1 (display only)."""
-    if head < 0:
-        return view.weights[layer].mean(axis=0)
-    return view.weights[layer, head]
+    return select_head(view.weights[layer], head)
 
 
 def head_label(head: int) -> str:
@@ -230,10 +231,8 @@ def _open_head(chart_key: str, key: str) -> None:
 
 def _stats_table(translation: Translation, kind: str, key: str) -> None:
     view = attention_view(translation, kind)
-    special = torch.tensor([p in SPECIAL_PIECES.values() for p in view.key_labels])
-    valid = torch.ones(len(view.query_labels), dtype=torch.bool)
-    stats = head_statistics(translation.trace.weights(kind)[:, 0].float().cpu(), special, valid)
-    frame = head_stats_frame({name: value.numpy() for name, value in stats.items()})
+    stats = piece_head_statistics(translation.trace.weights(kind)[:, 0], view.key_labels)
+    frame = head_stats_frame({name: to_numpy(value) for name, value in stats.items()})
     with st.expander("Head statistics: which heads are sharp, local, diagonal, or parked on </s>?", expanded=False):
         st.caption("One row per head of this attention kind (piece level). Entropy in nats: 0 = all weight on one "
                    "key. Mean distance: expected |query − key| position. Diagonality: weight on the "
@@ -256,8 +255,6 @@ def _open_row(table_key: str, frame) -> None:
 
 def pieces_html(pieces: Sequence[str], highlight: int | None = None) -> str:
     """Token pieces as boxed chips (HTML-escaped), special tokens in grey, ``highlight`` in red."""
-    import html
-
     chips = []
     for i, piece in enumerate(pieces):
         special = piece in SPECIAL_PIECES.values()

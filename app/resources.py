@@ -3,17 +3,15 @@ session; a checkpoint a user uploads belongs to that user's session only."""
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import tempfile
 from pathlib import Path
 
 import streamlit as st
-import torch
 
 from model.checkpoint import CONFIG, TOKENIZER, WEIGHTS, Checkpoint, CheckpointError, load_checkpoint
-from model.card import WEAK_BLEU
 from model.device import describe, resolve_device
+from model.quality import is_weak, test_bleu
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = {
@@ -28,7 +26,6 @@ log = logging.getLogger("attention_explorer")
 
 @st.cache_resource(show_spinner="Loading the model…")
 def _load_shipped(name: str) -> Checkpoint:
-    torch.set_grad_enabled(False)
     return load_checkpoint(MODELS[name], resolve_device("auto"))
 
 
@@ -76,24 +73,17 @@ def load_upload(files: list) -> str:
     return name
 
 
-QUALITY_FILE = "test_scores.json"  # written by python -m model.evaluate --json, shipped beside the weights
-
-
 def quality_note(ckpt: Checkpoint) -> str | None:
     """A one-line warning when the checkpoint's own test scores say its translations are poor, so nobody
     presents them as good ones; None when it scores well or ships no scores."""
-    path = ckpt.path / QUALITY_FILE if ckpt.path else None
-    if path is None or not path.is_file():
-        return None
     try:
-        report = json.loads(path.read_text())
-        scores = {k: report[k]["overall"] for k in report if k == "greedy" or k.startswith("beam")}
-    except (OSError, ValueError, KeyError, TypeError):
-        log.exception("unreadable %s", path)
+        scores = test_bleu(ckpt.path)
+    except ValueError:
+        log.exception("unreadable test scores of %s", ckpt.path)
         return None
-    if not scores or max(s["bleu"] for s in scores.values()) >= WEAK_BLEU:
+    if not is_weak(scores):
         return None
-    listed = ", ".join(f"{k} {s['bleu']:.1f}" for k, s in scores.items())
+    listed = ", ".join(f"{k} {bleu:.1f}" for k, bleu in scores.items())
     return (f"This small model, trained for a few hours on a 2-core CPU, translates poorly (test BLEU: {listed}; "
             "see Model and training). Its German is often wrong, but every attention weight shown is exactly the "
             "one it used.")

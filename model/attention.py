@@ -8,12 +8,36 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 KeyValue = tuple[torch.Tensor, torch.Tensor]  # keys and values, each [B, H, K, d_k]
+INTERNALS = "internals"
+# How much an attention call keeps: False nothing (fused kernel), True its weights and softmax inputs,
+# "internals" also Q, K, V, the scores before masking and the context (the Mechanics and Masks pages).
+Capture = bool | Literal["internals"]
+
+
+@dataclass(frozen=True)
+class Intermediates:
+    """What one attention call computed on its way, kept only at the "internals" capture level, so a page can
+    show Q, K, V, QK^T and the weighted sum exactly as the forward pass computed them.
+
+    query_input [B, Q, D] (the sub-layer's input); q [B, H, Q, d_k]; k, v [B, H, K, d_k];
+    unmasked [B, H, Q, K] = QK^T / sqrt(d_k) before the mask overwrote anything; context [B, H, Q, d_k]
+    = weights @ V; output [B, Q, D] = Concat(heads) W^O.
+    """
+
+    query_input: torch.Tensor
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    unmasked: torch.Tensor
+    context: torch.Tensor
+    output: torch.Tensor
 
 
 @dataclass
@@ -23,21 +47,23 @@ class AttentionOutput:
     ``weights`` are post-softmax, pre-dropout probabilities per head [B, H, Q, K] (masked entries
     exactly 0); ``scores`` are QK^T / sqrt(d_k) after masking, i.e. the softmax input
     [B, H, Q, K] (masked entries = finfo.min). Both are None unless attention was asked for.
-    ``key_value`` are the projected keys/values used, for a KV cache.
+    ``key_value`` are the projected keys/values used, for a KV cache; ``intermediates`` the rest, on request.
     """
 
     output: torch.Tensor  # [B, Q, D]
     key_value: KeyValue
     weights: torch.Tensor | None = None
     scores: torch.Tensor | None = None
+    intermediates: Intermediates | None = None
 
 
 def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-                       dropout: nn.Dropout) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                       dropout: nn.Dropout) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """softmax(mask(QK^T / sqrt(d_k))) V, keeping the intermediate scores and weights.
 
     q [B, H, Q, d_k], k and v [B, H, K, d_k], mask bool broadcastable to [B, H, Q, K] (True = attend).
-    Returns (context [B, H, Q, d_k], weights [B, H, Q, K], scores [B, H, Q, K]). Masked scores are
+    Returns (context [B, H, Q, d_k], weights [B, H, Q, K], scores [B, H, Q, K], the scores before masking
+    [B, H, Q, K]). Masked scores are
     filled with the dtype's most negative finite value, then the weights there are set to exactly 0,
     so a fully masked row gives zeros rather than NaN.
     """
@@ -45,6 +71,7 @@ def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     # One fused batched GEMM with the 1/sqrt(d_k) folded in: decoding calls this per step, so op count matters.
     scores = torch.baddbmm(q.new_empty(()), q.reshape(b * h, n_q, d_k), k.reshape(b * h, -1, d_k).transpose(1, 2),
                            beta=0.0, alpha=1.0 / math.sqrt(d_k)).view(b, h, n_q, -1)  # [B, H, Q, K]
+    unmasked = scores
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)  # [B, H, Q, K]
@@ -52,7 +79,7 @@ def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
         weights = weights.masked_fill(~mask, 0.0)
     attended = dropout(weights) if dropout.training else weights  # dropout after capture; no call in eval
     context = attended @ v  # [B, H, Q, d_k]
-    return context, weights, scores
+    return context, weights, scores, unmasked
 
 
 class MultiHeadAttention(nn.Module):
@@ -79,12 +106,13 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, query: torch.Tensor, key_value_input: torch.Tensor | None = None,
                 mask: torch.Tensor | None = None, *, past: KeyValue | None = None,
-                return_attention: bool = False) -> AttentionOutput:
+                return_attention: Capture = False) -> AttentionOutput:
         """Attend from ``query`` [B, Q, D] to keys ``past ++ project(key_value_input)``.
 
         Self-attention passes the same tensor as query and key_value_input; a KV cache passes the
         earlier steps' keys/values as ``past``; cross-attention passes the encoder's precomputed
         keys/values as ``past`` and no key_value_input. ``mask`` [B or 1, 1, Q, K], True = attend.
+        ``return_attention`` is the capture level (see ``Capture``).
         """
         q = self.split_heads(self.w_q(query))  # [B, H, Q, d_k]
         k, v = past if past is not None else (None, None)
@@ -94,11 +122,15 @@ class MultiHeadAttention(nn.Module):
             v = v_new if v is None else torch.cat([v, v_new], dim=2)
         if k is None:
             raise ValueError("attention needs keys: pass key_value_input or past")
-        weights = scores = None
+        weights = scores = unmasked = None
         if return_attention:
-            context, weights, scores = scaled_dot_product(q, k, v, mask, self.dropout)
+            context, weights, scores, unmasked = scaled_dot_product(q, k, v, mask, self.dropout)
         else:
             context = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)  # [B, H, Q, d_k]
         merged = context.transpose(1, 2).reshape(query.size(0), query.size(1), -1)  # [B, Q, D]
-        return AttentionOutput(self.w_o(merged), (k, v), weights, scores)
+        output = self.w_o(merged)  # [B, Q, D]
+        kept = None
+        if return_attention == INTERNALS:
+            kept = Intermediates(query_input=query, q=q, k=k, v=v, unmasked=unmasked, context=context, output=output)
+        return AttentionOutput(output, (k, v), weights, scores, kept)

@@ -8,13 +8,16 @@ teacher-forced forward of that output.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from .config import DecodeConfig
-from .transformer import StepOutput, Transformer
+from .masks import causal_mask, padding_mask
+from .trace import AttentionTrace
+from .transformer import Transformer
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -54,10 +57,10 @@ class DecodeStep:
 
     prefixes [R, step+1] are the R rows decoded at this step (BOS + tokens so far) with cumulative
     log-probs prefix_scores [R]; topk_ids / topk_probs [R, k] their next-token distributions;
-    dec_self [L, R, H, step+1] and cross [L, R, H, S] the attention rows behind them (None when
-    attention was not asked for). beams [R', step+2], beam_scores [R'] and parents [R'] (index into
-    the rows) are the live hypotheses after the step; finished holds every completed hypothesis so
-    far, best first.
+    ``attention`` the attention behind them (None when not asked for): the sentence's encoder
+    self-attention and, per layer, this step's query rows dec_self [R, H, 1, step+1] and cross [R, H, 1, S].
+    beams [R', step+2], beam_scores [R'] and parents [R'] (index into the rows) are the live hypotheses
+    after the step; finished holds every completed hypothesis so far, best first.
     """
 
     step: int
@@ -65,8 +68,7 @@ class DecodeStep:
     prefix_scores: torch.Tensor
     topk_ids: torch.Tensor
     topk_probs: torch.Tensor
-    dec_self: torch.Tensor | None
-    cross: torch.Tensor | None
+    attention: AttentionTrace | None
     candidates: tuple[Candidate, ...]
     beams: torch.Tensor
     beam_scores: torch.Tensor
@@ -74,11 +76,38 @@ class DecodeStep:
     finished: tuple[Hypothesis, ...]
     done: bool
 
+    @property
+    def dec_self(self) -> torch.Tensor | None:
+        """This step's decoder self-attention rows, every layer: [L, R, H, step+1]."""
+        return None if self.attention is None else self.attention.weights("dec_self")[:, :, :, 0]
+
+    @property
+    def cross(self) -> torch.Tensor | None:
+        """This step's cross-attention rows, every layer: [L, R, H, S]."""
+        return None if self.attention is None else self.attention.weights("cross")[:, :, :, 0]
+
     def best_tokens(self) -> tuple[int, ...]:
         """The best output so far (a finished one if any beats the live beams), without BOS."""
         if self.finished and (self.beams.size(0) == 0 or self.done):
             return self.finished[0].tokens
         return tuple(self.beams[0, 1:].tolist())
+
+
+def _stack_rows(steps: Sequence[DecodeStep], path: Sequence[int], field: str, fill: float) -> list[torch.Tensor]:
+    """Per layer, the query rows of one trace field (e.g. "cross" or "dec_self_scores") along a path, stacked
+    into the map a teacher-forced forward gives: [1, H, T, K], the keys a row could not see yet (dec_self's
+    future) set to ``fill``."""
+    length = len(path)
+    per_step = [getattr(steps[t].attention, field) for t in range(length)]  # [step][layer] [R, H, 1, K_t]
+    keys = per_step[-1][0].size(-1)
+    layers = []
+    for layer in range(len(per_step[0])):
+        rows = per_step[0][layer].new_full((1, per_step[0][layer].size(1), length, keys), fill)  # [1, H, T, K]
+        for t, row in enumerate(path):
+            piece = per_step[t][layer][row, :, 0]  # [H, K_t]
+            rows[0, :, t, : piece.size(-1)] = piece
+        layers.append(rows)
+    return layers
 
 
 @dataclass(frozen=True)
@@ -88,24 +117,32 @@ class DecodeResult:
     hypotheses: tuple[Hypothesis, ...]
     steps: tuple[DecodeStep, ...]
 
+    @classmethod
+    def from_steps(cls, steps: Sequence[DecodeStep], n_best: int) -> DecodeResult:
+        """The result once the last step is in: its finished hypotheses are the n-best list."""
+        steps = tuple(steps)
+        return cls(steps[-1].finished[:n_best], steps)
+
     @property
     def best(self) -> Hypothesis:
         return self.hypotheses[0]
 
-    def attention_for(self, hypothesis: Hypothesis | None = None) -> dict[str, torch.Tensor]:
-        """The attention behind a hypothesis, rows stacked along its path: dec_self [L, H, T, T] (future
-        keys 0) and cross [L, H, T, S], T = len(tokens). Needs decoding with return_attention=True."""
+    def attention_for(self, hypothesis: Hypothesis | None = None) -> AttentionTrace:
+        """The attention behind a hypothesis, its step rows stacked along its path into the trace of one
+        teacher-forced forward of that output (batch 1, T = len(tokens)): enc_self [1, H, S, S],
+        dec_self [1, H, T, T] (future keys 0), cross [1, H, T, S], scores and masks alike. Needs decoding
+        with return_attention=True; no second forward pass is run."""
         hyp = hypothesis or self.best
-        if not hyp.path or self.steps[0].cross is None:
+        first = self.steps[0].attention
+        if not hyp.path or first is None:
             raise ValueError("no attention was recorded for this decode")
-        length = len(hyp.path)
-        layers, _, heads, _ = self.steps[0].dec_self.shape
-        dec_self = self.steps[0].dec_self.new_zeros(layers, heads, length, length)  # [L, H, T, T]
-        cross_rows = []
-        for t, row in enumerate(hyp.path):
-            dec_self[:, :, t, : t + 1] = self.steps[t].dec_self[:, row]  # [L, H, t+1]
-            cross_rows.append(self.steps[t].cross[:, row])  # [L, H, S]
-        return {"dec_self": dec_self, "cross": torch.stack(cross_rows, dim=2)}  # cross [L, H, T, S]
+        low = torch.finfo(first.cross[0].dtype).min  # what a masked score holds in a forward pass
+        causal = causal_mask(len(hyp.path), first.cross[0].device)  # [1, 1, T, T]
+        return AttentionTrace(
+            enc_self=first.enc_self, dec_self=_stack_rows(self.steps, hyp.path, "dec_self", 0.0),
+            cross=_stack_rows(self.steps, hyp.path, "cross", 0.0), enc_self_scores=first.enc_self_scores,
+            dec_self_scores=_stack_rows(self.steps, hyp.path, "dec_self_scores", low),
+            cross_scores=_stack_rows(self.steps, hyp.path, "cross_scores", low), src_mask=first.src_mask, tgt_mask=causal)
 
 
 def _prepare(model: Transformer, src: torch.Tensor) -> torch.Tensor:
@@ -123,12 +160,33 @@ def _selectable(log_probs: torch.Tensor, bos_id: int, pad_id: int) -> torch.Tens
     return log_probs
 
 
-def _step_attention(out: StepOutput) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    if out.dec_self is None:
-        return None, None
-    dec_self = torch.stack([w[:, :, 0] for w in out.dec_self])  # [L, R, H, t+1]
-    cross = torch.stack([w[:, :, 0] for w in out.cross])  # [L, R, H, S]
-    return dec_self, cross
+def _start(model: Transformer, src: torch.Tensor, return_attention: bool):
+    """Encode the source once; with attention, the encoder's part of every step's trace."""
+    state, enc = model.start(src, return_attention)
+    if not return_attention:
+        return state, None
+    return state, AttentionTrace.from_outputs(enc, [], [], padding_mask(src, model.config.pad_id))
+
+
+def _step_attention(encoder: AttentionTrace | None, step: AttentionTrace | None) -> AttentionTrace | None:
+    """One step's query rows joined with the sentence's encoder self-attention."""
+    if encoder is None or step is None:
+        return None
+    return dataclasses.replace(step, enc_self=encoder.enc_self, enc_self_scores=encoder.enc_self_scores,
+                               src_mask=encoder.src_mask)
+
+
+def _finished(tokens: tuple[int, ...], log_prob: float, path: tuple[int, ...], eos_id: int, alpha: float
+              ) -> Hypothesis:
+    """A completed output, scored by log-prob / length penalty."""
+    return Hypothesis(tokens=tokens, log_prob=log_prob, score=log_prob / length_penalty(len(tokens), alpha),
+                      path=path, ended_with_eos=tokens[-1] == eos_id)
+
+
+def _top_k(log_probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k most probable next tokens of each row and their probabilities ([R, k] each); exp of k values only."""
+    top_log_probs, top_ids = log_probs.topk(min(k, log_probs.size(-1)), dim=-1)  # [R, k]
+    return top_log_probs.exp(), top_ids
 
 
 @torch.inference_mode()
@@ -137,26 +195,25 @@ def greedy_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = D
     """Pick the most probable next token at every step. src [S] or [1, S] (ids, EOS-terminated)."""
     src = _prepare(model, src)
     cfg = model.config
-    state, _ = model.start(src)
+    state, encoder = _start(model, src, return_attention)
     prefix = torch.tensor([[cfg.bos_id]], device=src.device)  # [1, 1]
     score = torch.zeros(1, device=src.device)
     for t in range(config.max_len):
         out = model.step(state, prefix[:, -1:], return_attention)
         state = out.state
-        topk_probs, topk_ids = out.log_probs.exp().topk(min(config.top_k, out.log_probs.size(-1)), dim=-1)  # [1, k]
+        topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [1, k]
         token = int(_selectable(out.log_probs, cfg.bos_id, cfg.pad_id)[0].argmax())
         new_score = score + out.log_probs[0, token]
         beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
         ended = token == cfg.eos_id
         done = ended or t + 1 == config.max_len
-        path = tuple([0] * (t + 1))
-        finished = (Hypothesis(tuple(beams[0, 1:].tolist()), float(new_score), float(new_score)
-                               / length_penalty(t + 1, config.length_penalty), path, ended),) if done else ()
-        dec_self, cross = _step_attention(out)
-        yield DecodeStep(t, prefix, score, topk_ids, topk_probs, dec_self, cross,
-                         (Candidate(0, token, float(new_score), "finished" if done else "kept"),),
-                         beams[:0] if ended else beams, new_score[:0] if ended else new_score,
-                         torch.zeros(0 if ended else 1, dtype=torch.long), finished, done)
+        finished = (_finished(tuple(beams[0, 1:].tolist()), float(new_score), (0,) * (t + 1), cfg.eos_id,
+                              config.length_penalty),) if done else ()
+        yield DecodeStep(step=t, prefixes=prefix, prefix_scores=score, topk_ids=topk_ids, topk_probs=topk_probs,
+                         attention=_step_attention(encoder, out.attention),
+                         candidates=(Candidate(0, token, float(new_score), "finished" if done else "kept"),),
+                         beams=beams[:0] if ended else beams, beam_scores=new_score[:0] if ended else new_score,
+                         parents=torch.zeros(0 if ended else 1, dtype=torch.long), finished=finished, done=done)
         if done:
             return
         prefix, score = beams, new_score
@@ -191,33 +248,30 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     """
     src = _prepare(model, src)
     cfg, device = model.config, src.device
-    state, _ = model.start(src)
+    state, encoder = _start(model, src, return_attention)
     prefixes = torch.tensor([[cfg.bos_id]], device=device)  # [R, 1]
     scores = torch.zeros(1, device=device)  # [R]
     paths: list[tuple[int, ...]] = [()]
     finished: list[Hypothesis] = []
     for t in range(config.max_len):
         out = model.step(state, prefixes[:, -1:], return_attention)
-        probs = out.log_probs.exp()  # [R, V]
-        topk_probs, topk_ids = probs.topk(min(config.top_k, probs.size(-1)), dim=-1)  # [R, k]
+        topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [R, k]
         candidates = _select(scores[:, None] + _selectable(out.log_probs, cfg.bos_id, cfg.pad_id),
                              cfg.eos_id, config.beam_size)
         last = t + 1 == config.max_len
-        for c in candidates:
-            if c.status == "finished" or (last and c.status == "kept"):
-                tokens = tuple(prefixes[c.row, 1:].tolist()) + (c.token,)
-                finished.append(Hypothesis(tokens, c.log_prob, c.log_prob / length_penalty(
-                    len(tokens), config.length_penalty), paths[c.row] + (c.row,), c.token == cfg.eos_id))
+        finished += [_finished(tuple(prefixes[c.row, 1:].tolist()) + (c.token,), c.log_prob, paths[c.row] + (c.row,),
+                               cfg.eos_id, config.length_penalty)
+                     for c in candidates if c.status == "finished" or (last and c.status == "kept")]
+        finished.sort(key=lambda h: h.score, reverse=True)
         kept = [c for c in candidates if c.status == "kept"]
         parents = torch.tensor([c.row for c in kept], dtype=torch.long, device=device)  # [R']
         new_tokens = torch.tensor([[c.token] for c in kept], dtype=torch.long, device=device).view(-1, 1)
         beams = torch.cat([prefixes.index_select(0, parents), new_tokens], dim=1)  # [R', t+2]
         beam_scores = torch.tensor([c.log_prob for c in kept], device=device)  # [R']
-        finished.sort(key=lambda h: h.score, reverse=True)
         done = last or not kept or len(finished) >= config.beam_size
-        dec_self, cross = _step_attention(out)
-        yield DecodeStep(t, prefixes, scores, topk_ids, topk_probs, dec_self, cross, tuple(candidates),
-                         beams, beam_scores, parents, tuple(finished), done)
+        yield DecodeStep(step=t, prefixes=prefixes, prefix_scores=scores, topk_ids=topk_ids, topk_probs=topk_probs,
+                         attention=_step_attention(encoder, out.attention), candidates=tuple(candidates), beams=beams,
+                         beam_scores=beam_scores, parents=parents, finished=tuple(finished), done=done)
         if done:
             return
         state = out.state.reorder(parents)
@@ -225,19 +279,14 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
         prefixes, scores = beams, beam_scores
 
 
-def _drain(steps: Iterator[DecodeStep], n_best: int) -> DecodeResult:
-    collected = tuple(steps)
-    return DecodeResult(collected[-1].finished[:n_best], collected)
-
-
 def greedy_decode(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),
                   return_attention: bool = True) -> DecodeResult:
-    return _drain(greedy_steps(model, src, config, return_attention), 1)
+    return DecodeResult.from_steps(list(greedy_steps(model, src, config, return_attention)), 1)
 
 
 def beam_search(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(beam_size=4),
                 return_attention: bool = True) -> DecodeResult:
-    return _drain(beam_steps(model, src, config, return_attention), config.beam_size)
+    return DecodeResult.from_steps(list(beam_steps(model, src, config, return_attention)), config.beam_size)
 
 
 def decode_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig,

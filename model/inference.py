@@ -1,13 +1,14 @@
 """From text to a translation with everything the UI and the CLI show: pieces, steps, n-best, attention."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from .config import DecodeConfig
-from .decoding import DecodeResult, DecodeStep, Hypothesis, decode_steps
+from .decoding import DecodeResult, DecodeStep, decode_steps
 from .tokenizer import Tokenizer, clean_text
 from .trace import AttentionTrace
 from .transformer import Transformer
@@ -31,8 +32,9 @@ class Source:
 class Translation:
     """A finished translation of one sentence.
 
-    ``trace`` comes from one teacher-forced forward of the best output: decoder positions are
-    labelled by their inputs ``target_input_pieces`` (BOS + output[:-1]) and predict ``target_pieces``.
+    ``trace`` is the attention the decoder used for the best output, its step rows stacked (equal to one
+    teacher-forced forward of that output): decoder positions are labelled by their inputs
+    ``target_input_pieces`` (BOS + output[:-1]) and predict ``target_pieces``.
     """
 
     source: Source
@@ -52,40 +54,35 @@ def prepare_source(tokenizer: Tokenizer, text: str, max_len: int) -> Source:
     ids = tokenizer.encode(cleaned)
     if not ids:
         raise InputError("The text has no characters the tokenizer can read.")
-    keep = max_len - 1
-    dropped = max(0, len(ids) - keep)
-    ids = ids[:keep] + [tokenizer.eos_id]
-    return Source(cleaned, tuple(ids), tuple(tokenizer.pieces(ids)), dropped)
+    source = tokenizer.source_ids(ids, max_len)
+    return Source(cleaned, tuple(source), tuple(tokenizer.pieces(source)), len(ids) + 1 - len(source))
 
 
 def stream(model: Transformer, source: Source, config: DecodeConfig, return_attention: bool = True
            ) -> Iterator[DecodeStep]:
     """The decode steps for a prepared source, capped so the output fits the model's positions."""
-    max_len = min(config.max_len, model.config.max_len - 1)
-    config = DecodeConfig(config.beam_size, max_len, config.length_penalty, config.top_k)
+    config = dataclasses.replace(config, max_len=min(config.max_len, model.config.max_len - 1))
     device = next(model.parameters()).device
     return decode_steps(model, torch.tensor(source.ids, device=device), config, return_attention)
 
 
-@torch.inference_mode()
-def teacher_forced_trace(model: Transformer, source: Source, hypothesis: Hypothesis) -> AttentionTrace:
-    """One teacher-forced forward of an output, capturing every attention map (batch of 1)."""
-    device = next(model.parameters()).device
-    src = torch.tensor([source.ids], device=device)  # [1, S]
-    tgt_in = torch.tensor([(model.config.bos_id,) + hypothesis.tokens[:-1]], device=device)  # [1, T]
-    _, trace = model(src, tgt_in, return_attention=True)
-    return trace
-
-
 def finish(model: Transformer, tokenizer: Tokenizer, source: Source, steps: list[DecodeStep],
            n_best: int) -> Translation:
-    """Assemble the Translation once the last step is in."""
-    result = DecodeResult(steps[-1].finished[:n_best], tuple(steps))
+    """Assemble the Translation once the last step is in, its trace from the rows captured while decoding."""
+    result = DecodeResult.from_steps(steps, n_best)
     best = result.best
-    trace = teacher_forced_trace(model, source, best)
     inputs = (model.config.bos_id,) + best.tokens[:-1]
-    return Translation(source, result, best.tokens, tuple(tokenizer.pieces(best.tokens)),
-                       tuple(tokenizer.pieces(inputs)), tokenizer.decode(best.tokens), trace)
+    return Translation(source=source, result=result, target_ids=best.tokens,
+                       target_pieces=tuple(tokenizer.pieces(best.tokens)),
+                       target_input_pieces=tuple(tokenizer.pieces(inputs)), text=tokenizer.decode(best.tokens),
+                       trace=result.attention_for(best))
+
+
+def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """Right-pad id lists to one length, as training batches them: -> [B, L] (long)."""
+    width = max(len(r) for r in rows)
+    return torch.tensor([list(r) + [pad_id] * (width - len(r)) for r in rows], dtype=torch.long,
+                        device=device)  # [B, L]
 
 
 def translate(model: Transformer, tokenizer: Tokenizer, text: str, config: DecodeConfig = DecodeConfig()

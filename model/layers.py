@@ -6,7 +6,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .attention import AttentionOutput, KeyValue, MultiHeadAttention
+from .attention import AttentionOutput, Capture, KeyValue, MultiHeadAttention
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -51,7 +51,7 @@ class EncoderLayer(nn.Module):
         self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first) for _ in range(2)])
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor,
-                return_attention: bool = False) -> tuple[torch.Tensor, AttentionOutput]:
+                return_attention: Capture = False) -> tuple[torch.Tensor, AttentionOutput]:
         """x [B, S, D], src_mask [B, 1, 1, S] -> ([B, S, D], the self-attention output)."""
         record: list[AttentionOutput] = []
 
@@ -75,7 +75,7 @@ class DecoderLayer(nn.Module):
 
     def forward(self, y: torch.Tensor, memory_kv: KeyValue, self_mask: torch.Tensor | None, cross_mask: torch.Tensor | None,
                 past: KeyValue | None = None,
-                return_attention: bool = False) -> tuple[torch.Tensor, AttentionOutput, AttentionOutput]:
+                return_attention: Capture = False) -> tuple[torch.Tensor, AttentionOutput, AttentionOutput]:
         """y [B, T_new, D]; memory_kv = this layer's projected encoder keys/values [B, H, S, d_k];
         self_mask [B, 1, T_new, T_past+T_new]; cross_mask [B, 1, 1, S]; past = cached self keys/values.
 

@@ -6,6 +6,11 @@ import math
 import torch
 
 
+def inverse_frequencies(d_model: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """omega_i = 1 / 10000^(2i/d_model), the angular frequency of each sin/cos pair. -> [d_model/2]."""
+    return torch.exp(torch.arange(0, d_model, 2, dtype=dtype) * (-math.log(10000.0) / d_model))
+
+
 def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same). -> [max_len, d_model].
 
@@ -15,8 +20,7 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     if max_len < 1 or d_model < 2 or d_model % 2:
         raise ValueError(f"need max_len >= 1 and an even d_model >= 2, got {max_len}, {d_model}")
     position = torch.arange(max_len, dtype=torch.float32)[:, None]  # [max_len, 1]
-    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))  # [D/2]
-    angles = position * inv_freq  # [max_len, D/2]
+    angles = position * inverse_frequencies(d_model)  # [max_len, D/2]
     pe = torch.zeros(max_len, d_model)
     pe[:, 0::2] = torch.sin(angles)
     pe[:, 1::2] = torch.cos(angles)
@@ -25,4 +29,4 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
 
 def wavelengths(d_model: int) -> torch.Tensor:
     """Wavelength of each sin/cos pair, 2*pi * 10000^(2i/d_model). -> [d_model/2]."""
-    return 2 * math.pi * torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return 2 * math.pi / inverse_frequencies(d_model, torch.float64)

@@ -52,9 +52,15 @@ class Tokenizer:
         """Ids of the text's pieces, without BOS/EOS. Text is NFKC-normalised by sentencepiece itself."""
         return self.sp.encode(text, out_type=int)
 
-    def encode_source(self, text: str) -> list[int]:
-        """What the encoder reads: the pieces followed by EOS."""
-        return self.encode(text) + [EOS]
+    def encode_source(self, text: str, max_len: int | None = None) -> list[int]:
+        """What the encoder reads (and what a decoder must output): the pieces followed by EOS, cut to
+        ``max_len`` positions (EOS included) when given."""
+        return self.source_ids(self.encode(text), max_len)
+
+    @staticmethod
+    def source_ids(ids: list[int], max_len: int | None = None) -> list[int]:
+        """Encoded pieces as encoder input: cut to ``max_len`` positions with EOS, which is always last."""
+        return (ids if max_len is None else ids[: max_len - 1]) + [EOS]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of ids, dropping BOS/EOS/PAD."""

@@ -1,13 +1,18 @@
-"""AttentionTrace: every attention weight one forward pass used, returned as data.
+"""AttentionTrace: every attention weight a forward pass or a decoding step used, returned as data.
 
 The model is shared by every browser session, so nothing is stored on modules or captured with
-hooks: a forward with ``return_attention=True`` builds one of these and hands it back.
+hooks: a forward with ``return_attention=True`` builds one of these and hands it back. It is the one
+container for attention in the project: a teacher-forced forward, one decoding step's rows and the
+rows stacked along a decoded hypothesis all come back as an AttentionTrace.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+
+from .attention import AttentionOutput, Intermediates
 
 KINDS = ("enc_self", "dec_self", "cross")
 KIND_LABELS = {
@@ -19,12 +24,14 @@ KIND_LABELS = {
 
 @dataclass
 class AttentionTrace:
-    """Per layer, per head attention of one forward pass.
+    """Per layer, per head attention of one forward pass (or of one decoding step).
 
     Weights (post-softmax, pre-dropout): enc_self [B, H, S, S], dec_self [B, H, T, T],
-    cross [B, H, T, S], one tensor per layer. Scores are the matching softmax inputs
-    (QK^T / sqrt(d_k), masked with finfo.min). src_mask [B, 1, 1, S] and tgt_mask [B, 1, T, T]
-    are the bool masks applied (True = may attend).
+    cross [B, H, T, S], one tensor per layer; a decoding step holds its new query rows only (T = 1 query,
+    t + 1 keys). Scores are the matching softmax inputs (QK^T / sqrt(d_k), masked with finfo.min), empty
+    when not kept. src_mask [B, 1, 1, S] and tgt_mask [B, 1, T, T] are the bool masks applied (True = may
+    attend). ``internals`` (per kind, per layer) holds Q, K, V and the other intermediates when the forward
+    ran at the "internals" capture level.
     """
 
     enc_self: list[torch.Tensor]
@@ -33,8 +40,22 @@ class AttentionTrace:
     enc_self_scores: list[torch.Tensor]
     dec_self_scores: list[torch.Tensor]
     cross_scores: list[torch.Tensor]
-    src_mask: torch.Tensor
-    tgt_mask: torch.Tensor
+    src_mask: torch.Tensor | None = None
+    tgt_mask: torch.Tensor | None = None
+    internals: dict[str, list[Intermediates]] | None = None
+
+    @classmethod
+    def from_outputs(cls, enc: Sequence[AttentionOutput], dec_self: Sequence[AttentionOutput],
+                     cross: Sequence[AttentionOutput], src_mask: torch.Tensor | None = None,
+                     tgt_mask: torch.Tensor | None = None) -> AttentionTrace:
+        """Collect what the attention calls of one pass returned (their weights, scores and intermediates)."""
+        outputs = {"enc_self": enc, "dec_self": dec_self, "cross": cross}
+        kept = {kind: [a.intermediates for a in outs] for kind, outs in outputs.items()}
+        has_internals = any(parts and parts[0] is not None for parts in kept.values())
+        return cls(enc_self=[a.weights for a in enc], dec_self=[a.weights for a in dec_self],
+                   cross=[a.weights for a in cross], enc_self_scores=[a.scores for a in enc],
+                   dec_self_scores=[a.scores for a in dec_self], cross_scores=[a.scores for a in cross],
+                   src_mask=src_mask, tgt_mask=tgt_mask, internals=kept if has_internals else None)
 
     def weights(self, kind: str) -> torch.Tensor:
         """All layers of one kind stacked: [L, B, H, Q, K]."""

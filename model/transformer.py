@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import AttentionOutput, KeyValue
+from .attention import AttentionOutput, Capture, KeyValue
 from .config import ModelConfig
 from .layers import DecoderLayer, EncoderLayer
 from .masks import decoder_self_mask, padding_mask
@@ -51,7 +51,7 @@ class Encoder(nn.Module):
         self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else nn.Identity()
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor,
-                return_attention: bool = False) -> tuple[torch.Tensor, list[AttentionOutput]]:
+                return_attention: Capture = False) -> tuple[torch.Tensor, list[AttentionOutput]]:
         """x [B, S, D], src_mask [B, 1, 1, S] -> (memory [B, S, D], one self-attention output per layer)."""
         attention = []
         for layer in self.layers:
@@ -71,7 +71,7 @@ class Decoder(nn.Module):
 
     def forward(self, y: torch.Tensor, memory_kv: list[KeyValue], self_mask: torch.Tensor | None,
                 cross_mask: torch.Tensor | None,
-                past: list[KeyValue] | None = None, return_attention: bool = False
+                past: list[KeyValue] | None = None, return_attention: Capture = False
                 ) -> tuple[torch.Tensor, list[AttentionOutput], list[AttentionOutput]]:
         """y [B, T_new, D] -> (hidden [B, T_new, D], self-attention outputs, cross-attention outputs) per layer."""
         self_outs, cross_outs = [], []
@@ -107,13 +107,12 @@ class DecoderState:
 
 @dataclass
 class StepOutput:
-    """One decoding step: log-probabilities of the next token [B, V] and, if asked, that step's
-    attention rows per layer: dec_self [B, H, 1, t+1] and cross [B, H, 1, S]."""
+    """One decoding step: log-probabilities of the next token [B, V] and, if asked, that step's attention
+    rows as an AttentionTrace without encoder part: per layer dec_self [B, H, 1, t+1] and cross [B, H, 1, S]."""
 
     log_probs: torch.Tensor
     state: DecoderState
-    dec_self: list[torch.Tensor] | None = None
-    cross: list[torch.Tensor] | None = None
+    attention: AttentionTrace | None = None
 
 
 class Transformer(nn.Module):
@@ -129,7 +128,7 @@ class Transformer(nn.Module):
             if p.dim() > 1 and not name.startswith("embed."):
                 nn.init.xavier_uniform_(p)
 
-    def encode(self, src: torch.Tensor, return_attention: bool = False
+    def encode(self, src: torch.Tensor, return_attention: Capture = False
                ) -> tuple[torch.Tensor, torch.Tensor, list[AttentionOutput]]:
         """src [B, S] -> (memory [B, S, D], src_mask [B, 1, 1, S], per-layer self-attention)."""
         src_mask = padding_mask(src, self.config.pad_id)  # [B, 1, 1, S]
@@ -144,10 +143,11 @@ class Transformer(nn.Module):
         """Pre-softmax output layer sharing the embedding matrix: [..., D] -> [..., V]."""
         return F.linear(hidden, self.embed.token.weight)
 
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor, return_attention: bool = False
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, return_attention: Capture = False
                 ) -> torch.Tensor | tuple[torch.Tensor, AttentionTrace]:
         """Teacher-forced pass. src [B, S], tgt [B, T] (decoder input, starting with BOS) -> logits [B, T, V],
-        plus an AttentionTrace when ``return_attention``."""
+        plus an AttentionTrace when ``return_attention`` (True: weights and scores; "internals": also Q, K, V,
+        the unmasked scores and the context of every attention call)."""
         memory, src_mask, enc_attn = self.encode(src, return_attention)
         tgt_mask = decoder_self_mask(tgt, self.config.pad_id)  # [B, 1, T, T]
         hidden, self_attn, cross_attn = self.decoder(
@@ -155,21 +155,16 @@ class Transformer(nn.Module):
         logits = self.logits(hidden)  # [B, T, V]
         if not return_attention:
             return logits
-        trace = AttentionTrace(
-            enc_self=[a.weights for a in enc_attn], dec_self=[a.weights for a in self_attn],
-            cross=[a.weights for a in cross_attn], enc_self_scores=[a.scores for a in enc_attn],
-            dec_self_scores=[a.scores for a in self_attn], cross_scores=[a.scores for a in cross_attn],
-            src_mask=src_mask, tgt_mask=tgt_mask)
-        return logits, trace
+        return logits, AttentionTrace.from_outputs(enc_attn, self_attn, cross_attn, src_mask, tgt_mask)
 
-    def start(self, src: torch.Tensor, return_attention: bool = False
+    def start(self, src: torch.Tensor, return_attention: Capture = False
               ) -> tuple[DecoderState, list[AttentionOutput]]:
         """Encode once for incremental decoding: src [B, S] -> (state, encoder self-attention per layer)."""
         memory, src_mask, enc_attn = self.encode(src, return_attention)
         cross_mask = None if bool(src_mask.all()) else src_mask  # no padding: skip masking work in every step
         return DecoderState(self.memory_key_values(memory), cross_mask), enc_attn
 
-    def step(self, state: DecoderState, tokens: torch.Tensor, return_attention: bool = False) -> StepOutput:
+    def step(self, state: DecoderState, tokens: torch.Tensor, return_attention: Capture = False) -> StepOutput:
         """Feed the newest token of every row, tokens [B, 1], reusing cached keys/values.
 
         No self-attention mask is needed for a single new query: it may attend to every cached position.
@@ -181,7 +176,7 @@ class Transformer(nn.Module):
         new_state = DecoderState(state.memory_kv, state.cross_mask, [a.key_value for a in self_attn], state.length + 1)
         if not return_attention:
             return StepOutput(log_probs, new_state)
-        return StepOutput(log_probs, new_state, [a.weights for a in self_attn], [a.weights for a in cross_attn])
+        return StepOutput(log_probs, new_state, AttentionTrace.from_outputs([], self_attn, cross_attn))
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -12,8 +12,8 @@ from app.charts.attention import plotly_text
 from app.charts.decoding import (TreeCandidate, attention_row_figure, beam_tree_figure, beam_tree_nodes, nbest_frame,
                                  topk_figure)
 from app.charts.style import plotly_config
-from app.current import TRANSLATE_PAGE
-from app.explorer import clamp_state, head_label, layer_head_ui, pieces_html, point_customdata
+from app.explorer import clamp_state, head_label, layer_head_ui, pieces_html, point_customdata, select_head
+from app.page import TRANSLATE_PAGE, to_numpy
 from app.resources import load_model
 from app.translation import Request, current_request, translate_request
 from model.decoding import Candidate, DecodeStep, length_penalty
@@ -79,11 +79,6 @@ def candidate_ui(translation: Translation, tokenizer: Tokenizer, request: Reques
     return step.candidates[index]
 
 
-def _row(values: np.ndarray, head: int) -> np.ndarray:
-    """[H, K] per-head rows -> one head's row, or their mean for head -1 (display only)."""
-    return values.mean(axis=0) if head < 0 else values[head]
-
-
 def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeStep, chosen: Candidate) -> None:
     """The prefix, the next-token distribution and the attention rows behind one candidate."""
     row = chosen.row
@@ -96,7 +91,7 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
     c_probs, c_attn = st.columns([2, 3])
     with c_probs:
         ids = step.topk_ids[row].tolist()
-        fig = topk_figure(tokenizer.pieces(ids), step.topk_probs[row].float().cpu().numpy(),
+        fig = topk_figure(tokenizer.pieces(ids), to_numpy(step.topk_probs[row]),
                           [i == chosen.token for i in ids], title=f"Top {len(ids)} next pieces at step {step.step + 1}")
         st.plotly_chart(fig, key="decoding_topk", width="stretch", theme=None,
                         config=plotly_config("next_piece_probs", fmt))
@@ -107,13 +102,13 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
         layer, head = layer_head_ui(n_layers, n_heads)
         query = plotly_text([prefix[-1]])[0]  # the query is the last piece read; figure titles are HTML
         what = f"layer {layer + 1} · {head_label(head)}"
-        dec_row = _row(step.dec_self[layer, row].float().cpu().numpy(), head)
+        dec_row = select_head(to_numpy(step.dec_self[layer, row]), head)
         fig = attention_row_figure(dec_row, prefix, title=f"Decoder self-attention of “{query}” · {what}",
                                    key_title="decoder input so far (earlier positions only)", query_label=prefix[-1])
         st.plotly_chart(fig,
                         key="decoding_dec_self", width="stretch", theme=None,
                         config=plotly_config("decoder_self_row", fmt))
-        cross_row = _row(step.cross[layer, row].float().cpu().numpy(), head)
+        cross_row = select_head(to_numpy(step.cross[layer, row]), head)
         st.plotly_chart(attention_row_figure(cross_row, list(translation.source.pieces),
                                              title=f"Cross-attention of “{query}” over the source · {what}",
                                              key_title="source piece", query_label=prefix[-1]),

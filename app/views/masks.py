@@ -9,11 +9,10 @@ import numpy as np
 import streamlit as st
 
 from app.charts import masks as charts
-from app.current import current_checkpoint, current_translation, keep_valid, plot, sentence_caption
+from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
 from app.translation import Request, translate_request
-from model.batch_view import mask_parts, padded_batch_trace
+from explain.masks import mask_parts, padded_batch_trace, unmasked_scores
 from model.inference import InputError
-from model.mechanics import unmasked_scores
 from model.trace import KIND_LABELS, KINDS
 
 log = logging.getLogger("attention_explorer")
@@ -54,9 +53,9 @@ def batch_panel(pieces: dict[str, list[str]], max_len: int) -> None:
 
 def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) -> None:
     st.subheader("2 · The masks (True = may attend ✓, grey = masked)")
-    enc_mask = trace.mask("enc_self")[row, 0].cpu().numpy()
-    dec_mask = trace.mask("dec_self")[row, 0].cpu().numpy()
-    cross_mask = trace.mask("cross")[row, 0].cpu().numpy()
+    enc_mask = to_numpy(trace.mask("enc_self")[row, 0])
+    dec_mask = to_numpy(trace.mask("dec_self")[row, 0])
+    cross_mask = to_numpy(trace.mask("cross")[row, 0])
     c1, c2 = st.columns(2)
     with c1:
         plot(charts.mask_grid(enc_mask, src, src, "Encoder self-attention = source padding mask"), "mask_enc")
@@ -68,10 +67,10 @@ def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) ->
                 "to predict.")
     c1, c2, c3 = st.columns(3)
     with c1:
-        plot(charts.mask_grid(parts["target padding"][row].cpu().numpy(), tgt, tgt,
+        plot(charts.mask_grid(to_numpy(parts["target padding"][row]), tgt, tgt,
                               "Target padding<br><sup>no query looks at a padded key</sup>"), "mask_tpad")
     with c2:
-        plot(charts.mask_grid(parts["causal"][row].cpu().numpy(), tgt, tgt,
+        plot(charts.mask_grid(to_numpy(parts["causal"][row]), tgt, tgt,
                               "Causal (sequence) mask<br><sup>lower-triangular: no query looks at a later position</sup>"),
              "mask_causal")
     with c3:
@@ -92,10 +91,10 @@ def scores_panel(model, src, tgt_in, trace, row: int, labels: dict[str, tuple[li
     keep_valid("mask_head", heads)
     head = c3.selectbox("Head", heads, key="mask_head", format_func=lambda i: f"head {i + 1}")
     queries, keys = labels[kind]
-    scores = trace.scores(kind)[layer, row, head].float().cpu().numpy()
-    weights = trace.weights(kind)[layer, row, head].cpu().numpy()
-    mask = trace.mask(kind)[row, 0].cpu().numpy()
-    raw = unmasked_scores(model, src, tgt_in, kind, layer)[row, head].float().cpu().numpy()  # [Q, K]
+    scores = to_numpy(trace.scores(kind)[layer, row, head])
+    weights = to_numpy(trace.weights(kind)[layer, row, head])
+    mask = to_numpy(trace.mask(kind)[row, 0])
+    raw = to_numpy(unmasked_scores(model, src, tgt_in, kind, layer)[row, head])  # [Q, K]
     where = f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}"
     before, after = st.columns(2)  # two per row: cells wide enough for their numbers on a projector
     with before:
@@ -124,10 +123,10 @@ def render() -> None:
     st.markdown("Two masks decide which keys each query may look at. The **padding mask** hides filler tokens in "
                 "every attention; the **sequence mask** stops the decoder from peeking at future words. "
                 "One convention in this project: a bool grid, **True = may attend**.")
-    ckpt = current_checkpoint()
+    ckpt = require_checkpoint()
     if ckpt is None:
         return
-    translation = current_translation()
+    translation = require_translation()
     if translation is None:
         return
     sentence_caption(translation)

@@ -11,10 +11,9 @@ import streamlit as st
 
 from app.charts import mechanics as charts
 from app.charts.masks import esc, mask_grid
-from app.current import current_checkpoint, current_translation, keep_valid, plot, sentence_caption
-from model.explain import sample_softmax, soft_vs_hard, softmax
-from model.mechanics import attention_internals
-from model.score_functions import compare_scores, location_based, softmax_saturation
+from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
+from explain.mechanics import (attention_internals, compare_scores, location_based, sample_softmax, soft_vs_hard,
+                               softmax, softmax_saturation)
 from model.trace import KIND_LABELS, KINDS
 
 log = logging.getLogger("attention_explorer")
@@ -63,8 +62,8 @@ def key_pieces(translation, kind: str) -> list[str]:
 
 def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], head: int, query: int) -> None:
     """Q, K, V -> QK^T -> / sqrt(d_k) -> mask -> softmax -> weights @ V, one figure each."""
-    q, k, v = (getattr(it, name)[head].float().cpu().numpy() for name in ("q", "k", "v"))
-    mask = it.mask.cpu().numpy()
+    q, k, v = (to_numpy(getattr(it, name)[head]) for name in ("q", "k", "v"))
+    mask = to_numpy(it.mask)
     st.markdown("**Step 1 — project.** Each token vector is multiplied by this head's W<sup>Q</sup>, W<sup>K</sup>, "
                 f"W<sup>V</sup> (d_model {it.x_query.shape[-1]} → d_k {it.d_k}).", unsafe_allow_html=True)
     c1, c2, c3 = st.columns(3)
@@ -78,10 +77,10 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
                 f"√d_k = √{it.d_k} = {math.sqrt(it.d_k):.3f}; masked pairs are set to −∞.")
     c1, c2, c3 = st.columns(3)
     with c1:
-        plot(charts.score_matrix(it.qk[head].float().cpu().numpy(), qs, ks, "QKᵀ (raw dot products)", query),
+        plot(charts.score_matrix(to_numpy(it.qk[head]), qs, ks, "QKᵀ (raw dot products)", query),
              "mech_qk")
     with c2:
-        plot(charts.score_matrix(it.scaled[head].float().cpu().numpy(), qs, ks,
+        plot(charts.score_matrix(to_numpy(it.scaled[head]), qs, ks,
                                  f"QKᵀ / √{it.d_k}  (scaled)", query), "mech_scaled")
     with c3:
         fig = mask_grid(mask, qs, ks, "Mask (✓ = may attend)")
@@ -94,11 +93,11 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
         plot(charts.weights_matrix(trace_weights, mask, qs, ks, "softmax(…) = attention weights", query),
              "mech_weights")
     with c2:
-        plot(charts.vector_matrix(it.context[head].float().cpu().numpy(), qs, "Context = weights · V", "query", query),
+        plot(charts.vector_matrix(to_numpy(it.context[head]), qs, "Context = weights · V", "query", query),
              "mech_context")
-    stages = [("QKᵀ", it.qk[head, query].float().cpu().numpy()),
-              (f"÷ √{it.d_k}", it.scaled[head, query].float().cpu().numpy()),
-              ("masked", it.scaled[head, query].float().cpu().numpy()),
+    stages = [("QKᵀ", to_numpy(it.qk[head, query])),
+              (f"÷ √{it.d_k}", to_numpy(it.scaled[head, query])),
+              ("masked", to_numpy(it.scaled[head, query])),
               ("softmax", trace_weights[query])]
     title = f"Query {query} · {esc([qs[query]])[0]} through the stages"
     plot(charts.stage_bars(stages, ks, mask[query], title), "mech_stages")
@@ -117,15 +116,15 @@ def multihead_panel(it, qs: list[str], head: int, query: int, n_heads: int) -> N
                 unsafe_allow_html=True)
     c1, c2 = st.columns(2)
     with c1:
-        plot(charts.concat_heads(it.context.float().cpu().numpy(), qs, head, query), "mech_concat")
+        plot(charts.concat_heads(to_numpy(it.context.float()), qs, head, query), "mech_concat")
     with c2:
-        plot(charts.output_matrix(it.output.float().cpu().numpy(), qs, it.output.shape[-1], query), "mech_output")
+        plot(charts.output_matrix(to_numpy(it.output.float()), qs, it.output.shape[-1], query), "mech_output")
 
 
 def score_functions_panel(it, trace_row, ks: list[str], head: int, query: int) -> None:
     """``trace_row`` [K]: the model's weights for the selected query (from the trace)."""
     st.subheader("Other ways to score a query against keys")
-    allowed = it.mask[query].cpu().numpy()
+    allowed = to_numpy(it.mask[query])
     keys = [p for p, a in zip(ks, allowed) if a]
     if len(keys) < 2:
         st.info("This query may attend to only one key, so every score function gives it weight 1. "
@@ -133,7 +132,7 @@ def score_functions_panel(it, trace_row, ks: list[str], head: int, query: int) -
         return
     q_vec = it.q[head, query].float().cpu()
     k_vecs = it.k[head].float().cpu()[it.mask[query].cpu()]  # the keys this query may attend to
-    weights = {name: softmax(s).numpy() for name, s in compare_scores(q_vec, k_vecs).items()}
+    weights = {name: to_numpy(softmax(s)) for name, s in compare_scores(q_vec, k_vecs).items()}
     weights["location-based"] = location_based(q_vec, len(keys)).numpy()
     st.markdown("Attention began as an add-on to recurrent encoder-decoders (seq2seq, Sutskever 2014): the RNN "
                 "decoder's state s<sub>t</sub> (the query) was scored against every encoder state h<sub>i</sub> (the "
@@ -164,7 +163,7 @@ def score_functions_panel(it, trace_row, ks: list[str], head: int, query: int) -
                 "Local attention (Luong) is in between: soft, but only over a window of keys around a predicted "
                 "position, so it is cheaper than global and still differentiable. The Transformer uses soft, global "
                 "attention everywhere.")
-    parts = {k: t.numpy() for k, t in soft_vs_hard(trace_row, it.v[head].float().cpu()).items()}
+    parts = {k: to_numpy(t) for k, t in soft_vs_hard(trace_row, it.v[head].float().cpu()).items()}
     plot(charts.soft_hard(parts["soft"], parts["hard"], parts["soft_output"], parts["hard_output"], ks),
          "mech_soft_hard")
 
@@ -172,7 +171,7 @@ def score_functions_panel(it, trace_row, ks: list[str], head: int, query: int) -
 @st.cache_data(show_spinner=False)
 def saturation_stats() -> dict[str, np.ndarray]:
     """Same numbers for every visitor: compute once per server."""
-    return {k: v.numpy() for k, v in softmax_saturation(D_KS).items()}
+    return {k: to_numpy(v) for k, v in softmax_saturation(D_KS).items()}
 
 
 @st.fragment
@@ -185,7 +184,7 @@ def sqrt_dk_panel(model_dk: int) -> None:
     plot(charts.saturation(D_KS, saturation_stats()), "mech_saturation")
     d_k = st.select_slider("d_k for one sample", D_KS, value=512, key="mech_dk")
     sample = sample_softmax(d_k)
-    plot(charts.sample_softmax(sample["scaled"].numpy(), sample["unscaled"].numpy(), d_k), "mech_sample")
+    plot(charts.sample_softmax(to_numpy(sample["scaled"]), to_numpy(sample["unscaled"]), d_k), "mech_sample")
 
 
 @st.fragment
@@ -201,7 +200,7 @@ def head_panel(ckpt, translation) -> None:
         log.exception("attention_internals failed")
         st.error("The model could not open up this attention layer.")
         return
-    trace_weights = trace.weights(kind)[layer, 0, head].cpu().numpy()
+    trace_weights = to_numpy(trace.weights(kind)[layer, 0, head])
     st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V")
     stages_panel(it, trace_weights, qs, ks, head, query)
     multihead_panel(it, qs, head, query, n_heads)
@@ -217,10 +216,10 @@ def render() -> None:
     st.markdown(QKV_SOURCES)
     st.caption("A common mix-up: in cross-attention only the queries come from the decoder; keys *and* values come "
                "from the encoder, so each output position gathers source information.")
-    ckpt = current_checkpoint()
+    ckpt = require_checkpoint()
     if ckpt is None:
         return
-    translation = current_translation()
+    translation = require_translation()
     if translation is not None:
         sentence_caption(translation)
         head_panel(ckpt, translation)

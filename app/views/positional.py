@@ -8,9 +8,8 @@ import numpy as np
 import streamlit as st
 
 from app.charts import positional as charts
-from app.current import current_checkpoint, current_translation, plot, sentence_caption
-from model.analysis import embedding_parts
-from model.explain import offset_error, pe_similarity
+from app.page import plot, require_checkpoint, require_translation, sentence_caption, to_numpy
+from explain.positional import embedding_parts, offset_error, pe_similarity
 from model.positional import sinusoidal_encoding, wavelengths
 
 
@@ -28,9 +27,9 @@ def dimensions_ui(d_model: int) -> list[int]:
 @st.fragment
 def matrix_panel(d_model: int, max_len: int) -> None:
     n = positions_ui(max_len)
-    pe = sinusoidal_encoding(n, d_model).numpy()
+    pe = to_numpy(sinusoidal_encoding(n, d_model))
     plot(charts.pe_heatmap(pe, f"PE for the first {n} positions × d_model = {d_model} dimensions"), "pe_matrix")
-    lam = wavelengths(d_model).numpy()
+    lam = to_numpy(wavelengths(d_model))
     st.markdown(f"Each (sin, cos) pair is a wave. Wavelengths grow geometrically, from **2π ≈ {lam[0]:.2f}** "
                 f"positions (dimensions 0, 1) to **{lam[-1]:,.0f}** positions (the last pair; the formula's limit "
                 f"is 10000·2π ≈ {10000 * 2 * math.pi:,.0f}). Left columns change every position; right columns "
@@ -57,7 +56,7 @@ def relative_panel(d_model: int, max_len: int) -> None:
                 f"**{err:.1e}** (float rounding). A layer's linear projections can therefore learn "
                 "\"attend *k* places back\" once, for every position.", unsafe_allow_html=True)
     n = min(max_len, 64)
-    plot(charts.pe_similarity(pe_similarity(n, d_model).numpy()), "pe_similarity")
+    plot(charts.pe_similarity(to_numpy(pe_similarity(n, d_model))), "pe_similarity")
     st.caption("PE·PEᵀ depends only on the offset between two positions (every diagonal is constant) and is "
                "largest at offset 0: nearby positions look alike, distant ones less so.")
 
@@ -66,7 +65,7 @@ def embedding_panel(ckpt, translation) -> None:
     st.subheader("What layer 1 reads for the current sentence")
     sentence_caption(translation)
     d = ckpt.config.d_model
-    parts = {k: v.numpy() for k, v in embedding_parts(ckpt.model, list(translation.source.ids)).items()}
+    parts = {k: to_numpy(v) for k, v in embedding_parts(ckpt.model, list(translation.source.ids)).items()}
     plot(charts.embedding_parts(parts, list(translation.source.pieces)), "embedding_parts")
     token_size = float(np.abs(parts["token"]).mean())
     pe_size = float(np.abs(parts["positional"]).mean())
@@ -81,7 +80,7 @@ def render() -> None:
                 "So the model **adds** a position code to each token embedding before the first layer:")
     st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\qquad "
              r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
-    ckpt = current_checkpoint()
+    ckpt = require_checkpoint()
     if ckpt is None:
         return
     d_model, max_len = ckpt.config.d_model, ckpt.config.max_len
@@ -90,7 +89,7 @@ def render() -> None:
     st.info("**Learned vs fixed.** The paper also tried learned positional embeddings and got nearly identical "
             "results (Table 3, row E). It kept the sinusoids because they need no parameters and may extrapolate "
             "to sentences longer than any seen in training. This model uses the fixed sinusoids.", icon=":material/push_pin:")
-    translation = current_translation()
+    translation = require_translation()
     if translation is not None:
         embedding_panel(ckpt, translation)
 

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from app.charts import masks, mechanics, positional, training
-from model.label_smoothing import smoothed_targets
+from explain.training import smoothed_targets
 from model.positional import sinusoidal_encoding, wavelengths
-from model.schedule import noam_lr
+from training.schedule import noam_lr
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import re
 import pytest
 
 PAGES = [None, "app/views/decoding.py", "app/views/positional.py", "app/views/masks.py",
-         "app/views/mechanics.py", "app/views/model.py"]
+         "app/views/mechanics.py", "app/views/training.py"]
 SENTENCE = "I have read the book that you gave me."
 # concept -> a pattern that shows it (case-insensitive); grouped roughly as the notes are
 CONCEPTS = {

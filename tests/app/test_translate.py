@@ -10,7 +10,7 @@ import torch
 
 from app.charts.attention import OPACITY_STEP, plotly_text
 from app.translation import MAX_INPUT_CHARS
-from model.analysis import merge_to_words
+from explain.heads import merge_to_words
 from model.config import DecodeConfig
 from model.decoding import greedy_decode
 from model.inference import prepare_source, translate

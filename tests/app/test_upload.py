@@ -76,6 +76,6 @@ def test_an_upload_with_nonsense_training_facts_still_opens_every_model_page_sec
     name = load_upload(files(MODELS["reverse"], config=json.dumps(config).encode()))
     ckpt = load_model(name)
     assert ckpt.meta == {"epochs": 3, "continued_from": {"lr_factor": 0.5}}
-    at = app_test("app/views/model.py", model_name=name, uploads={name: ckpt})
+    at = app_test("app/views/training.py", model_name=name, uploads={name: ckpt})
     assert not at.exception
     assert any("Trained for" in c.value or "label smoothing" in c.value.lower() for c in at.markdown)

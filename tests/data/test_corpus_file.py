@@ -1,7 +1,7 @@
 """The committed corpus is what training and the model card rely on."""
 from pathlib import Path
 
-from model.data import load_corpus
+from training.data import load_corpus
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "en-de.tsv.gz"
 

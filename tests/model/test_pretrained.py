@@ -7,7 +7,7 @@ import torch
 
 from model.checkpoint import load_checkpoint
 from model.config import DecodeConfig
-from model.data import reversal_corpus
+from training.data import reversal_corpus
 from model.inference import translate
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"

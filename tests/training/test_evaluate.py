@@ -6,10 +6,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from model.card import build_card
+from training.card import build_card
 from model.checkpoint import load_checkpoint
-from model.data import load_corpus, reversal_corpus
-from model.evaluate import main as evaluate_main, source_reliance
+from training.data import load_corpus, reversal_corpus
+from training.diagnostics import source_reliance
+from training.evaluate import main as evaluate_main
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "en-de.tsv.gz"

@@ -1,6 +1,6 @@
 """Write a shipped model's card from measured numbers only: evaluation report, training log, corpus counts.
 
-    python -m model.card --checkpoint pretrained/en-de --eval runs/en-de/test_eval.json [--corpus data/en-de.tsv.gz]
+    python -m training.card --checkpoint pretrained/en-de --eval runs/en-de/test_eval.json [--corpus data/en-de.tsv.gz]
 
 The hand-written parts (intended use, limitations) live in the card's template below; every number
 comes from the files named on the command line.
@@ -17,15 +17,16 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import load_checkpoint
-from .config import DecodeConfig
+from model.checkpoint import load_checkpoint
+from model.config import DecodeConfig
+from model.inference import translate
+from model.quality import WEAK_BLEU
+from model.transformer import count_parameters
+
 from .data import load_corpus
 from .evaluate import LENGTH_LABELS
-from .inference import translate
 from .schedule import training_segments
-from .transformer import count_parameters
 
-WEAK_BLEU = 10.0  # below this test BLEU the card and the app's Translate page warn that translations are poor
 STILL_FALLING = 0.02  # validation loss per epoch (nats) still worth more epochs of the same recipe
 
 
@@ -38,7 +39,7 @@ def _weak_model(epochs: list[dict], last: int = 3) -> str:
     elif per_epoch >= STILL_FALLING:
         trend = (f"Its validation loss was still falling by {per_epoch:.3f} per epoch over its last {len(losses) - 1} "
                  f"epochs ({losses[0]:.3f} -> {losses[-1]:.3f}), so **it is undertrained**: continuing from this "
-                 f"checkpoint (`python -m model.train --task en-de --out runs/en-de-next --init-from pretrained/en-de "
+                 f"checkpoint (`python -m training.train --task en-de --out runs/en-de-next --init-from pretrained/en-de "
                  f"--epochs {int(epochs[-1]['epoch']) + 10}`) is expected to improve it.")
     else:
         trend = (f"Its validation loss fell by only {per_epoch:.3f} per epoch over its last {len(losses) - 1} epochs "
@@ -116,7 +117,7 @@ def _which_weights(meta: dict) -> str:
 
 
 def _diagnostics(report: dict) -> list[str]:
-    """What the evaluation measured about source use and fit (python -m model.evaluate writes it)."""
+    """What the evaluation measured about source use and fit (python -m training.evaluate writes it)."""
     d = report.get("diagnostics")
     if not d:
         return []
@@ -185,7 +186,7 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         f"# Model card: {checkpoint.name}",
         "",
         "An English→German encoder-decoder Transformer (Vaswani et al., 2017, post-norm), trained by this "
-        "project's own pipeline (`python -m model.train --task en-de`) for Attention Explorer.",
+        "project's own pipeline (`python -m training.train --task en-de`) for Attention Explorer.",
         "",
         "## Architecture",
         f"- d_model {cfg.d_model}, {cfg.n_heads} heads (d_k = d_v = {cfg.d_k}), {cfg.n_encoder_layers} encoder + "
@@ -232,9 +233,9 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m model.card", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m training.card", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default="pretrained/en-de")
-    parser.add_argument("--eval", required=True, help="JSON written by python -m model.evaluate --json")
+    parser.add_argument("--eval", required=True, help="JSON written by python -m training.evaluate --json")
     parser.add_argument("--corpus", default="data/en-de.tsv.gz")
     args = parser.parse_args(argv)
     torch.set_grad_enabled(False)

@@ -1,10 +1,13 @@
-"""What the concept pages share: the selected model, the sentence they explain (the one typed on the
-Translate page, translated with the current settings, cached) and how a chart is put on screen.
+"""What every page shares: the logger, how a chart is put on screen, the selected model, the sentence the
+concept pages explain (the one typed on the Translate page, translated with the current settings, cached),
+and the one place where the model's tensors become numpy arrays for the charts.
 Empty or unreadable text becomes a hint with a link, a broken model an error message, never a traceback."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -18,7 +21,7 @@ TRANSLATE_PAGE = "app/views/translate.py"
 log = logging.getLogger("attention_explorer")
 
 
-def current_checkpoint() -> Checkpoint | None:
+def require_checkpoint() -> Checkpoint | None:
     """The model selected in the sidebar, or None after an error message if it cannot be loaded."""
     try:
         return load_model(st.session_state["model_name"])
@@ -27,6 +30,13 @@ def current_checkpoint() -> Checkpoint | None:
         st.error(f"The model “{st.session_state.get('model_name')}” could not be loaded. Pick another one in the "
                  "sidebar.")
         return None
+
+
+def to_numpy(tensor: Any) -> np.ndarray:
+    """A tensor from the model as a float32 (or bool) numpy array on the CPU: the only door from torch into
+    the app, which never imports torch itself."""
+    values = tensor.detach().cpu()
+    return values.float().numpy() if values.is_floating_point() else values.numpy()
 
 
 def plot(fig: go.Figure, key: str) -> None:
@@ -41,7 +51,7 @@ def keep_valid(key: str, options: list) -> None:
         del st.session_state[key]
 
 
-def current_translation() -> Translation | None:
+def require_translation() -> Translation | None:
     """The current sentence's Translation, or None after showing the user why there is none."""
     try:
         return translate_request(current_request())

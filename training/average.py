@@ -2,9 +2,9 @@
 last 5 checkpoints"). The mean of a few late checkpoints sits nearer the centre of the region the
 optimiser is wandering around than any one of them, which usually lowers the validation loss for free.
 
-    python -m model.average runs/en-de/epochs/20 runs/en-de/epochs/21 runs/en-de/epochs/22 --out runs/en-de/avg \
+    python -m training.average runs/en-de/epochs/20 runs/en-de/epochs/21 runs/en-de/epochs/22 --out runs/en-de/avg \
         [--corpus data/en-de.tsv.gz]
-    python -m model.export --run runs/en-de --which avg --out pretrained/en-de
+    python -m training.export --run runs/en-de --which avg --out pretrained/en-de
 
 With --corpus, the validation loss of every input and of the average is printed and the average's is kept in
 its meta, so whether averaging helped is measured, not assumed (never on the test split).
@@ -18,7 +18,11 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
+
+from .data import encode_pairs, load_corpus
+from .loss import validation_loss
+from .presets import PRESETS
 
 
 def average_checkpoints(checkpoints: Sequence[Checkpoint]) -> Checkpoint:
@@ -45,9 +49,6 @@ def average_checkpoints(checkpoints: Sequence[Checkpoint]) -> Checkpoint:
 
 def validation_losses(checkpoints: Sequence[Checkpoint], corpus: str | Path, max_tokens: int = 4096) -> list[float]:
     """Per-token validation loss (no smoothing) of each checkpoint (one shared tokenizer) on the valid split."""
-    from .data import encode_pairs, load_corpus
-    from .train import PRESETS, validation_loss
-
     frame = load_corpus(corpus)
     valid = frame[frame["split"] == "valid"]
     pairs = encode_pairs(checkpoints[0].tokenizer, valid["en"].tolist(), valid["de"].tolist(),
@@ -56,7 +57,7 @@ def validation_losses(checkpoints: Sequence[Checkpoint], corpus: str | Path, max
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m model.average", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m training.average", description=__doc__.splitlines()[0])
     parser.add_argument("checkpoints", nargs="+", help="checkpoint directories (same configuration and tokenizer)")
     parser.add_argument("--out", required=True, help="directory for the averaged checkpoint (float32)")
     parser.add_argument("--corpus", help="TSV corpus: report validation losses of the inputs and the average")

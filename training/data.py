@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from .tokenizer import Tokenizer
+from model.inference import pad_batch
+from model.tokenizer import Tokenizer
 
 Pair = tuple[list[int], list[int]]  # (source ids ending in EOS, target ids ending in EOS)
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -46,7 +47,7 @@ def encode_pairs(tokenizer: Tokenizer, sources: Sequence[str], targets: Sequence
     """Tokenize parallel sentences, EOS-terminated, dropping pairs longer than max_len on either side."""
     pairs = []
     for src, tgt in zip(sources, targets):
-        s, t = tokenizer.encode(src) + [tokenizer.eos_id], tokenizer.encode(tgt) + [tokenizer.eos_id]
+        s, t = tokenizer.encode_source(src), tokenizer.encode_source(tgt)
         if len(s) <= max_len and len(t) <= max_len:
             pairs.append((s, t))
     return pairs
@@ -74,29 +75,26 @@ def token_batches(pairs: Sequence[Pair], max_tokens: int, seed: int | None = Non
 
 @dataclass
 class Batch:
-    """src [B, S]; tgt_in [B, T] = BOS + target[:-1]; tgt_out [B, T] = target (what each position predicts)."""
+    """src [B, S]; tgt_in [B, T] = BOS + target[:-1]; tgt_out [B, T] = target (what each position predicts),
+    each right-padded with ``pad_id``."""
 
     src: torch.Tensor
     tgt_in: torch.Tensor
     tgt_out: torch.Tensor
+    pad_id: int
 
     @property
     def n_tokens(self) -> int:
-        return int((self.tgt_out != 0).sum())
+        """Real (non-padding) target tokens: what the loss is averaged over."""
+        return int((self.tgt_out != self.pad_id).sum())
 
 
 def collate(pairs: Sequence[Pair], pad_id: int, bos_id: int) -> Batch:
     """Pad a list of pairs into tensors (teacher forcing: the decoder reads the target shifted right)."""
-    src_len = max(len(s) for s, _ in pairs)
-    tgt_len = max(len(t) for _, t in pairs)
-    src = torch.full((len(pairs), src_len), pad_id, dtype=torch.long)  # [B, S]
-    tgt_in = torch.full((len(pairs), tgt_len), pad_id, dtype=torch.long)  # [B, T]
-    tgt_out = torch.full((len(pairs), tgt_len), pad_id, dtype=torch.long)  # [B, T]
-    for row, (s, t) in enumerate(pairs):
-        src[row, : len(s)] = torch.tensor(s)
-        tgt_in[row, : len(t)] = torch.tensor([bos_id] + t[:-1])
-        tgt_out[row, : len(t)] = torch.tensor(t)
-    return Batch(src, tgt_in, tgt_out)
+    src = pad_batch([s for s, _ in pairs], pad_id)  # [B, S]
+    tgt_in = pad_batch([[bos_id] + t[:-1] for _, t in pairs], pad_id)  # [B, T]
+    tgt_out = pad_batch([t for _, t in pairs], pad_id)  # [B, T]
+    return Batch(src, tgt_in, tgt_out, pad_id)
 
 
 def iterate_batches(pairs: Sequence[Pair], batches: list[list[int]], pad_id: int, bos_id: int,

@@ -5,10 +5,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model.label_smoothing import smoothed_targets
-from model.card import _recipe
-from model.schedule import noam_lr, training_segments
-from model.train import main as train_main
+from explain.training import smoothed_targets
+from training.card import _recipe
+from training.schedule import noam_lr, training_segments
+from training.train import main as train_main
 
 TINY = ["--task", "reverse", "--d-model", "32", "--n-heads", "2", "--layers", "1", "--d-ff", "64", "--warmup", "10",
         "--valid-bleu", "5", "--save-every", "10", "--threads", "1"]

@@ -1,7 +1,7 @@
 """Ship a training run: its best checkpoint (or another of its checkpoint directories, such as an average
-made by model.average) in fp16 weights by default, plus the training logs.
+made by training.average) in fp16 weights by default, plus the training logs.
 
-    python -m model.export --run runs/en-de --out pretrained/en-de [--which best|last|avg|...] [--fp32]
+    python -m training.export --run runs/en-de --out pretrained/en-de [--which best|last|avg|...] [--fp32]
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 LOGS = ("log.csv", "epochs.csv")
 
@@ -29,11 +29,11 @@ def export_run(run: Path, out: Path, dtype: torch.dtype = torch.float16, which: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m model.export", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m training.export", description=__doc__.splitlines()[0])
     parser.add_argument("--run", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--which", default="best",
-                        help="checkpoint directory inside the run: best (default), last, or e.g. avg from model.average")
+                        help="checkpoint directory inside the run: best (default), last, or e.g. avg from training.average")
     parser.add_argument("--fp32", action="store_true", help="keep float32 weights (default: float16)")
     args = parser.parse_args(argv)
     try:

@@ -8,15 +8,12 @@ import math
 import numpy as np
 import pandas as pd
 import streamlit as st
-import torch
 
 from app.charts import training as charts
-from app.current import current_checkpoint, plot
-from model.analysis import parameter_counts
-from model.label_smoothing import smoothed_targets
-from model.explain import smoothed_loss_floor
-from model.schedule import noam_lr, training_segments
+from app.page import plot, require_checkpoint, to_numpy
+from explain.training import parameter_counts, smoothed_loss_floor, smoothed_targets
 from model.transformer import count_parameters
+from training.schedule import noam_lr, training_segments
 
 log = logging.getLogger("attention_explorer")
 LOG_COLUMNS = {"step", "loss", "lr"}
@@ -172,7 +169,7 @@ def label_smoothing_panel(ckpt) -> None:
                 f"10-piece vocabulary so that the small bars stay visible; drag ε to see the mass move.")
     eps = st.slider("ε", 0.0, 0.5, used, step=0.01, key="ls_eps")
     small_v, true = 10, 3
-    dist = smoothed_targets(torch.tensor([true]), small_v, eps)[0].numpy()
+    dist = to_numpy(smoothed_targets([true], small_v, eps)[0])
     plot(charts.label_smoothing_bars(dist, [f"piece {i}" + (" (true)" if i == true else "") for i in range(small_v)],
                                      eps), "model_label_smoothing")
     st.caption("It makes the model less sure of itself: perplexity gets worse (probability mass is kept away from "
@@ -234,7 +231,7 @@ def model_card_panel(ckpt) -> None:
 
 def render() -> None:
     st.title("Model and training")
-    ckpt = current_checkpoint()
+    ckpt = require_checkpoint()
     if ckpt is None:
         return
     config_panel(ckpt)

@@ -1,4 +1,5 @@
-"""Several sentences padded into one batch and run teacher-forced, so the UI can show the masks at work.
+"""The Masks page: several sentences padded into one batch and run teacher-forced, so the masks can be seen
+at work.
 
 A single sentence never needs padding; the masks only matter once sentences of different lengths
 share a batch. This module builds that batch exactly as training does (pad id on the right) and
@@ -8,18 +9,13 @@ from __future__ import annotations
 
 import torch
 
-from .config import DecodeConfig
-from .inference import prepare_source, translate
-from .masks import causal_mask, padding_mask
-from .tokenizer import Tokenizer
-from .trace import AttentionTrace
-from .transformer import Transformer
-
-
-def _pad(rows: list[list[int]], pad_id: int, device: torch.device) -> torch.Tensor:
-    """Right-pad id lists to one length. -> [B, L]."""
-    width = max(len(r) for r in rows)
-    return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], device=device)  # [B, L]
+from model.attention import INTERNALS
+from model.config import DecodeConfig
+from model.inference import pad_batch, prepare_source, translate
+from model.masks import causal_mask, padding_mask
+from model.tokenizer import Tokenizer
+from model.trace import AttentionTrace
+from model.transformer import Transformer
 
 
 @torch.inference_mode()
@@ -30,7 +26,7 @@ def padded_batch_trace(model: Transformer, tokenizer: Tokenizer, texts: list[str
 
     ``targets`` are output token ids per sentence (ending with EOS, as a decoder produces them);
     by default each sentence's greedy translation. The decoder reads BOS + target[:-1], like
-    ``inference.teacher_forced_trace``. Returns (src_ids [B, S], tgt_in [B, T], trace) where
+    the decoder did while translating. Returns (src_ids [B, S], tgt_in [B, T], trace) where
     padded positions hold ``pad_id``. Raises ``inference.InputError`` for an empty text.
     """
     if not texts:
@@ -43,8 +39,8 @@ def padded_batch_trace(model: Transformer, tokenizer: Tokenizer, texts: list[str
         targets = [list(translate(model, tokenizer, t, DecodeConfig(beam_size=1)).target_ids) for t in texts]
     decoder_inputs = [([cfg.bos_id] + list(t)[:-1])[:cfg.max_len] for t in targets]
     device = next(model.parameters()).device
-    src = _pad(sources, cfg.pad_id, device)  # [B, S]
-    tgt_in = _pad(decoder_inputs, cfg.pad_id, device)  # [B, T]
+    src = pad_batch(sources, cfg.pad_id, device)  # [B, S]
+    tgt_in = pad_batch(decoder_inputs, cfg.pad_id, device)  # [B, T]
     _, trace = model(src, tgt_in, return_attention=True)
     return src, tgt_in, trace
 
@@ -67,3 +63,14 @@ def mask_parts(src: torch.Tensor, tgt_in: torch.Tensor, pad_id: int) -> dict[str
         "target padding & causal": tgt_pad & causal,
         "cross": src_pad.expand(b, t, s),
     }
+
+
+@torch.no_grad()
+def unmasked_scores(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, kind: str, layer: int
+                    ) -> torch.Tensor:
+    """QK^T / sqrt(d_k) of one attention sub-layer of a (padded) batch *before* the mask overwrites the
+    forbidden cells, as the forward pass computed them: src [B, S], tgt [B, T] -> [B, H, Q, K]. Where the
+    mask allows, these equal the trace's scores; elsewhere they are what the model computed and then threw
+    away."""
+    _, trace = model(src, tgt, return_attention=INTERNALS)
+    return trace.internals[kind][layer].unmasked  # [B, H, Q, K]

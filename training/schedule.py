@@ -19,7 +19,7 @@ RECIPE_KEYS = ("lr_factor", "warmup", "max_tokens", "bf16")
 def training_segments(meta: dict) -> list[dict]:
     """The stretches a checkpoint was trained in, oldest first, from its meta.
 
-    Each continuation (``model.train --init-from``) records the earlier run's recipe as
+    Each continuation (``training.train --init-from``) records the earlier run's recipe as
     ``continued_from`` (chained through ``earlier``), so a curve with several restarts can still say
     which learning-rate factor, warm-up and batch size held where. Each segment: first_step,
     last_step, first_epoch, last_epoch and the RECIPE_KEYS.

@@ -6,14 +6,14 @@ import json
 import pytest
 import torch
 
-from model.average import average_checkpoints
-from model.average import main as average_main
+from training.average import average_checkpoints
+from training.average import main as average_main
 from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from model.export import main as export_main
-from model.train import main as train_main
+from training.export import main as export_main
+from training.train import main as train_main
 from model.transformer import Transformer
 from tests.conftest import tiny_config
-from tests.model.test_train import TINY
+from tests.training.test_train import TINY
 
 
 def _saved(tmp_path, tokenizer, name: str, seed: int, steps: int, **config):

@@ -1,7 +1,7 @@
 """BLEU and chrF (sacrebleu) of a checkpoint on a corpus split, overall, per source and by length, plus
 diagnostics of how much it uses its source and how well it fits its training data.
 
-CLI: python -m model.evaluate --checkpoint pretrained/en-de --split test [--beam 1 4] [--json FILE]
+CLI: python -m training.evaluate --checkpoint pretrained/en-de --split test [--beam 1 4] [--json FILE]
 """
 from __future__ import annotations
 
@@ -15,10 +15,14 @@ import pandas as pd
 import sacrebleu
 import torch
 
-from .config import DecodeConfig
-from .decoding import decode_steps
-from .tokenizer import Tokenizer
-from .transformer import Transformer
+from model.checkpoint import CheckpointError, load_checkpoint
+from model.config import DecodeConfig
+from model.decoding import DecodeResult, decode_steps
+from model.tokenizer import Tokenizer
+from model.transformer import Transformer
+
+from .data import load_corpus
+from .diagnostics import source_reliance
 
 
 @torch.inference_mode()
@@ -29,9 +33,9 @@ def translate_many(model: Transformer, tokenizer: Tokenizer, sentences: Sequence
     config = DecodeConfig(beam_size=beam_size, max_len=min(max_len, model.config.max_len - 1))
     outputs = []
     for text in sentences:
-        ids = tokenizer.encode(text)[: model.config.max_len - 1] + [tokenizer.eos_id]
-        *_, last = decode_steps(model, torch.tensor(ids, device=device), config, return_attention=False)
-        outputs.append(tokenizer.decode(last.finished[0].tokens))
+        ids = tokenizer.encode_source(text, model.config.max_len)
+        steps = list(decode_steps(model, torch.tensor(ids, device=device), config, return_attention=False))
+        outputs.append(tokenizer.decode(DecodeResult.from_steps(steps, 1).best.tokens))
     return outputs
 
 
@@ -63,37 +67,8 @@ def evaluate_frame(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame
     return report, hyps
 
 
-def source_reliance(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame, train: pd.DataFrame,
-                    max_tokens: int = 4096) -> dict:
-    """How much the model's predictions depend on its source, and how well it fits its training data.
-
-    Per-token loss (nats, no label smoothing) of the references given their own sources, given another
-    sentence's source (rotated by one row, so usually one of the same kind), and on an equally large
-    sample of the training split. A translating model loses much more without its own source; a train
-    loss close to the held-out loss means under-fitting (more training helps, more dropout would not).
-    attention_entropy says how the source is read (model.analysis.attention_entropy).
-    """
-    from .analysis import attention_entropy
-    from .data import encode_pairs
-    from .train import validation_loss
-
-    limit = model.config.max_len - 1
-    pairs = encode_pairs(tokenizer, frame["en"].tolist(), frame["de"].tolist(), limit)
-    other_source = [(pairs[i - 1][0], target) for i, (_, target) in enumerate(pairs)]
-    sample = train.sample(n=min(len(frame), len(train)), random_state=0)
-    train_pairs = encode_pairs(tokenizer, sample["en"].tolist(), sample["de"].tolist(), limit)
-    return {"nll": round(validation_loss(model, pairs, max_tokens), 4),
-            "nll_other_source": round(validation_loss(model, other_source, max_tokens), 4),
-            "nll_train_sample": round(validation_loss(model, train_pairs, max_tokens), 4),
-            "attention_entropy": attention_entropy(model, pairs, max_tokens),
-            "n": len(pairs)}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    from .checkpoint import CheckpointError, load_checkpoint
-    from .data import load_corpus
-
-    parser = argparse.ArgumentParser(prog="python -m model.evaluate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default="pretrained/en-de")
     parser.add_argument("--corpus", default="data/en-de.tsv.gz")
     parser.add_argument("--split", default="test", choices=["train", "valid", "test"])

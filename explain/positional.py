@@ -1,0 +1,53 @@
+"""The Positional encoding page: why sinusoidal offsets are a linear map, how positions resemble each other,
+and what the first layer of the current sentence reads (token embedding x sqrt(d_model) + PE)."""
+from __future__ import annotations
+
+import torch
+
+from model.positional import inverse_frequencies, sinusoidal_encoding
+from model.transformer import Transformer
+
+
+def pe_similarity(max_len: int, d_model: int) -> torch.Tensor:
+    """Dot products of every pair of positional encodings, PE PE^T. -> [max_len, max_len].
+
+    Depends only on the offset between the two positions (sum of cos(w_i * offset)), which is why
+    the band structure is the same along every diagonal.
+    """
+    pe = sinusoidal_encoding(max_len, d_model)  # [P, D]
+    return pe @ pe.T  # [P, P]
+
+
+def offset_map(d_model: int, offset: int) -> torch.Tensor:
+    """The matrix M_k with PE[p + k] = PE[p] @ M_k for every position p. -> [D, D].
+
+    Block diagonal: one 2x2 rotation by angle w_i * k per (sin, cos) pair, from
+    sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b.
+    """
+    angle = inverse_frequencies(d_model, torch.float64) * offset  # [D/2]
+    m = torch.zeros(d_model, d_model, dtype=torch.float64)
+    idx = torch.arange(0, d_model, 2)
+    m[idx, idx], m[idx + 1, idx] = torch.cos(angle), torch.sin(angle)
+    m[idx, idx + 1], m[idx + 1, idx + 1] = -torch.sin(angle), torch.cos(angle)
+    return m
+
+
+def offset_error(max_len: int, d_model: int, offset: int) -> float:
+    """Largest |PE[p + k] - PE[p] @ M_k| over all positions that fit: float32 rounding, about 1e-6."""
+    pe = sinusoidal_encoding(max_len, d_model).double()  # [P, D]
+    if not 0 < offset < max_len:
+        raise ValueError(f"offset must be in [1, {max_len}), got {offset}")
+    shifted = pe[:-offset] @ offset_map(d_model, offset)  # [P - k, D]
+    return float((pe[offset:] - shifted).abs().max())
+
+
+@torch.no_grad()
+def embedding_parts(model: Transformer, ids: list[int]) -> dict[str, torch.Tensor]:
+    """What the first layer reads, before dropout: token [L, D] = E[ids] * sqrt(d_model), positional [L, D]
+    = PE[0..L-1], and their sum [L, D]."""
+    index = torch.tensor(ids, device=model.embed.token.weight.device)
+    token = model.embed.token(index) * model.embed.scale  # [L, D]
+    positional = model.embed.positional[: len(ids)]  # [L, D]
+    return {"token": token.cpu(), "positional": positional.cpu(), "sum": (token + positional).cpu()}
+
+

@@ -1,0 +1,35 @@
+"""The training objective (paper section 5.4): cross-entropy against label-smoothed targets, and the plain
+per-token loss that validation reports."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from model.transformer import Transformer
+
+from .data import Batch, Pair, iterate_batches, token_batches
+
+
+def loss_fn(model: Transformer, batch: Batch, label_smoothing: float, bf16: bool) -> torch.Tensor:
+    """Mean label-smoothed cross-entropy per target token (padding ignored)."""
+    device = model.embed.token.weight.device
+    src, tgt_in, tgt_out = batch.src.to(device), batch.tgt_in.to(device), batch.tgt_out.to(device)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+        logits = model(src, tgt_in)  # [B, T, V]
+    return F.cross_entropy(logits.float().flatten(0, 1), tgt_out.flatten(), ignore_index=model.config.pad_id,
+                           label_smoothing=label_smoothing)
+
+
+@torch.no_grad()
+def validation_loss(model: Transformer, pairs: list[Pair], max_tokens: int) -> float:
+    """Per-token negative log-likelihood (no smoothing) on the validation split."""
+    model.eval()
+    total, tokens = 0.0, 0
+    for _, batch in iterate_batches(pairs, token_batches(pairs, max_tokens), model.config.pad_id, model.config.bos_id):
+        n = batch.n_tokens
+        total += float(loss_fn(model, batch, 0.0, False)) * n
+        tokens += n
+    model.train()
+    return total / max(tokens, 1)
+
+
