@@ -19,7 +19,7 @@ def _upload_ui() -> None:
                 name = load_upload(files)
             except CheckpointError as exc:
                 st.error(f"Cannot use this checkpoint: {exc}")
-            except Exception:  # noqa: BLE001 - anything else is our bug: log it, keep the app alive
+            except Exception:  # anything else is our bug: log it, keep the app alive
                 log.exception("loading an uploaded checkpoint failed")
                 st.error("Cannot use this checkpoint: it could not be read.")
             else:

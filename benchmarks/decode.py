@@ -27,10 +27,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from model.config import DecodeConfig, ModelConfig  # noqa: E402
-from model.decoding import beam_search, greedy_decode  # noqa: E402
-from model.masks import decoder_self_mask  # noqa: E402
-from model.transformer import Transformer  # noqa: E402
+from model.config import DecodeConfig, ModelConfig
+from model.decoding import beam_search, greedy_decode
+from model.masks import decoder_self_mask
+from model.transformer import Transformer
 
 
 @torch.inference_mode()

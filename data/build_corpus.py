@@ -224,7 +224,7 @@ def parse_ding_line(line: str) -> list[tuple[str, str]]:
     if len(de_parts) != len(en_parts):
         return []
     pairs = []
-    for de_raw, en_raw in zip(de_parts, en_parts):
+    for de_raw, en_raw in zip(de_parts, en_parts, strict=True):
         de = _ding_clean(strip_ding_notes(de_raw))
         en = _ding_clean(strip_ding_notes(en_raw))
         if any(bad in text for text in (en, de) for bad in ("...", "~", " /", "/ ")):
@@ -404,7 +404,7 @@ def clean_mo_pair(msgid: str, msgstr: str) -> list[tuple[str, str]]:
     if not en or not de or en.casefold() == de.casefold():
         return []
     en_sents, de_sents = split_sentences(en, "en"), split_sentences(de, "de")
-    candidates = list(zip(en_sents, de_sents)) if len(en_sents) == len(de_sents) else [(en, de)]
+    candidates = list(zip(en_sents, de_sents, strict=True)) if len(en_sents) == len(de_sents) else [(en, de)]
     return [
         (e, d)
         for e, d in candidates
@@ -446,7 +446,7 @@ def deduplicate(pairs: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, s
     source_rank = {name: i for i, name in enumerate(SOURCES)}
     counts = collections.Counter((src, en, de) for src, en, de in pairs)
     pair_counts = collections.Counter()
-    for (src, en, de), n in counts.items():
+    for (_, en, de), n in counts.items():
         pair_counts[(english_key(en), de)] += n
     best: dict[str, tuple] = {}
     for src, en, de in counts:

@@ -226,7 +226,7 @@ def _select(scores: torch.Tensor, eos_id: int, beam_size: int) -> list[Candidate
     vocab = scores.size(1)
     top_scores, top_idx = scores.flatten().topk(min(2 * beam_size, scores.numel()))  # [2k]
     chosen, kept = [], 0
-    for rank, (s, idx) in enumerate(zip(top_scores.tolist(), top_idx.tolist())):
+    for rank, (s, idx) in enumerate(zip(top_scores.tolist(), top_idx.tolist(), strict=True)):
         row, token = divmod(idx, vocab)
         if token == eos_id:
             status = "finished" if rank < beam_size else "pruned"

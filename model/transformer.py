@@ -99,7 +99,9 @@ class DecoderState:
 
     def reorder(self, index: torch.Tensor) -> "DecoderState":
         """Keep rows ``index`` [B'] (beam search's back-pointers), in that order."""
-        pick = lambda kv: (kv[0].index_select(0, index), kv[1].index_select(0, index))  # noqa: E731
+        def pick(kv: KeyValue) -> KeyValue:
+            return kv[0].index_select(0, index), kv[1].index_select(0, index)
+
         mask = None if self.cross_mask is None else self.cross_mask.index_select(0, index)
         return DecoderState([pick(kv) for kv in self.memory_kv], mask,
                             None if self.past is None else [pick(kv) for kv in self.past], self.length)

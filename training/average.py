@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CheckpointError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for directory, loss in zip(args.checkpoints, losses):
+    for directory, loss in zip(args.checkpoints, losses, strict=False):  # no losses without --corpus
         print(f"{directory}: validation loss {loss}")
     if args.corpus:
         ckpt.meta["valid_loss"] = validation_losses([ckpt], args.corpus)[0]

@@ -78,7 +78,10 @@ def _score_table(report: dict, group: str = "per_source", order: Sequence[str] =
     found = report[settings[0]].get(group, {}) if settings else {}
     keys = [k for k in order if k in found] or sorted(found)
     overall = group == "per_source"
-    row = lambda cells: "| " + " | ".join(cells) + " |"  # noqa: E731
+
+    def row(cells: list[str]) -> str:
+        return "| " + " | ".join(cells) + " |"
+
     lines = [row(["decoding", *(["BLEU", "chrF"] if overall else []), *(f"{k} BLEU / chrF" for k in keys)]),
              row(["---"] * (1 + 2 * overall + len(keys)))]
     for key in settings:
@@ -147,7 +150,10 @@ def _attention_spread(entropy: dict | None) -> list[str]:
     """The attention_entropy diagnostic in words (absent from reports written before it existed)."""
     if not entropy:
         return []
-    fmt = lambda values: ", ".join(f"{v:.2f}" for v in values)  # noqa: E731
+
+    def fmt(values: list[float]) -> str:
+        return ", ".join(f"{v:.2f}" for v in values)
+
     lines = [f"- Attention spread, the mean entropy of a row as a fraction of a uniform row's (1 = evenly over "
              f"every source token, 0 = all on one), layer by layer: cross-attention {fmt(entropy['cross'])}; "
              f"encoder self-attention {fmt(entropy['encoder_self'])}."]

@@ -46,7 +46,7 @@ def reversal_corpus(n_train: int = 20000, n_valid: int = 500, n_test: int = 500,
 def encode_pairs(tokenizer: Tokenizer, sources: Sequence[str], targets: Sequence[str], max_len: int) -> list[Pair]:
     """Tokenize parallel sentences, EOS-terminated, dropping pairs longer than max_len on either side."""
     pairs = []
-    for src, tgt in zip(sources, targets):
+    for src, tgt in zip(sources, targets, strict=True):
         s, t = tokenizer.encode_source(src), tokenizer.encode_source(tgt)
         if len(s) <= max_len and len(t) <= max_len:
             pairs.append((s, t))

@@ -13,7 +13,6 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.charts.attention import plotly_text
-
 from app.charts.style import MASKED_COLOR, WEIGHT_COLORSCALE, styled
 
 ALLOWED_COLOR = "#3a78b5"

@@ -30,7 +30,7 @@ def pe_curves(pe: np.ndarray, dims: list[int], wavelengths: list[float]) -> go.F
     pe = np.asarray(pe)
     fig = go.Figure()
     positions = np.arange(pe.shape[0])
-    for i, (dim, lam) in enumerate(zip(dims, wavelengths)):
+    for i, (dim, lam) in enumerate(zip(dims, wavelengths, strict=True)):
         fig.add_trace(go.Scatter(x=positions, y=pe[:, dim], mode="lines+markers", marker=dict(size=4),
                                  name=dimension_label(dim, lam), line=dict(color=HEAD_COLORS[i % len(HEAD_COLORS)]),
                                  hovertemplate=f"dim {dim}<br>position %{{x}}<br>PE %{{y:.3f}}<extra></extra>"))

@@ -79,7 +79,7 @@ def architecture_diagram(cfg: dict) -> go.Figure:
     enc_top, _ = _stack(fig, 0.6, 4.2, [(f"Multi-head self-attention<br>{att}", "attention"), (ffn, "ffn")],
                         cfg["n_encoder_layers"], "Encoder", -0.35)
     dec_blocks = [(f"Masked multi-head self-attention<br>{att}", "attention"),
-                  (f"Multi-head cross-attention<br>Q: decoder · K, V: encoder", "attention"), (ffn, "ffn")]
+                  ("Multi-head cross-attention<br>Q: decoder · K, V: encoder", "attention"), (ffn, "ffn")]
     dec_top, centres = _stack(fig, 5.6, 9.2, dec_blocks, cfg["n_decoder_layers"], "Decoder", 0.35)
     target = "Target so far, shifted right: &lt;s&gt; y<sub>1</sub> … y<sub>t−1</sub>"
     for x0, x1, label in ((0.6, 4.2, "Source pieces (S)"), (5.6, 9.2, target)):

@@ -5,12 +5,17 @@ import logging
 import re
 from functools import partial
 
-import numpy as np
 import streamlit as st
 
 from app.charts.attention import plotly_text
-from app.charts.decoding import (TreeCandidate, attention_row_figure, beam_tree_figure, beam_tree_nodes, nbest_frame,
-                                 topk_figure)
+from app.charts.decoding import (
+    TreeCandidate,
+    attention_row_figure,
+    beam_tree_figure,
+    beam_tree_nodes,
+    nbest_frame,
+    topk_figure,
+)
 from app.charts.style import plotly_config
 from app.explorer import clamp_state, head_label, layer_head_ui, pieces_html, point_customdata, select_head
 from app.page import TRANSLATE_PAGE, to_numpy

@@ -12,8 +12,15 @@ import streamlit as st
 from app.charts import mechanics as charts
 from app.charts.masks import esc, mask_grid
 from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
-from explain.mechanics import (attention_internals, compare_scores, location_based, sample_softmax, soft_vs_hard,
-                               softmax, softmax_saturation)
+from explain.mechanics import (
+    attention_internals,
+    compare_scores,
+    location_based,
+    sample_softmax,
+    soft_vs_hard,
+    softmax,
+    softmax_saturation,
+)
 from model.trace import KIND_LABELS, KINDS
 
 log = logging.getLogger("attention_explorer")
@@ -125,7 +132,7 @@ def score_functions_panel(it, trace_row, ks: list[str], head: int, query: int) -
     """``trace_row`` [K]: the model's weights for the selected query (from the trace)."""
     st.subheader("Other ways to score a query against keys")
     allowed = to_numpy(it.mask[query])
-    keys = [p for p, a in zip(ks, allowed) if a]
+    keys = [p for p, a in zip(ks, allowed, strict=True) if a]
     if len(keys) < 2:
         st.info("This query may attend to only one key, so every score function gives it weight 1. "
                 "Pick a later query position to compare them.")

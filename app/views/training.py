@@ -2,6 +2,7 @@
 with its sizes, and how it was trained (Adam, warm-up schedule, dropout, label smoothing, its logs)."""
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 
@@ -130,7 +131,7 @@ def schedule_panel(ckpt) -> None:
     with left:
         plot(charts.lr_schedule([(label, xs, own)], stop, "This model's learning rate"), "model_lr_own")
         segments = training_segments(meta)
-        for before, after in zip(segments, segments[1:]):
+        for before, after in itertools.pairwise(segments):
             if None not in (before["lr_factor"], after["lr_factor"], before["last_step"]) \
                     and before["lr_factor"] != after["lr_factor"]:
                 st.caption(f"Training was continued from the step-{before['last_step']:,} checkpoint with factor "

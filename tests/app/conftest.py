@@ -47,6 +47,7 @@ def app_test():
         for key, value in state.items():
             at.session_state[key] = value
         if page is not None:
+            at.run()  # st.navigation registers the pages (one has a custom url_path) before a switch can find it
             at.switch_page(page)
         return at.run() if run else at
     return make

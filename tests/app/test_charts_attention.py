@@ -4,8 +4,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.charts.attention import (STAT_COLUMNS, head_stats_frame, head_view_figure, heatmap_figure, model_view_figure,
-                                  OPACITY_STEP, plotly_text)
+from app.charts.attention import (
+    OPACITY_STEP,
+    STAT_COLUMNS,
+    head_stats_frame,
+    head_view_figure,
+    heatmap_figure,
+    model_view_figure,
+    plotly_text,
+)
 from app.downloads import matrix_frame
 
 PIECES_Q = ["<s>", "▁l", "▁l", "▁o"]  # repeated pieces must stay separate rows

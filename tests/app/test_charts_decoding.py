@@ -4,8 +4,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.charts.decoding import (CHOSEN_COLOR, TreeCandidate, attention_row_figure, beam_tree_figure,
-                                 beam_tree_nodes, nbest_frame, topk_figure)
+from app.charts.decoding import (
+    CHOSEN_COLOR,
+    TreeCandidate,
+    attention_row_figure,
+    beam_tree_figure,
+    beam_tree_nodes,
+    nbest_frame,
+    topk_figure,
+)
 
 
 def test_topk_bars_are_the_probabilities_and_the_chosen_one_is_highlighted():
@@ -48,7 +55,7 @@ def test_beam_tree_nodes_are_the_candidates_with_their_parents():
     body = nodes[nodes.status != "root"]
     assert list(body.status) == [c.status for s in steps for c in s]
     assert list(body.log_prob) == [c.log_prob for s in steps for c in s]
-    piece = dict(zip(nodes.id, nodes.piece))
+    piece = dict(zip(nodes.id, nodes.piece, strict=True))
     parent_piece = [piece[p] for p in body.parent]
     # step 1 extends rows [A, B]; step 2 extends rows [E, F] (the kept nodes of step 1, in order)
     assert parent_piece == ["<s>"] * 4 + ["A", "B", "A", "B"] + ["E", "F", "E", "F"]
@@ -64,7 +71,7 @@ def test_beam_tree_figure_draws_every_node_once_with_its_status():
              for row in t.customdata]
     assert sorted(int(r[0]) for r in drawn) == list(nodes.id)
     status_of = {int(r[0]): r[4] for r in drawn if len(r) > 2}
-    assert status_of == {int(i): s for i, s in zip(nodes.id, nodes.status) if s != "root"}
+    assert status_of == {int(i): s for i, s in zip(nodes.id, nodes.status, strict=True) if s != "root"}
     best_trace = next(t for t in fig.data if t.name == "best translation")
     assert list(best_trace.text) == ["A", "&lt;/s&gt;"] and best_trace.marker.symbol[-1] == "diamond"
     pruned = next(t for t in fig.data if t.name.startswith("pruned"))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from app.resources import load_model
-from explain.positional import embedding_parts
 from explain.masks import padded_batch_trace
+from explain.positional import embedding_parts
 from model.inference import translate
 from model.positional import sinusoidal_encoding
 from training.schedule import noam_lr
@@ -71,8 +71,8 @@ def test_masks_page_weights_are_the_batch_trace_with_exact_zeros(app_test, figur
         assert np.isfinite(raw).all()
         np.testing.assert_allclose(raw[mask], trace.scores(kind)[layer, 1, head].numpy()[mask], rtol=1e-4, atol=1e-4)
         crosses = figures(at)["mask_raw_scores"]["data"][1]
-        cells = zip(np.rint(np.asarray(crosses["y"])).astype(int), np.rint(np.asarray(crosses["x"])).astype(int))
-        assert sorted(cells) == sorted(zip(*np.nonzero(~mask)))  # one cross in the corner of each masked cell
+        cells = zip(np.rint(np.asarray(crosses["y"])).astype(int), np.rint(np.asarray(crosses["x"])).astype(int), strict=True)
+        assert sorted(cells) == sorted(zip(*np.nonzero(~mask), strict=True))  # one cross in the corner of each masked cell
 
 
 def test_masks_page_longer_second_sentence_pads_the_current_one(app_test, figures):

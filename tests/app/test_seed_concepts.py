@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 PAGES = [None, "app/views/decoding.py", "app/views/positional.py", "app/views/masks.py",
          "app/views/mechanics.py", "app/views/training.py"]
 SENTENCE = "I have read the book that you gave me."

@@ -71,7 +71,7 @@ def hover_first_source_column(page) -> str:
         tooltip = page.locator(".hoverlayer .hovertext")
         try:
             tooltip.first.wait_for(state="attached", timeout=3_000)
-        except Exception:  # noqa: BLE001 - try the next point
+        except Exception:  # try the next point
             continue
         text = tooltip.first.text_content() or ""
         if text.strip():
@@ -128,7 +128,7 @@ def test_translate_then_visit_every_page(browser, streamlit_server, screenshot_d
     except Exception:
         try:  # what the browser showed, for the person reading the failure
             screenshot_whole_page(page, screenshot_dir / "failure.png")
-        except Exception:  # noqa: BLE001 - never hide the original failure
+        except Exception:  # never hide the original failure
             pass
         print(f"screenshot of the failure: {screenshot_dir / 'failure.png'}")
         print(f"server log:\n{streamlit_server.log_tail()}")
@@ -204,7 +204,7 @@ def test_clicking_a_model_view_map_or_a_statistics_row_opens_that_head(browser, 
             try:
                 page.wait_for_function(opened, timeout=5_000)
                 break
-            except Exception:  # noqa: BLE001 - the click landed before the grid was ready
+            except Exception:  # the click landed before the grid was ready
                 continue
         page.wait_for_function(opened, timeout=WAIT_MS)
         assert_no_error(page, "Translate")

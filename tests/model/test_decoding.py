@@ -72,7 +72,7 @@ class TableModel(nn.Module):
         return FakeState([()]), []
 
     def step(self, state, tokens, return_attention=False):
-        prefixes = [p + (t,) for p, t in zip(state.prefixes, tokens[:, 0].tolist())]
+        prefixes = [p + (t,) for p, t in zip(state.prefixes, tokens[:, 0].tolist(), strict=True)]
         rows = []
         for p in prefixes:
             probs = torch.full((6,), 1e-6)

@@ -3,12 +3,11 @@ attention the task needs (our proof that what we draw is what the model used).""
 from pathlib import Path
 
 import pytest
-import torch
 
 from model.checkpoint import load_checkpoint
 from model.config import DecodeConfig
-from training.data import reversal_corpus
 from model.inference import translate
+from training.data import reversal_corpus
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
 
@@ -35,7 +34,7 @@ def test_shipped_checkpoints_load_and_match_their_tokenizers(reverse, en_de):
 def test_reverse_model_reverses_held_out_strings(reverse):
     test = reversal_corpus(seed=1).query("split == 'test'").head(100)  # the run's own held-out split (seed 1)
     outputs = [translate(reverse.model, reverse.tokenizer, s).text for s in test["en"]]
-    assert sum(o == ref for o, ref in zip(outputs, test["de"])) >= 95
+    assert sum(o == ref for o, ref in zip(outputs, test["de"], strict=True)) >= 95
 
 
 def test_reverse_cross_attention_peaks_on_the_mirrored_position(reverse):

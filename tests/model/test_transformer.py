@@ -96,10 +96,10 @@ def test_whole_model_equals_torch_reference_transformer_with_the_same_weights():
     encoder = nn.TransformerEncoder(enc_layer, cfg.n_encoder_layers, enable_nested_tensor=False).eval()
     decoder = nn.TransformerDecoder(dec_layer, cfg.n_decoder_layers).eval()
     with torch.no_grad():
-        for ref, ours in zip(encoder.layers, m.encoder.layers):
+        for ref, ours in zip(encoder.layers, m.encoder.layers, strict=True):
             copy_attention_into_torch(ref.self_attn, ours.self_attn)
             _copy_block(ref, ours)
-        for ref, ours in zip(decoder.layers, m.decoder.layers):
+        for ref, ours in zip(decoder.layers, m.decoder.layers, strict=True):
             copy_attention_into_torch(ref.self_attn, ours.self_attn)
             copy_attention_into_torch(ref.multihead_attn, ours.cross_attn)
             _copy_block(ref, ours)

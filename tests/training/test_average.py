@@ -6,14 +6,14 @@ import json
 import pytest
 import torch
 
-from training.average import average_checkpoints
-from training.average import main as average_main
 from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from training.export import main as export_main
-from training.train import main as train_main
 from model.transformer import Transformer
 from tests.conftest import tiny_config
 from tests.training.test_train import TINY
+from training.average import average_checkpoints
+from training.average import main as average_main
+from training.export import main as export_main
+from training.train import main as train_main
 
 
 def _saved(tmp_path, tokenizer, name: str, seed: int, steps: int, **config):

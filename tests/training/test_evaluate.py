@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from training.card import build_card
 from model.checkpoint import load_checkpoint
+from training.card import build_card
 from training.data import load_corpus, reversal_corpus
 from training.diagnostics import source_reliance
 from training.evaluate import main as evaluate_main
