@@ -51,7 +51,7 @@ class AttentionView:
 
 
 def attention_view(translation: Translation, kind: str, word_level: bool = False) -> AttentionView:
-    """The weights and labels of one kind; word_level merges pieces with model.analysis.merge_to_words."""
+    """The weights and labels of one kind; word_level merges pieces with explain.heads.merge_to_words."""
     src = list(translation.source.pieces)
     dec_in = list(translation.target_input_pieces)
     queries, keys = (src, src) if kind == "enc_self" else (dec_in, dec_in if kind == "dec_self" else src)
@@ -61,11 +61,13 @@ def attention_view(translation: Translation, kind: str, word_level: bool = False
     if not word_level:
         predicts = list(translation.target_pieces) if kind != "enc_self" else None
         mask = to_numpy(translation.trace.mask(kind)[0, 0])
-        return AttentionView(to_numpy(weights), queries, keys, q_title, k_title, predicts, mask)
+        return AttentionView(weights=to_numpy(weights), query_labels=queries, key_labels=keys, query_title=q_title,
+                             key_title=k_title, predicts=predicts, mask=mask)
     q_groups, k_groups = word_groups(queries), word_groups(keys)
     merged = merge_to_words(weights, q_groups, k_groups)  # [L, H, Qw, Kw]
-    return AttentionView(to_numpy(merged), word_labels(queries, q_groups), word_labels(keys, k_groups),
-                         q_title.replace("piece", "word"), k_title.replace("piece", "word"), None, None)
+    return AttentionView(weights=to_numpy(merged), query_labels=word_labels(queries, q_groups),
+                         key_labels=word_labels(keys, k_groups), query_title=q_title.replace("piece", "word"),
+                         key_title=k_title.replace("piece", "word"), predicts=None, mask=None)
 
 
 def select_head(per_head: np.ndarray, head: int) -> np.ndarray:

@@ -10,7 +10,7 @@ from model.checkpoint import CheckpointError
 
 def _upload_ui() -> None:
     with st.expander("Use your own checkpoint"):
-        st.caption("Upload the three files of a checkpoint made by `python -m model.train`: "
+        st.caption("Upload the three files of a checkpoint made by `python -m training.train`: "
                    "model.safetensors, config.json and tokenizer.model. It stays in your session only.")
         files = st.file_uploader("Checkpoint files", type=["safetensors", "json", "model"],
                                  accept_multiple_files=True, key="upload_files")

@@ -62,7 +62,8 @@ def store() -> TranslationStore:
 
 def current_request() -> Request:
     s = st.session_state
-    return Request(s["model_name"], s["text"], int(s["beam_size"]), int(s["max_len"]), float(s["length_penalty"]))
+    return Request(model_name=s["model_name"], text=s["text"], beam_size=int(s["beam_size"]), max_len=int(s["max_len"]),
+                   length_penalty=float(s["length_penalty"]))
 
 
 def translate_request(request: Request) -> Translation:

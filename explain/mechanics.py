@@ -112,6 +112,18 @@ def compare_scores(query: torch.Tensor, keys: torch.Tensor, seed: int = 0) -> di
     }
 
 
+def score_function_weights(internals: AttentionInternals, head: int, query: int) -> dict[str, torch.Tensor]:
+    """The weights [K'] each score function of the notes gives one head's query over the K' keys it may attend
+    to, all on the same projected vectors: additive, general, dot and scaled dot (then softmax), and
+    location-based (from the query alone)."""
+    allowed = internals.mask[query]  # [K]
+    q = internals.q[head, query].float().cpu()  # [d_k]
+    keys = internals.k[head][allowed].float().cpu()  # [K', d_k]
+    weights = {name: softmax(scores) for name, scores in compare_scores(q, keys).items()}
+    weights["location-based"] = location_based(q, keys.size(0))
+    return weights
+
+
 def location_based(query: torch.Tensor, n_keys: int, seed: int = 0) -> torch.Tensor:
     """Luong's location-based alignment softmax(W_a s): weights [K] from the query alone, ignoring the keys."""
     g = torch.Generator().manual_seed(seed + 1)

@@ -133,4 +133,4 @@ class MultiHeadAttention(nn.Module):
         kept = None
         if return_attention == INTERNALS:
             kept = Intermediates(query_input=query, q=q, k=k, v=v, unmasked=unmasked, context=context, output=output)
-        return AttentionOutput(output, (k, v), weights, scores, kept)
+        return AttentionOutput(output=output, key_value=(k, v), weights=weights, scores=scores, intermediates=kept)

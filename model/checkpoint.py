@@ -138,4 +138,4 @@ def load_checkpoint(directory: str | Path, device: torch.device | str = "cpu") -
         raise CheckpointError(f"{WEIGHTS} is larger than {MAX_WEIGHTS_BYTES // 2**20} MB")
     model = Transformer(config)
     model.load_state_dict(read_weights(weights_path.read_bytes(), model), strict=True)
-    return Checkpoint(model.to(device).eval(), tokenizer, config, meta, directory)
+    return Checkpoint(model=model.to(device).eval(), tokenizer=tokenizer, config=config, meta=meta, path=directory)

@@ -135,7 +135,8 @@ def _pick_node(chart_key: str) -> None:
 def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t: int, chosen: Candidate) -> None:
     """The search tree and the n-best list."""
     steps = translation.result.steps
-    tree = [[TreeCandidate(c.row, c.token, tokenizer.id_to_piece(c.token), c.log_prob, c.status)
+    tree = [[TreeCandidate(row=c.row, token=c.token, piece=tokenizer.id_to_piece(c.token), log_prob=c.log_prob,
+                           status=c.status)
              for c in s.candidates] for s in steps]
     nodes = beam_tree_nodes(tree, [(h.tokens, h.path) for h in translation.result.hypotheses])
     selected = nodes[(nodes.step == t) & (nodes.row == chosen.row) & (nodes.token == chosen.token)].id

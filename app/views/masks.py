@@ -133,7 +133,7 @@ def render() -> None:
     model_name = st.session_state["model_name"]
     other = other_ui(model_name)
     try:
-        other_translation = translate_request(Request(model_name, other))
+        other_translation = translate_request(Request(model_name=model_name, text=other))
         src, tgt_in, trace = padded_batch_trace(
             ckpt.model, ckpt.tokenizer, [translation.source.text, other_translation.source.text],
             [list(translation.target_ids), list(other_translation.target_ids)])

@@ -14,11 +14,9 @@ from app.charts.masks import esc, mask_grid
 from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
 from explain.mechanics import (
     attention_internals,
-    compare_scores,
-    location_based,
     sample_softmax,
+    score_function_weights,
     soft_vs_hard,
-    softmax,
     softmax_saturation,
 )
 from model.trace import KIND_LABELS, KINDS
@@ -128,8 +126,7 @@ def multihead_panel(it, qs: list[str], head: int, query: int, n_heads: int) -> N
         plot(charts.output_matrix(to_numpy(it.output.float()), qs, it.output.shape[-1], query), "mech_output")
 
 
-def score_functions_panel(it, trace_row, ks: list[str], head: int, query: int) -> None:
-    """``trace_row`` [K]: the model's weights for the selected query (from the trace)."""
+def score_functions_panel(it, ks: list[str], head: int, query: int) -> None:
     st.subheader("Other ways to score a query against keys")
     allowed = to_numpy(it.mask[query])
     keys = [p for p, a in zip(ks, allowed, strict=True) if a]
@@ -137,10 +134,7 @@ def score_functions_panel(it, trace_row, ks: list[str], head: int, query: int) -
         st.info("This query may attend to only one key, so every score function gives it weight 1. "
                 "Pick a later query position to compare them.")
         return
-    q_vec = it.q[head, query].float().cpu()
-    k_vecs = it.k[head].float().cpu()[it.mask[query].cpu()]  # the keys this query may attend to
-    weights = {name: to_numpy(softmax(s)) for name, s in compare_scores(q_vec, k_vecs).items()}
-    weights["location-based"] = location_based(q_vec, len(keys)).numpy()
+    weights = {name: to_numpy(w) for name, w in score_function_weights(it, head, query).items()}
     st.markdown("Attention began as an add-on to recurrent encoder-decoders (seq2seq, Sutskever 2014): the RNN "
                 "decoder's state s<sub>t</sub> (the query) was scored against every encoder state h<sub>i</sub> (the "
                 "keys, which were also the values) so the decoder could look back at the whole source instead of one "
@@ -170,7 +164,7 @@ def score_functions_panel(it, trace_row, ks: list[str], head: int, query: int) -
                 "Local attention (Luong) is in between: soft, but only over a window of keys around a predicted "
                 "position, so it is cheaper than global and still differentiable. The Transformer uses soft, global "
                 "attention everywhere.")
-    parts = {k: to_numpy(t) for k, t in soft_vs_hard(trace_row, it.v[head].float().cpu()).items()}
+    parts = {k: to_numpy(t) for k, t in soft_vs_hard(it.weights[head, query], it.v[head]).items()}
     plot(charts.soft_hard(parts["soft"], parts["hard"], parts["soft_output"], parts["hard_output"], ks),
          "mech_soft_hard")
 
@@ -211,7 +205,7 @@ def head_panel(ckpt, translation) -> None:
     st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V")
     stages_panel(it, trace_weights, qs, ks, head, query)
     multihead_panel(it, qs, head, query, n_heads)
-    score_functions_panel(it, trace.weights(kind)[layer, 0, head, query].float().cpu(), ks, head, query)
+    score_functions_panel(it, ks, head, query)
 
 
 def render() -> None:
