@@ -7,7 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
+
+from model.checkpoint import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "streamlit_app.py")
@@ -17,10 +20,6 @@ APP = str(ROOT / "streamlit_app.py")
 def shipped():
     """Factory: shipped(name) -> model.checkpoint.Checkpoint of pretrained/<name> on the CPU, loaded once
     (independently of the app's cache), to compare what the app draws with a direct model call."""
-    import torch
-
-    from model.checkpoint import load_checkpoint
-
     cache = {}
 
     def load(name: str = "reverse"):

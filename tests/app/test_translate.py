@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from app.charts.attention import OPACITY_STEP, plotly_text
+from app.explorer import point_customdata
 from app.translation import MAX_INPUT_CHARS
 from explain.heads import merge_to_words
 from model.config import DecodeConfig
@@ -181,6 +182,5 @@ def test_a_weak_model_says_so_from_its_own_test_scores(app_test, shipped):
 ])
 def test_a_clicked_points_customdata_reads_in_order(sent, expected):
     """The model-view click opened the wrong head when a typed array's keys were read as its values."""
-    from app.explorer import point_customdata
 
     assert point_customdata(sent) == expected

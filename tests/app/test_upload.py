@@ -3,6 +3,7 @@ with a message that names the problem (AppTest cannot drive st.file_uploader, so
 sidebar calls it)."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,8 +69,6 @@ def test_missing_or_foreign_files_are_named():
 
 def test_an_upload_with_nonsense_training_facts_still_opens_every_model_page_section(app_test):
     """meta is free-form JSON: wrong types are dropped at load, so the Model page draws without them."""
-    import json
-
     config = json.loads((MODELS["reverse"] / "config.json").read_text())
     config["meta"] = {"warmup": "abc", "steps": "many", "lr_factor": True, "label_smoothing": "a",
                       "epochs": 3, "continued_from": {"step": "x", "lr_factor": 0.5, "earlier": 7}}

@@ -3,6 +3,7 @@ hand-written fixtures (Ding lines, a .mo file written byte by byte). No Debian n
 
 from __future__ import annotations
 
+import collections
 import csv
 import gzip
 import importlib.util
@@ -357,8 +358,6 @@ def test_make_rows_no_english_in_two_splits_and_sorted():
 
 
 def test_check_split_sizes():
-    import collections
-
     small = {"all": collections.Counter(train=90_000, valid=999, test=1_500)}
     assert len(bc.check_split_sizes(small)) == 1
     ok = {"all": collections.Counter(train=90_000, valid=1_000, test=1_000)}
@@ -384,8 +383,6 @@ def test_tsv_gzip_is_byte_deterministic_and_round_trips_quotes():
 
 
 def test_render_attribution_names_every_source_licence_and_count():
-    import collections
-
     counts = {s: collections.Counter(train=10 * (i + 1)) for i, s in enumerate(bc.SOURCES)}
     counts["all"] = collections.Counter(train=100)
     text = bc.render_attribution(counts, {"trans-de-en": "1.9-6"})

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -94,8 +95,6 @@ def browser():
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install chromium` "
                     "(the real-browser tests need it; `playwright install` does not work offline).")
-    from playwright.sync_api import sync_playwright
-
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
