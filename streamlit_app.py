@@ -1,7 +1,11 @@
 """Attention Explorer: the router. Run with `streamlit run streamlit_app.py`."""
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported: see stack-notes (CPU threads)
+# Before torch is imported (see stack-notes, CPU threads): one intra-op thread per decode is faster here than two
+# (benchmarks/decode.py: 1.12x slower on 2), and leaves the other core to another session; threads that wait
+# passively do not starve a shared CPU.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st
 

@@ -1,11 +1,15 @@
 """Decoding speed, as ratios measured within one run (the machine is shared and noisy).
 
-    python benchmarks/decode.py [--repeats 5] [--tokens 30] [--threads N]
+    python benchmarks/decode.py [--repeats 5] [--tokens 30] [--threads 1 2] [--no-engines]
 
 A model of the shipped size (d_model 256, 8 heads, 3+3 layers, d_ff 1024, vocab 8000), randomly
 initialised (speed does not depend on the weights; the EOS row is zeroed so every run generates
-exactly --tokens tokens). Measured, interleaved and repeated, medians reported:
-  * attention capture: greedy and beam 4 with return_attention=True vs False (target <= 1.15x)
+exactly --tokens tokens). Measured, interleaved and repeated, medians reported, for each thread count:
+  * attention capture: greedy and beam 4 with return_attention=True vs False (target <= 1.05x)
+  * other engines on a model of the same size, when installed (pip install -r requirements-bench.txt):
+    CTranslate2 float32 and int8 (no attention; it returns one averaged cross-attention at most) and
+    Hugging Face Marian with output_attentions (eager attention); target: our greedy and beam 4 with every
+    attention captured <= CTranslate2 float32 without attention
   * KV cache: greedy with the cache vs re-running the whole model on (source, prefix) every step, the
     simplest decoder (target >= 3x); also vs a decoder-only re-run that keeps the encoder output, and at
     120 tokens, where the prefix work dominates
@@ -26,6 +30,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engines import engine_cases
 
 from model.config import DecodeConfig, ModelConfig
 from model.decoding import beam_search, greedy_decode
@@ -65,65 +71,92 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
+def medians(cases: dict, repeats: int) -> dict[str, float]:
+    """Median seconds of each case, the cases interleaved so that machine noise hits them alike."""
+    for fn in cases.values():  # warm-up
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeats):
+        for name, fn in cases.items():
+            times[name].append(timed(fn))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def verdict(value: float, target: float, larger_is_better: bool = False) -> str:
+    return "OK" if (value >= target if larger_is_better else value <= target) else "MISSED"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=30)
     parser.add_argument("--long-tokens", type=int, default=120, help="a second KV-cache comparison at this length")
-    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="intra-op thread counts to compare")
+    parser.add_argument("--no-engines", action="store_true", help="skip CTranslate2 and Hugging Face")
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = Transformer(ModelConfig(vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=3, n_decoder_layers=3,
-                                    d_ff=1024)).eval()
+    dims = dict(d_model=256, heads=8, layers=3, d_ff=1024)
+    model = Transformer(ModelConfig(vocab_size=8000, d_model=dims["d_model"], n_heads=dims["heads"],
+                                    n_encoder_layers=dims["layers"], n_decoder_layers=dims["layers"],
+                                    d_ff=dims["d_ff"])).eval()
     with torch.no_grad():
         model.embed.token.weight[model.config.eos_id].zero_()
     src = torch.randint(4, 8000, (20,))
     src[-1] = model.config.eos_id
     n = args.tokens
     greedy, beam = DecodeConfig(beam_size=1, max_len=n), DecodeConfig(beam_size=4, max_len=n)
-    cases = {
-        "greedy, capture": lambda: greedy_decode(model, src, greedy, return_attention=True),
+    produced = len(greedy_decode(model, src, greedy, return_attention=False).best.tokens)
+    cached = greedy_decode(model, src, greedy, False).best.tokens
+    assert cached == tuple(greedy_without_cache(model, src, n)) == tuple(greedy_full_forward(model, src, n)), \
+        "cached and uncached greedy disagree"
+    print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, "
+          f"torch {torch.__version__}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
+    print(f"model: d_model 256, 8 heads, 3+3 layers, d_ff 1024, vocab 8000; source 20 tokens; "
+          f"{produced} tokens generated; median of {args.repeats}, cases interleaved")
+    per_thread = {}
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        cases = {
+            "ours greedy, capture": lambda: greedy_decode(model, src, greedy, return_attention=True),
+            "ours greedy, no capture": lambda: greedy_decode(model, src, greedy, return_attention=False),
+            "ours beam 4, capture": lambda: beam_search(model, src, beam, return_attention=True),
+            "ours beam 4, no capture": lambda: beam_search(model, src, beam, return_attention=False),
+        }
+        if not args.no_engines:
+            cases |= engine_cases(src.tolist(), produced, threads, **dims)
+        med = per_thread[threads] = medians(cases, args.repeats)
+        print(f"\n{threads} intra-op thread{'s' if threads > 1 else ''}:")
+        for name, value in med.items():
+            print(f"  {name:32s} {value * 1000:8.1f} ms  {value * 1000 / produced:6.2f} ms/token")
+        for search in ("greedy", "beam 4"):
+            overhead = med[f"ours {search}, capture"] / med[f"ours {search}, no capture"]
+            print(f"  attention capture overhead, {search}: {overhead:.2f}x (target <= 1.05x) {verdict(overhead, 1.05)}")
+            ct2 = med.get(f"CTranslate2 float32, {search}")
+            if ct2:
+                ratio = med[f"ours {search}, capture"] / ct2
+                print(f"  ours {search} with every attention / CTranslate2 float32 without: {ratio:.2f}x "
+                      f"(target <= 1.0x) {verdict(ratio, 1.0)}")
+    if len(per_thread) > 1:
+        first, *rest = args.threads
+        for other in rest:
+            for name in ("ours greedy, capture", "ours beam 4, capture"):
+                ratio = per_thread[other][name] / per_thread[first][name]
+                print(f"{name}: {other} threads / {first} thread(s) = {ratio:.2f}x")
+    torch.set_num_threads(args.threads[0])
+    cache_cases = {
         "greedy, no capture": lambda: greedy_decode(model, src, greedy, return_attention=False),
-        "beam 4, capture": lambda: beam_search(model, src, beam, return_attention=True),
-        "beam 4, no capture": lambda: beam_search(model, src, beam, return_attention=False),
         "greedy, full forward": lambda: greedy_full_forward(model, src, n),
         "greedy, no KV cache": lambda: greedy_without_cache(model, src, n),
         f"greedy {args.long_tokens} tokens": lambda: greedy_decode(
             model, src, DecodeConfig(max_len=args.long_tokens), return_attention=False),
         f"greedy {args.long_tokens}, no cache": lambda: greedy_without_cache(model, src, args.long_tokens),
     }
-    produced = len(greedy_decode(model, src, greedy, return_attention=False).best.tokens)
-    cached = greedy_decode(model, src, greedy, False).best.tokens
-    assert cached == tuple(greedy_without_cache(model, src, n)) == tuple(greedy_full_forward(model, src, n)), \
-        "cached and uncached greedy disagree"
-    for fn in cases.values():  # warm-up
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(args.repeats):
-        for name, fn in cases.items():
-            times[name].append(timed(fn))
-    med = {name: statistics.median(values) for name, values in times.items()}
-    print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, "
-          f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
-          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
-    print(f"model: d_model 256, 8 heads, 3+3 layers, d_ff 1024, vocab 8000; source 20 tokens; "
-          f"{produced} tokens generated; median of {args.repeats}")
-    for name, value in med.items():
-        count = args.long_tokens if str(args.long_tokens) in name else produced
-        print(f"  {name:24s} {value * 1000:8.1f} ms  {value * 1000 / count:6.2f} ms/token")
-    capture_greedy = med["greedy, capture"] / med["greedy, no capture"]
-    capture_beam = med["beam 4, capture"] / med["beam 4, no capture"]
+    med = medians(cache_cases, args.repeats)
     full = med["greedy, full forward"] / med["greedy, no capture"]
     cache = med["greedy, no KV cache"] / med["greedy, no capture"]
-    print(f"attention capture overhead, greedy: {capture_greedy:.2f}x (target <= 1.15x) "
-          f"{'OK' if capture_greedy <= 1.15 else 'MISSED'}")
-    print(f"attention capture overhead, beam 4: {capture_beam:.2f}x (target <= 1.15x) "
-          f"{'OK' if capture_beam <= 1.15 else 'MISSED'}")
     long = med[f"greedy {args.long_tokens}, no cache"] / med[f"greedy {args.long_tokens} tokens"]
-    print(f"KV cache speed-up, greedy {n} tokens, vs re-running the whole model on the prefix: {full:.2f}x "
-          f"(target >= 3x) {'OK' if full >= 3 else 'MISSED'}")
+    print(f"\nKV cache speed-up ({args.threads[0]} thread(s)), greedy {n} tokens, vs re-running the whole model on the "
+          f"prefix: {full:.2f}x (target >= 3x) {verdict(full, 3.0, larger_is_better=True)}")
     print(f"KV cache speed-up, greedy {n} tokens, vs re-running only the decoder on the prefix: {cache:.2f}x")
     print(f"KV cache speed-up, greedy {args.long_tokens} tokens: {long:.2f}x")
     return 0

@@ -19,7 +19,8 @@ class PositionwiseFeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # [B, L, D]
+        hidden = torch.relu(self.linear1(x))  # [B, L, d_ff]
+        return self.linear2(self.dropout(hidden) if self.training else hidden)  # [B, L, D]; no call in eval
 
 
 class SublayerConnection(nn.Module):
@@ -36,9 +37,10 @@ class SublayerConnection(nn.Module):
         self.norm_first = norm_first
 
     def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-        if self.norm_first:
-            return x + self.dropout(sublayer(self.norm(x)))
-        return self.norm(x + self.dropout(sublayer(x)))
+        out = sublayer(self.norm(x) if self.norm_first else x)  # [B, L, D]
+        if self.training:  # dropout is the identity in eval: skip the call, decoding runs this per step
+            out = self.dropout(out)
+        return x + out if self.norm_first else self.norm(x + out)
 
 
 class EncoderLayer(nn.Module):

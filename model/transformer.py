@@ -38,7 +38,8 @@ class Embeddings(nn.Module):
         end = offset + ids.size(1)
         if end > self.positional.size(0):
             raise ValueError(f"sequence of {end} tokens exceeds the model's maximum of {self.positional.size(0)}")
-        return self.dropout(self.token(ids) * self.scale + self.positional[offset:end])  # [B, L, D]
+        x = self.token(ids) * self.scale + self.positional[offset:end]  # [B, L, D]
+        return self.dropout(x) if self.training else x
 
 
 class Encoder(nn.Module):
