@@ -7,6 +7,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest
 import torch
+from hypothesis import settings
 
 from model.checkpoint import save_checkpoint
 from model.config import ModelConfig
@@ -25,6 +26,14 @@ def tiny_config(vocab_size: int, **overrides) -> ModelConfig:
     base = dict(vocab_size=vocab_size, d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, d_ff=32,
                 dropout=0.1, max_len=64)
     return ModelConfig(**{**base, **overrides})
+
+
+# Hypothesis profiles for the property tests (tests/**/test_properties_*.py). "ci", the default, is derandomized
+# (the same examples on every run) and small. For a long randomized search run:
+#   HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest tests/model/test_properties_*.py
+settings.register_profile("ci", derandomize=True, max_examples=30, deadline=None, print_blob=True)
+settings.register_profile("long", max_examples=500, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def copy_attention_into_torch(ref: torch.nn.MultiheadAttention, ours) -> None:

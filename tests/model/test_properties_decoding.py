@@ -1,0 +1,132 @@
+"""Property tests: greedy and beam search on the tiny random model over generated source sentences.
+
+Sources are ids in [4, vocab) followed by EOS (3), 1-12 positions in all (so a source of EOS alone comes up).
+The random model almost never emits EOS within 10 steps, so every property also runs on an "eos-leaning" copy
+of it whose hypotheses end at different lengths (finished beams, early stops, paths that jump between rows).
+Profiles (derandomized "ci" by default, HYPOTHESIS_PROFILE=long for 500 examples) live in tests/conftest.py.
+"""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from hypothesis import event, given
+from hypothesis import strategies as st
+from torch import nn
+
+from model.config import DecodeConfig
+from model.decoding import DecodeResult, beam_search, greedy_decode, length_penalty
+from model.trace import KINDS
+
+EOS, FIRST_ID = 3, 4
+TOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def models(tiny_model):
+    """The tiny random model, and a copy whose last decoder LayerNorm bias points along the EOS embedding (which is
+    also the output layer's EOS row), raising EOS's logit by about 6 so some hypotheses finish early."""
+    leaning = copy.deepcopy(tiny_model)
+    decoder = leaning.decoder
+    last_norm = decoder.final_norm if isinstance(decoder.final_norm, nn.LayerNorm) else \
+        decoder.layers[-1].sublayers[-1].norm  # pre-norm ends with final_norm, post-norm with the FFN's norm
+    with torch.no_grad():
+        eos = leaning.embed.token.weight[EOS]
+        last_norm.bias.copy_(6.0 * eos / eos.norm())
+    return {"random": tiny_model, "eos-leaning": leaning}
+
+
+def sources(vocab_size: int):
+    return st.lists(st.integers(FIRST_ID, vocab_size - 1), min_size=0, max_size=11).map(
+        lambda ids: torch.tensor(ids + [EOS]))
+
+
+def configs(beam_sizes: st.SearchStrategy[int]):
+    return st.builds(DecodeConfig, beam_size=beam_sizes, max_len=st.integers(1, 10),
+                     length_penalty=st.sampled_from([0.0, 0.6, 1.5]))
+
+
+def teacher_forced(model, src: torch.Tensor, tokens: tuple[int, ...]):
+    """(log-probs [T, V], trace) of one forward with the decoder input BOS + tokens[:-1]."""
+    tgt_in = torch.tensor([(model.config.bos_id,) + tokens[:-1]])
+    with torch.no_grad():
+        logits, trace = model(src[None], tgt_in, return_attention=True)
+    return logits[0].float().log_softmax(-1), trace
+
+
+def assert_strictly_causal(dec_self: torch.Tensor) -> None:
+    """dec_self [L, B, H, T, T]: every entry above the diagonal (a future key) is exactly 0."""
+    t = dec_self.size(-1)
+    future = torch.ones(t, t, dtype=torch.bool).triu(1)
+    assert (dec_self[..., future] == 0).all()
+
+
+def assert_rows_equal_teacher_forcing(model, src: torch.Tensor, result: DecodeResult, alpha: float) -> None:
+    for hyp in result.hypotheses:
+        rows = result.attention_for(hyp)
+        log_probs, forward = teacher_forced(model, src, hyp.tokens)
+        for kind in KINDS:
+            assert rows.weights(kind).shape == forward.weights(kind).shape, kind
+            torch.testing.assert_close(rows.weights(kind), forward.weights(kind), atol=TOL, rtol=0, msg=kind)
+            # Softmax inputs too: masked ones (dec_self's future) are finfo.min on both sides.
+            torch.testing.assert_close(rows.scores(kind), forward.scores(kind), atol=TOL, rtol=0, msg=kind)
+            assert torch.equal(rows.mask(kind), forward.mask(kind)), kind
+        assert_strictly_causal(rows.weights("dec_self"))
+        assert_strictly_causal(forward.weights("dec_self"))
+        # The hypothesis' log-prob is the teacher-forced log-prob of its tokens, and its score that over the penalty.
+        picked = log_probs.gather(1, torch.tensor(hyp.tokens)[:, None]).sum()
+        assert hyp.log_prob == pytest.approx(float(picked), abs=TOL)
+        assert hyp.score == pytest.approx(hyp.log_prob / length_penalty(len(hyp.tokens), alpha),
+                                          abs=1e-6)
+
+
+@given(data=st.data())
+def test_beam_size_one_is_greedy(models, data):
+    name = data.draw(st.sampled_from(sorted(models)), label="model")
+    model = models[name]
+    src = data.draw(sources(model.config.vocab_size), label="src")
+    config = data.draw(configs(st.just(1)), label="config")
+    greedy, beam = greedy_decode(model, src, config), beam_search(model, src, config)
+    assert len(greedy.hypotheses) == len(beam.hypotheses) == 1
+    assert greedy.best.tokens == beam.best.tokens
+    assert greedy.best.log_prob == pytest.approx(beam.best.log_prob, abs=1e-6)
+    assert greedy.best.score == pytest.approx(beam.best.score, abs=1e-6)
+    assert greedy.best.path == beam.best.path
+    assert len(greedy.steps) == len(beam.steps)
+
+
+@given(data=st.data())
+def test_decoded_attention_equals_one_teacher_forced_forward(models, data):
+    name = data.draw(st.sampled_from(sorted(models)), label="model")
+    model = models[name]
+    src = data.draw(sources(model.config.vocab_size), label="src")
+    config = data.draw(configs(st.integers(1, 4)), label="config")
+    decode = greedy_decode if config.beam_size == 1 else beam_search
+    result = decode(model, src, config)
+    assert 1 <= len(result.hypotheses) <= config.beam_size
+    ended = "some" if any(h.ended_with_eos for h in result.hypotheses) else "no"
+    event(f"{name} model, beam {config.beam_size}, {ended} hypothesis ended with EOS")
+    for hyp in result.hypotheses:
+        assert 1 <= len(hyp.tokens) <= config.max_len and len(hyp.path) == len(hyp.tokens)
+        assert hyp.ended_with_eos == (hyp.tokens[-1] == EOS)
+        assert EOS not in hyp.tokens[:-1] and not {model.config.bos_id, model.config.pad_id} & set(hyp.tokens)
+    assert_rows_equal_teacher_forcing(model, src, result, config.length_penalty)
+
+
+@given(data=st.data())
+def test_beam_results_are_sorted_by_score_without_duplicates(models, data):
+    name = data.draw(st.sampled_from(sorted(models)), label="model")
+    model = models[name]
+    src = data.draw(sources(model.config.vocab_size), label="src")
+    config = data.draw(configs(st.integers(2, 4)), label="config")
+    result = beam_search(model, src, config)
+    scores = [h.score for h in result.hypotheses]
+    assert scores == sorted(scores, reverse=True)
+    tokens = [h.tokens for h in result.hypotheses]
+    assert len(set(tokens)) == len(tokens), f"duplicate hypotheses {tokens}"
+    for step in result.steps:  # every step's finished list is best first and duplicate-free as well
+        assert [h.score for h in step.finished] == sorted((h.score for h in step.finished), reverse=True)
+        assert len({h.tokens for h in step.finished}) == len(step.finished)
+        # A step's query row sees exactly the step + 1 positions fed so far, never a future one.
+        assert step.dec_self.shape[-1] == step.step + 1
