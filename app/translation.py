@@ -16,7 +16,7 @@ from app.resources import load_model
 from model.config import DecodeConfig
 from model.inference import Translation, translate
 
-MAX_INPUT_CHARS = 2000  # beyond this the text box refuses more; the model's own limit is in pieces
+MAX_INPUT_CHARS = 8000  # the text box refuses more; the model reads at most MAX_POSITIONS pieces of it
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from model.attention import INTERNALS
 from model.config import DecodeConfig
 from model.inference import pad_batch, prepare_source, translate
 from model.masks import causal_mask, padding_mask
+from model.positional import MAX_POSITIONS
 from model.tokenizer import Tokenizer
 from model.trace import AttentionTrace
 from model.transformer import Transformer
@@ -34,10 +35,10 @@ def padded_batch_trace(model: Transformer, tokenizer: Tokenizer, texts: list[str
     if targets is not None and len(targets) != len(texts):
         raise ValueError(f"{len(texts)} texts but {len(targets)} targets")
     cfg = model.config
-    sources = [list(prepare_source(tokenizer, t, cfg.max_len).ids) for t in texts]
+    sources = [list(prepare_source(tokenizer, t).ids) for t in texts]
     if targets is None:
         targets = [list(translate(model, tokenizer, t, DecodeConfig(beam_size=1)).target_ids) for t in texts]
-    decoder_inputs = [([cfg.bos_id] + list(t)[:-1])[:cfg.max_len] for t in targets]
+    decoder_inputs = [([cfg.bos_id] + list(t)[:-1])[:MAX_POSITIONS] for t in targets]
     device = next(model.parameters()).device
     src = pad_batch(sources, cfg.pad_id, device)  # [B, S]
     tgt_in = pad_batch(decoder_inputs, cfg.pad_id, device)  # [B, T]

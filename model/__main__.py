@@ -33,7 +33,8 @@ def translate_command(args: argparse.Namespace) -> int:
     from .checkpoint import CheckpointError, load_checkpoint
     from .config import DecodeConfig
     from .device import resolve_device
-    from .inference import InputError, translate
+    from .inference import InputError, beyond_training, translate
+    from .positional import MAX_POSITIONS
     from .serialize import translation_to_dict
 
     try:
@@ -45,7 +46,10 @@ def translate_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if result.source.dropped:
-        print(f"warning: input cut to the model's maximum; {result.source.dropped} pieces dropped", file=sys.stderr)
+        print(f"warning: input cut to {MAX_POSITIONS} positions; {result.source.dropped} pieces dropped", file=sys.stderr)
+    if beyond_training(ckpt.model, len(result.source.ids)):
+        print(f"note: the input has {len(result.source.ids)} positions, more than the {ckpt.config.max_len} this model "
+              "was built for; it runs on positions it never saw", file=sys.stderr)
     print(result.text)
     if args.json:
         data = translation_to_dict(result, ckpt.tokenizer, {**decode.__dict__, "device": str(device),

@@ -9,6 +9,7 @@ import torch
 
 from .config import DecodeConfig
 from .decoding import DecodeResult, DecodeStep, decode_steps
+from .positional import MAX_POSITIONS
 from .tokenizer import Tokenizer, clean_text
 from .trace import AttentionTrace
 from .transformer import Transformer
@@ -46,8 +47,9 @@ class Translation:
     trace: AttentionTrace
 
 
-def prepare_source(tokenizer: Tokenizer, text: str, max_len: int) -> Source:
-    """Clean and encode user text; cut it to the model's maximum (max_len positions, EOS included)."""
+def prepare_source(tokenizer: Tokenizer, text: str, max_len: int = MAX_POSITIONS) -> Source:
+    """Clean and encode user text; cut it to ``max_len`` positions (EOS included), by default the server's cap
+    MAX_POSITIONS: a model reads past its own max_len (see ``beyond_training``), never past the cap."""
     cleaned = clean_text(text)
     if not cleaned:
         raise InputError("Type a sentence to translate.")
@@ -60,8 +62,8 @@ def prepare_source(tokenizer: Tokenizer, text: str, max_len: int) -> Source:
 
 def stream(model: Transformer, source: Source, config: DecodeConfig, return_attention: bool = True
            ) -> Iterator[DecodeStep]:
-    """The decode steps for a prepared source, capped so the output fits the model's positions."""
-    config = dataclasses.replace(config, max_len=min(config.max_len, model.config.max_len - 1))
+    """The decode steps for a prepared source, the output capped at MAX_POSITIONS positions (BOS included)."""
+    config = dataclasses.replace(config, max_len=min(config.max_len, MAX_POSITIONS - 1))
     device = next(model.parameters()).device
     return decode_steps(model, torch.tensor(source.ids, device=device), config, return_attention)
 
@@ -78,6 +80,12 @@ def finish(model: Transformer, tokenizer: Tokenizer, source: Source, steps: list
                        trace=result.attention_for(best))
 
 
+def beyond_training(model: Transformer, length: int) -> bool:
+    """Whether a sequence of ``length`` positions is longer than the model was built for (its config's
+    max_len): it still runs, on positions it never saw, so the UI says so."""
+    return length > model.config.max_len
+
+
 def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str | None = None) -> torch.Tensor:
     """Right-pad id lists to one length, as training batches them: -> [B, L] (long)."""
     width = max(len(r) for r in rows)
@@ -88,6 +96,6 @@ def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device |
 def translate(model: Transformer, tokenizer: Tokenizer, text: str, config: DecodeConfig = DecodeConfig()
               ) -> Translation:
     """Translate one sentence and capture all its attention."""
-    source = prepare_source(tokenizer, text, model.config.max_len)
+    source = prepare_source(tokenizer, text)
     steps = list(stream(model, source, config))
     return finish(model, tokenizer, source, steps, config.beam_size)

@@ -5,6 +5,11 @@ import math
 
 import torch
 
+# The longest sequence (source or output, special pieces included) any model here will process. Sinusoidal
+# encodings extend to every position, so a model runs past its configured max_len (the lengths it was built and
+# trained for, with a visible note); this cap protects a shared server from a pasted book.
+MAX_POSITIONS = 1024
+
 
 def inverse_frequencies(d_model: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """omega_i = 1 / 10000^(2i/d_model), the angular frequency of each sin/cos pair. -> [d_model/2]."""

@@ -12,7 +12,7 @@ from .attention import AttentionOutput, Capture, KeyValue
 from .config import ModelConfig
 from .layers import DecoderLayer, EncoderLayer
 from .masks import decoder_self_mask, padding_mask
-from .positional import sinusoidal_encoding
+from .positional import MAX_POSITIONS, sinusoidal_encoding
 from .trace import AttentionTrace
 
 
@@ -29,7 +29,8 @@ class Embeddings(nn.Module):
         nn.init.normal_(self.token.weight, std=config.d_model ** -0.5)
         with torch.no_grad():
             self.token.weight[config.pad_id].zero_()
-        self.register_buffer("positional", sinusoidal_encoding(config.max_len, config.d_model), persistent=False)
+        positions = max(config.max_len, MAX_POSITIONS)  # beyond max_len too: the sinusoids extend to any position
+        self.register_buffer("positional", sinusoidal_encoding(positions, config.d_model), persistent=False)
         self.scale = math.sqrt(config.d_model)
         self.dropout = nn.Dropout(config.dropout)
 
@@ -37,7 +38,7 @@ class Embeddings(nn.Module):
         """ids [B, L] at positions offset..offset+L-1 -> [B, L, D]."""
         end = offset + ids.size(1)
         if end > self.positional.size(0):
-            raise ValueError(f"sequence of {end} tokens exceeds the model's maximum of {self.positional.size(0)}")
+            raise ValueError(f"sequence of {end} tokens exceeds the limit of {self.positional.size(0)} positions")
         x = self.token(ids) * self.scale + self.positional[offset:end]  # [B, L, D]
         return self.dropout(x) if self.training else x
 

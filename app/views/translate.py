@@ -14,6 +14,7 @@ from app.state import sync_url
 from app.translation import MAX_INPUT_CHARS, Request, current_request, store
 from model.checkpoint import Checkpoint
 from model.inference import InputError, Translation, finish, prepare_source, stream
+from model.positional import MAX_POSITIONS
 
 log = logging.getLogger("attention_explorer")
 
@@ -51,14 +52,15 @@ def input_ui(model_name: str, model_max_len: int) -> tuple[Request, bool, bool]:
     st.text_area("Sentence", key="text", persist_state="session", max_chars=MAX_INPUT_CHARS, height=90,
                  placeholder="Type a sentence…" if model_name != "reverse" else "Letters separated by spaces: a b c")
     c_beam, c_len, c_lp = st.columns(3)
-    limit = max(1, model_max_len - 1)
+    limit = MAX_POSITIONS - 1
     clamp_state("beam_size", 1, 8, 1)
     clamp_state("max_len", 1, limit, min(60, limit))
     beam = c_beam.slider("Beam size (1 = greedy)", 1, 8, key="beam_size", persist_state="session",
                          help="Greedy decoding takes the most probable piece at every step. Beam search keeps the "
                               "best k partial translations and may find a better whole sentence.")
     c_len.slider("Max output length (pieces)", 1, limit, key="max_len", persist_state="session",
-                 help=f"Decoding stops at </s> or after this many pieces. This model has {model_max_len} positions.")
+                 help=f"Decoding stops at </s> or after this many pieces. This model was built for {model_max_len} "
+                      f"positions; longer outputs run on positions it never saw (at most {MAX_POSITIONS}).")
     c_lp.slider("Length penalty α", 0.0, 2.0, step=0.1, key="length_penalty", persist_state="session",
                 disabled=beam == 1,
                 help="Only used by beam search (beam size > 1): finished hypotheses are ranked by "
@@ -72,8 +74,8 @@ def input_ui(model_name: str, model_max_len: int) -> tuple[Request, bool, bool]:
 
 def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Translation:
     """Decode with a live view of the pieces so far, then assemble and store the Translation."""
-    source = prepare_source(ckpt.tokenizer, request.text, ckpt.config.max_len)
-    limit = min(request.max_len, ckpt.config.max_len - 1)
+    source = prepare_source(ckpt.tokenizer, request.text)
+    limit = min(request.max_len, MAX_POSITIONS - 1)
     progress = st.progress(0.0, text="Encoding the source…")
     live = st.empty()
     steps = []
@@ -98,11 +100,17 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
         st.info("Settings changed — press **Translate**. Showing the last result "
                 f"(“{request.text[:80]}{'…' if len(request.text) > 80 else ''}”, beam {request.beam_size}, "
                 f"{MODEL_LABELS.get(request.model_name, request.model_name)}).", icon=":material/info:")
-    dropped = translation.source.dropped
+    dropped, n_source = translation.source.dropped, len(translation.source.ids)
     if dropped:
-        st.warning(f"The input is longer than this model can read ({model_max_len} positions including </s>): "
-                   f"the last {dropped} pieces were dropped and only the first {len(translation.source.ids) - 1} "
-                   "were translated.", icon=":material/content_cut:")
+        st.warning(f"The input is longer than the {MAX_POSITIONS} positions this app reads (</s> included): "
+                   f"the last {dropped} pieces were dropped and only the first {n_source - 1} were translated.",
+                   icon=":material/content_cut:")
+    longest = max(n_source, len(translation.target_ids) + 1)
+    if longest > model_max_len:
+        st.info(f"This sentence needs {longest} positions, more than the {model_max_len} this model was built and "
+                "trained for. The sinusoidal encoding extends to any position, so it still runs, but on positions it "
+                "never saw: expect a weaker translation, and look at how the attention spreads.",
+                icon=":material/straighten:")
     st.markdown(f"<div style='font-size:1.9rem;font-weight:600;margin:0.2rem 0 0.6rem 0'>"
                 f"{html.escape(translation.text) or '(empty output)'}</div>", unsafe_allow_html=True)
     c_src, c_tgt = st.columns(2)

@@ -15,6 +15,7 @@ from explain.heads import merge_to_words
 from model.config import DecodeConfig
 from model.decoding import greedy_decode
 from model.inference import prepare_source, translate
+from model.positional import MAX_POSITIONS
 from model.tokenizer import word_groups, word_labels
 
 TEXT = "h e l l o w o r l d"
@@ -132,12 +133,20 @@ def test_empty_input_gives_a_hint_and_no_chart(app_test):
     assert not at.get("plotly_chart") and not at.error
 
 
-def test_overlong_input_is_cut_with_a_warning(app_test, shipped):
-    text = " ".join("abcdefghij"[i % 10] for i in range(400))  # 400 pieces; the reverse model reads 64 positions
+def test_input_longer_than_the_model_was_built_for_runs_with_a_note(app_test):
+    text = " ".join("abcdefghij"[i % 10] for i in range(400))  # 400 pieces; the reverse model was built for 64
+    at = _translate(app_test(), text)
+    assert not at.exception and not at.warning
+    assert any("needs 401 positions, more than the 64 this model was built" in i.value for i in at.info)
+    assert at.get("plotly_chart")
+
+
+def test_input_past_the_server_cap_is_cut_with_a_warning(app_test, shipped):
+    text = " ".join("abcdefghij"[i % 10] for i in range(MAX_POSITIONS + 100))
     at = _translate(app_test(), text)
     assert not at.exception
-    dropped = prepare_source(shipped("reverse").tokenizer, text, 64).dropped
-    assert dropped == 400 - 63
+    dropped = prepare_source(shipped("reverse").tokenizer, text).dropped
+    assert dropped == MAX_POSITIONS + 100 - (MAX_POSITIONS - 1)
     assert any(f"the last {dropped} pieces were dropped" in w.value for w in at.warning)
     assert at.get("plotly_chart")
 

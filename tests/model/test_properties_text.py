@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from model.checkpoint import load_checkpoint, read_config
 from model.config import DecodeConfig
 from model.inference import InputError, Translation, translate
+from model.positional import MAX_POSITIONS
 from model.trace import KINDS
 from tests.conftest import tiny_config
 
@@ -33,6 +34,7 @@ LOW = torch.finfo(torch.float32).min
 # tokenizers (the reverse model's word-level tokenizer merges a run of unknown words into one <unk>).
 MAX_LEN = max(read_config(REVERSE)[0].max_len, tiny_config(vocab_size=8).max_len)
 TEN_TIMES_MAX_LEN = " ".join("abcdefghij"[i % 10] for i in range(10 * MAX_LEN))
+PAST_THE_CAP = " ".join("abcdefghij"[i % 10] for i in range(MAX_POSITIONS + 50))
 
 texts = (st.text()
          | st.text(st.characters(exclude_categories=()))  # also lone surrogates
@@ -51,7 +53,7 @@ def assert_sound(translation: Translation, model) -> None:
     exactly 0 (scores finfo.min) and dec_self is strictly causal; the shapes fit the source and the output."""
     trace, cfg = translation.trace, model.config
     n_src, n_tgt = len(translation.source.ids), len(translation.target_ids)
-    assert 2 <= n_src <= cfg.max_len and translation.source.ids[-1] == cfg.eos_id
+    assert 2 <= n_src <= MAX_POSITIONS and translation.source.ids[-1] == cfg.eos_id
     assert 1 <= n_tgt <= CONFIG.max_len
     expected_keys = {"enc_self": (n_src, n_src), "dec_self": (n_tgt, n_tgt), "cross": (n_tgt, n_src)}
     for kind in KINDS:
@@ -85,6 +87,7 @@ def assert_sound(translation: Translation, model) -> None:
 @example(text="<s></s><pad>")  # markup that spells the special pieces
 @example(text="x" * 5000)  # one 5,000-character word
 @example(text=TEN_TIMES_MAX_LEN)
+@example(text=PAST_THE_CAP)
 def test_translate_returns_a_sound_translation_or_raises_input_error(models, which, text):
     model, tokenizer = models[which]
     try:
@@ -102,5 +105,7 @@ def test_translate_returns_a_sound_translation_or_raises_input_error(models, whi
     translation.source.text.encode("utf-8")
     translation.text.encode("utf-8")
     assert_sound(translation, model)
-    if text == TEN_TIMES_MAX_LEN:  # the example does what it is for: the source is cut to the model's positions
-        assert len(translation.source.ids) == model.config.max_len and translation.source.dropped > 0
+    if text == TEN_TIMES_MAX_LEN:  # the example does what it is for: the model runs past its max_len, uncut
+        assert len(translation.source.ids) > model.config.max_len and not translation.source.dropped
+    if text == PAST_THE_CAP:  # and past the server's cap the source is cut
+        assert len(translation.source.ids) == MAX_POSITIONS and translation.source.dropped > 0

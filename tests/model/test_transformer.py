@@ -1,6 +1,8 @@
+import pytest
 import torch
 from torch import nn
 
+from model.positional import MAX_POSITIONS, sinusoidal_encoding
 from model.trace import KINDS
 from model.transformer import Transformer
 from tests.conftest import copy_attention_into_torch, tiny_config
@@ -66,14 +68,14 @@ def test_embedding_is_scaled_by_sqrt_d_model_plus_positional_encoding():
     assert torch.allclose(m.embed(ids)[0], expected)
 
 
-def test_too_long_input_is_refused_with_a_clear_message():
+def test_a_model_runs_past_its_max_len_on_the_extended_encoding_and_refuses_past_the_cap():
     m = model(max_len=8)
-    try:
-        m(torch.ones(1, 9, dtype=torch.long), torch.ones(1, 2, dtype=torch.long))
-    except ValueError as exc:
-        assert "maximum of 8" in str(exc)
-    else:
-        raise AssertionError("expected a ValueError")
+    ids = torch.ones(1, 9, dtype=torch.long)
+    logits = m(ids, torch.ones(1, 2, dtype=torch.long))  # 9 source positions: one more than the model was built for
+    assert torch.isfinite(logits).all()
+    assert torch.equal(m.embed.positional[8], sinusoidal_encoding(9, m.config.d_model)[8])
+    with pytest.raises(ValueError, match=f"limit of {MAX_POSITIONS} positions"):
+        m(torch.ones(1, MAX_POSITIONS + 1, dtype=torch.long), torch.ones(1, 2, dtype=torch.long))
 
 
 def _copy_block(ref: nn.Module, ours) -> None:
