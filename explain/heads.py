@@ -1,6 +1,8 @@
-"""Read-outs of attention maps for the Translate page: per-head statistics and word-level merging.
+"""Heads: read-outs of attention maps for the Translate page (per-head statistics, word-level merging) and
+what a head is worth, measured by switching it off (head importance, Michel et al., 2019).
 
-They summarise the weights the model returned; they never change them.
+The statistics summarise the weights the model returned; the importance runs the model's own forward pass
+with a head mask; neither changes a weight.
 """
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from collections.abc import Sequence
 import torch
 
 from model.tokenizer import SPECIAL_PIECES
+from model.trace import KINDS, Head, HeadMask
+from model.transformer import Transformer
 
 
 def _diagonal_keys(q_len: int, k_len: int) -> torch.Tensor:
@@ -70,3 +74,56 @@ def merge_to_words(weights: torch.Tensor, query_groups: list[list[int]], key_gro
     return query_merge @ weights @ key_merge  # [..., Qw, Kw]
 
 
+
+
+def all_heads(layers: dict[str, int], n_heads: int) -> list[Head]:
+    """Every (kind, layer, head) of a model, in kind, layer, head order."""
+    return [(kind, layer, head) for kind in KINDS for layer in range(layers[kind]) for head in range(n_heads)]
+
+
+def n_layers_of(model: Transformer) -> dict[str, int]:
+    cfg = model.config
+    return {"enc_self": cfg.n_encoder_layers, "dec_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+
+
+@torch.no_grad()
+def sequence_log_probs(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int],
+                       head_mask: HeadMask | None = None, max_logits: int = 2**22) -> torch.Tensor:
+    """log P(output | source) under teacher forcing, one value per row of ``head_mask`` (1 without one): [B].
+
+    output_ids end with EOS as decoded; the decoder reads BOS + output[:-1]. Rows are run in chunks so that
+    at most ``max_logits`` logits exist at once (a long sentence times 73 head settings would not fit).
+    """
+    device = model.embed.token.weight.device
+    rows = 1 if head_mask is None else head_mask.enc_self.size(1)
+    src = torch.tensor([list(source_ids)], device=device)  # [1, S]
+    tgt_in = torch.tensor([[model.config.bos_id, *output_ids[:-1]]], device=device)  # [1, T]
+    target = torch.tensor(list(output_ids), device=device)  # [T]
+    chunk = max(1, max_logits // (len(output_ids) * model.config.vocab_size))
+    totals = []
+    for start in range(0, rows, chunk):
+        size = min(chunk, rows - start)
+        part = None if head_mask is None else HeadMask(
+            **{kind: getattr(head_mask, kind)[:, start:start + size].to(device) for kind in KINDS})
+        logits = model(src.expand(size, -1), tgt_in.expand(size, -1), head_mask=part)  # [b, T, V]
+        log_probs = logits.float().log_softmax(-1).gather(-1, target.expand(size, -1)[..., None])[..., 0]  # [b, T]
+        totals.append(log_probs.sum(-1))
+    return torch.cat(totals)  # [B]
+
+
+def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int]
+                    ) -> dict[str, torch.Tensor]:
+    """For every head, how much the log-probability of the model's own output drops when only that head is
+    switched off (Michel et al., 2019), per kind [L, H] in nats (positive = the head matters for this output).
+
+    One batched teacher-forced pass: row 0 has every head on, row 1 + i has head i of ``all_heads`` off.
+    """
+    layers, n_heads = n_layers_of(model), model.config.n_heads
+    heads = all_heads(layers, n_heads)
+    mask = HeadMask.rows([[]] + [[h] for h in heads], layers, n_heads)
+    log_probs = sequence_log_probs(model, source_ids, output_ids, mask)  # [1 + N]
+    drop = log_probs[0] - log_probs[1:]  # [N]
+    result = {kind: torch.zeros(layers[kind], n_heads) for kind in KINDS}
+    for (kind, layer, head), value in zip(heads, drop.tolist(), strict=True):
+        result[kind][layer, head] = value
+    return result

@@ -106,13 +106,15 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, query: torch.Tensor, key_value_input: torch.Tensor | None = None,
                 mask: torch.Tensor | None = None, *, past: KeyValue | None = None,
-                return_attention: Capture = False) -> AttentionOutput:
+                return_attention: Capture = False, head_mask: torch.Tensor | None = None) -> AttentionOutput:
         """Attend from ``query`` [B, Q, D] to keys ``past ++ project(key_value_input)``.
 
         Self-attention passes the same tensor as query and key_value_input; a KV cache passes the
         earlier steps' keys/values as ``past``; cross-attention passes the encoder's precomputed
         keys/values as ``past`` and no key_value_input. ``mask`` [B or 1, 1, Q, K], True = attend.
-        ``return_attention`` is the capture level (see ``Capture``).
+        ``return_attention`` is the capture level (see ``Capture``). ``head_mask`` [B or 1, H] (1 = on, 0 = off)
+        scales each head's output before W^O: a head switched off contributes nothing, its weights are unchanged
+        (Michel et al., 2019).
         """
         q = self.split_heads(self.w_q(query))  # [B, H, Q, d_k]
         k, v = past if past is not None else (None, None)
@@ -128,6 +130,8 @@ class MultiHeadAttention(nn.Module):
         else:
             context = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)  # [B, H, Q, d_k]
+        if head_mask is not None:
+            context = context * head_mask[:, :, None, None].to(context.dtype)  # [B, H, Q, d_k]
         merged = context.transpose(1, 2).reshape(query.size(0), query.size(1), -1)  # [B, Q, D]
         output = self.w_o(merged)  # [B, Q, D]
         kept = None

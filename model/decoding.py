@@ -16,7 +16,7 @@ import torch
 
 from .config import DecodeConfig
 from .masks import causal_mask, padding_mask
-from .trace import AttentionTrace
+from .trace import AttentionTrace, HeadMask
 from .transformer import Transformer
 
 
@@ -160,9 +160,9 @@ def _selectable(log_probs: torch.Tensor, bos_id: int, pad_id: int) -> torch.Tens
     return log_probs
 
 
-def _start(model: Transformer, src: torch.Tensor, return_attention: bool):
+def _start(model: Transformer, src: torch.Tensor, return_attention: bool, head_mask: HeadMask | None):
     """Encode the source once; with attention, the encoder's part of every step's trace."""
-    state, enc = model.start(src, return_attention)
+    state, enc = model.start(src, return_attention, head_mask=head_mask)
     if not return_attention:
         return state, None
     return state, AttentionTrace.from_outputs(enc, [], [], padding_mask(src, model.config.pad_id))
@@ -191,11 +191,12 @@ def _top_k(log_probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]
 
 @torch.inference_mode()
 def greedy_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),
-                 return_attention: bool = True) -> Iterator[DecodeStep]:
-    """Pick the most probable next token at every step. src [S] or [1, S] (ids, EOS-terminated)."""
+                 return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+    """Pick the most probable next token at every step. src [S] or [1, S] (ids, EOS-terminated); ``head_mask``
+    (batch 1) switches heads off."""
     src = _prepare(model, src)
     cfg = model.config
-    state, encoder = _start(model, src, return_attention)
+    state, encoder = _start(model, src, return_attention, head_mask)
     prefix = torch.tensor([[cfg.bos_id]], device=src.device)  # [1, 1]
     score = torch.zeros(1, device=src.device)
     for t in range(config.max_len):
@@ -240,7 +241,7 @@ def _select(scores: torch.Tensor, eos_id: int, beam_size: int) -> list[Candidate
 
 @torch.inference_mode()
 def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(beam_size=4),
-               return_attention: bool = True) -> Iterator[DecodeStep]:
+               return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
     """Beam search with GNMT length penalty; all beams of the sentence are one batch.
 
     Stops when beam_size hypotheses have finished, no live beam is left, or max_len tokens were
@@ -248,7 +249,7 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     """
     src = _prepare(model, src)
     cfg, device = model.config, src.device
-    state, encoder = _start(model, src, return_attention)
+    state, encoder = _start(model, src, return_attention, head_mask)
     prefixes = torch.tensor([[cfg.bos_id]], device=device)  # [R, 1]
     scores = torch.zeros(1, device=device)  # [R]
     paths: list[tuple[int, ...]] = [()]
@@ -280,18 +281,18 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
 
 
 def greedy_decode(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),
-                  return_attention: bool = True) -> DecodeResult:
-    return DecodeResult.from_steps(list(greedy_steps(model, src, config, return_attention)), 1)
+                  return_attention: bool = True, head_mask: HeadMask | None = None) -> DecodeResult:
+    return DecodeResult.from_steps(list(greedy_steps(model, src, config, return_attention, head_mask)), 1)
 
 
 def beam_search(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(beam_size=4),
-                return_attention: bool = True) -> DecodeResult:
-    return DecodeResult.from_steps(list(beam_steps(model, src, config, return_attention)), config.beam_size)
+                return_attention: bool = True, head_mask: HeadMask | None = None) -> DecodeResult:
+    return DecodeResult.from_steps(list(beam_steps(model, src, config, return_attention, head_mask)), config.beam_size)
 
 
 def decode_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig,
-                 return_attention: bool = True) -> Iterator[DecodeStep]:
+                 return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
     """Greedy for beam_size 1, beam search otherwise."""
     if config.beam_size == 1:
-        return greedy_steps(model, src, config, return_attention)
-    return beam_steps(model, src, config, return_attention)
+        return greedy_steps(model, src, config, return_attention, head_mask)
+    return beam_steps(model, src, config, return_attention, head_mask)

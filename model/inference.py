@@ -11,7 +11,7 @@ from .config import DecodeConfig
 from .decoding import DecodeResult, DecodeStep, decode_steps
 from .positional import MAX_POSITIONS
 from .tokenizer import Tokenizer, clean_text
-from .trace import AttentionTrace
+from .trace import AttentionTrace, HeadMask
 from .transformer import Transformer
 
 
@@ -60,12 +60,13 @@ def prepare_source(tokenizer: Tokenizer, text: str, max_len: int = MAX_POSITIONS
     return Source(cleaned, tuple(source), tuple(tokenizer.pieces(source)), len(ids) + 1 - len(source))
 
 
-def stream(model: Transformer, source: Source, config: DecodeConfig, return_attention: bool = True
-           ) -> Iterator[DecodeStep]:
+def stream(model: Transformer, source: Source, config: DecodeConfig, return_attention: bool = True,
+           head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
     """The decode steps for a prepared source, the output capped at MAX_POSITIONS positions (BOS included)."""
     config = dataclasses.replace(config, max_len=min(config.max_len, MAX_POSITIONS - 1))
     device = next(model.parameters()).device
-    return decode_steps(model, torch.tensor(source.ids, device=device), config, return_attention)
+    return decode_steps(model, torch.tensor(source.ids, device=device), config, return_attention,
+                        None if head_mask is None else head_mask.to(device))
 
 
 def finish(model: Transformer, tokenizer: Tokenizer, source: Source, steps: list[DecodeStep],
@@ -93,9 +94,9 @@ def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device |
                         device=device)  # [B, L]
 
 
-def translate(model: Transformer, tokenizer: Tokenizer, text: str, config: DecodeConfig = DecodeConfig()
-              ) -> Translation:
-    """Translate one sentence and capture all its attention."""
+def translate(model: Transformer, tokenizer: Tokenizer, text: str, config: DecodeConfig = DecodeConfig(),
+              head_mask: HeadMask | None = None) -> Translation:
+    """Translate one sentence and capture all its attention (with the heads in ``head_mask`` switched off)."""
     source = prepare_source(tokenizer, text)
-    steps = list(stream(model, source, config))
+    steps = list(stream(model, source, config, head_mask=head_mask))
     return finish(model, tokenizer, source, steps, config.beam_size)

@@ -52,13 +52,13 @@ class EncoderLayer(nn.Module):
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first) for _ in range(2)])
 
-    def forward(self, x: torch.Tensor, src_mask: torch.Tensor,
-                return_attention: Capture = False) -> tuple[torch.Tensor, AttentionOutput]:
-        """x [B, S, D], src_mask [B, 1, 1, S] -> ([B, S, D], the self-attention output)."""
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor, return_attention: Capture = False,
+                heads: torch.Tensor | None = None) -> tuple[torch.Tensor, AttentionOutput]:
+        """x [B, S, D], src_mask [B, 1, 1, S], heads [B or 1, H] (1 = on) -> ([B, S, D], the self-attention output)."""
         record: list[AttentionOutput] = []
 
         def attend(h: torch.Tensor) -> torch.Tensor:
-            record.append(self.self_attn(h, h, src_mask, return_attention=return_attention))
+            record.append(self.self_attn(h, h, src_mask, return_attention=return_attention, head_mask=heads))
             return record[-1].output
 
         x = self.sublayers[0](x, attend)
@@ -76,21 +76,26 @@ class DecoderLayer(nn.Module):
         self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first) for _ in range(3)])
 
     def forward(self, y: torch.Tensor, memory_kv: KeyValue, self_mask: torch.Tensor | None, cross_mask: torch.Tensor | None,
-                past: KeyValue | None = None,
-                return_attention: Capture = False) -> tuple[torch.Tensor, AttentionOutput, AttentionOutput]:
+                past: KeyValue | None = None, return_attention: Capture = False,
+                heads: tuple[torch.Tensor, torch.Tensor] | None = None
+                ) -> tuple[torch.Tensor, AttentionOutput, AttentionOutput]:
         """y [B, T_new, D]; memory_kv = this layer's projected encoder keys/values [B, H, S, d_k];
-        self_mask [B, 1, T_new, T_past+T_new]; cross_mask [B, 1, 1, S]; past = cached self keys/values.
+        self_mask [B, 1, T_new, T_past+T_new]; cross_mask [B, 1, 1, S]; past = cached self keys/values;
+        heads = (self-attention, cross-attention) head masks, each [B or 1, H] (1 = on).
 
         Returns (y [B, T_new, D], self-attention output (its key_value is the updated cache), cross output).
         """
         record: list[AttentionOutput] = []
+        self_heads, cross_heads = heads if heads is not None else (None, None)
 
         def self_attend(h: torch.Tensor) -> torch.Tensor:
-            record.append(self.self_attn(h, h, self_mask, past=past, return_attention=return_attention))
+            record.append(self.self_attn(h, h, self_mask, past=past, return_attention=return_attention,
+                                         head_mask=self_heads))
             return record[-1].output
 
         def cross_attend(h: torch.Tensor) -> torch.Tensor:
-            record.append(self.cross_attn(h, None, cross_mask, past=memory_kv, return_attention=return_attention))
+            record.append(self.cross_attn(h, None, cross_mask, past=memory_kv, return_attention=return_attention,
+                                          head_mask=cross_heads))
             return record[-1].output
 
         y = self.sublayers[0](y, self_attend)

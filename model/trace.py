@@ -7,7 +7,7 @@ rows stacked along a decoded hypothesis all come back as an AttentionTrace.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -78,6 +78,41 @@ class AttentionTrace:
     @property
     def n_layers(self) -> dict[str, int]:
         return {kind: len(getattr(self, kind)) for kind in KINDS}
+
+
+Head = tuple[str, int, int]  # (kind, layer, head), 0-based
+
+
+@dataclass(frozen=True)
+class HeadMask:
+    """Which heads are on, per kind: enc_self, dec_self, cross, each [L, B or 1, H] (1 = on, 0 = off).
+
+    Passed to the forward pass and to decoding, it zeroes a head's output before W^O without touching any
+    weight (Michel et al., 2019, "Are Sixteen Heads Really Better than One?"). A batch dimension lets one
+    forward pass try a different set of heads per row.
+    """
+
+    enc_self: torch.Tensor
+    dec_self: torch.Tensor
+    cross: torch.Tensor
+
+    @classmethod
+    def rows(cls, off_per_row: Sequence[Iterable[Head]], layers: dict[str, int], n_heads: int) -> HeadMask:
+        """One row per entry of ``off_per_row``, the heads listed there switched off. ``layers`` is the number
+        of layers per kind (AttentionTrace.n_layers or n_layers_of(config))."""
+        masks = {kind: torch.ones(layers[kind], len(off_per_row), n_heads) for kind in KINDS}  # [L, B, H]
+        for row, heads in enumerate(off_per_row):
+            for kind, layer, head in heads:
+                masks[_check(kind)][layer, row, head] = 0.0
+        return cls(**masks)
+
+    @classmethod
+    def switched_off(cls, heads: Iterable[Head], layers: dict[str, int], n_heads: int) -> HeadMask:
+        """Every head on except ``heads``: a batch of one."""
+        return cls.rows([list(heads)], layers, n_heads)
+
+    def to(self, device: torch.device | str) -> HeadMask:
+        return HeadMask(**{kind: getattr(self, kind).to(device) for kind in KINDS})
 
 
 def _check(kind: str) -> str:

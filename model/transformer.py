@@ -13,7 +13,7 @@ from .config import ModelConfig
 from .layers import DecoderLayer, EncoderLayer
 from .masks import decoder_self_mask, padding_mask
 from .positional import MAX_POSITIONS, sinusoidal_encoding
-from .trace import AttentionTrace
+from .trace import AttentionTrace, HeadMask
 
 
 class Embeddings(nn.Module):
@@ -52,12 +52,13 @@ class Encoder(nn.Module):
                                                  config.norm_first) for _ in range(config.n_encoder_layers))
         self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else nn.Identity()
 
-    def forward(self, x: torch.Tensor, src_mask: torch.Tensor,
-                return_attention: Capture = False) -> tuple[torch.Tensor, list[AttentionOutput]]:
-        """x [B, S, D], src_mask [B, 1, 1, S] -> (memory [B, S, D], one self-attention output per layer)."""
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor, return_attention: Capture = False,
+                heads: torch.Tensor | None = None) -> tuple[torch.Tensor, list[AttentionOutput]]:
+        """x [B, S, D], src_mask [B, 1, 1, S], heads [L, B or 1, H] (1 = on) -> (memory [B, S, D], one
+        self-attention output per layer)."""
         attention = []
-        for layer in self.layers:
-            x, attn = layer(x, src_mask, return_attention)
+        for i, layer in enumerate(self.layers):
+            x, attn = layer(x, src_mask, return_attention, None if heads is None else heads[i])
             attention.append(attn)
         return self.final_norm(x), attention
 
@@ -73,13 +74,15 @@ class Decoder(nn.Module):
 
     def forward(self, y: torch.Tensor, memory_kv: list[KeyValue], self_mask: torch.Tensor | None,
                 cross_mask: torch.Tensor | None,
-                past: list[KeyValue] | None = None, return_attention: Capture = False
+                past: list[KeyValue] | None = None, return_attention: Capture = False,
+                heads: tuple[torch.Tensor, torch.Tensor] | None = None
                 ) -> tuple[torch.Tensor, list[AttentionOutput], list[AttentionOutput]]:
-        """y [B, T_new, D] -> (hidden [B, T_new, D], self-attention outputs, cross-attention outputs) per layer."""
+        """y [B, T_new, D], heads = (self, cross) head masks [L, B or 1, H] -> (hidden [B, T_new, D],
+        self-attention outputs, cross-attention outputs) per layer."""
         self_outs, cross_outs = [], []
         for i, layer in enumerate(self.layers):
-            y, self_out, cross_out = layer(y, memory_kv[i], self_mask, cross_mask,
-                                           None if past is None else past[i], return_attention)
+            y, self_out, cross_out = layer(y, memory_kv[i], self_mask, cross_mask, None if past is None else past[i],
+                                           return_attention, None if heads is None else (heads[0][i], heads[1][i]))
             self_outs.append(self_out)
             cross_outs.append(cross_out)
         return self.final_norm(y), self_outs, cross_outs
@@ -98,6 +101,7 @@ class DecoderState:
     cross_mask: torch.Tensor | None
     past: list[KeyValue] | None = None
     length: int = 0
+    heads: tuple[torch.Tensor, torch.Tensor] | None = None  # decoder (self, cross) head masks [L, 1, H]
 
     def reorder(self, index: torch.Tensor) -> "DecoderState":
         """Keep rows ``index`` [B'] (beam search's back-pointers), in that order."""
@@ -106,7 +110,7 @@ class DecoderState:
 
         mask = None if self.cross_mask is None else self.cross_mask.index_select(0, index)
         return DecoderState([pick(kv) for kv in self.memory_kv], mask,
-                            None if self.past is None else [pick(kv) for kv in self.past], self.length)
+                            None if self.past is None else [pick(kv) for kv in self.past], self.length, self.heads)
 
 
 @dataclass
@@ -132,11 +136,12 @@ class Transformer(nn.Module):
             if p.dim() > 1 and not name.startswith("embed."):
                 nn.init.xavier_uniform_(p)
 
-    def encode(self, src: torch.Tensor, return_attention: Capture = False
+    def encode(self, src: torch.Tensor, return_attention: Capture = False, head_mask: HeadMask | None = None
                ) -> tuple[torch.Tensor, torch.Tensor, list[AttentionOutput]]:
         """src [B, S] -> (memory [B, S, D], src_mask [B, 1, 1, S], per-layer self-attention)."""
         src_mask = padding_mask(src, self.config.pad_id)  # [B, 1, 1, S]
-        memory, attention = self.encoder(self.embed(src), src_mask, return_attention)
+        heads = None if head_mask is None else head_mask.enc_self
+        memory, attention = self.encoder(self.embed(src), src_mask, return_attention, heads)
         return memory, src_mask, attention
 
     def memory_key_values(self, memory: torch.Tensor) -> list[KeyValue]:
@@ -147,26 +152,29 @@ class Transformer(nn.Module):
         """Pre-softmax output layer sharing the embedding matrix: [..., D] -> [..., V]."""
         return F.linear(hidden, self.embed.token.weight)
 
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor, return_attention: Capture = False
-                ) -> torch.Tensor | tuple[torch.Tensor, AttentionTrace]:
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, return_attention: Capture = False,
+                head_mask: HeadMask | None = None) -> torch.Tensor | tuple[torch.Tensor, AttentionTrace]:
         """Teacher-forced pass. src [B, S], tgt [B, T] (decoder input, starting with BOS) -> logits [B, T, V],
         plus an AttentionTrace when ``return_attention`` (True: weights and scores; "internals": also Q, K, V,
-        the unmasked scores and the context of every attention call)."""
-        memory, src_mask, enc_attn = self.encode(src, return_attention)
+        the unmasked scores and the context of every attention call). ``head_mask`` switches heads off."""
+        memory, src_mask, enc_attn = self.encode(src, return_attention, head_mask)
         tgt_mask = decoder_self_mask(tgt, self.config.pad_id)  # [B, 1, T, T]
+        heads = None if head_mask is None else (head_mask.dec_self, head_mask.cross)
         hidden, self_attn, cross_attn = self.decoder(
-            self.embed(tgt), self.memory_key_values(memory), tgt_mask, src_mask, None, return_attention)
+            self.embed(tgt), self.memory_key_values(memory), tgt_mask, src_mask, None, return_attention, heads)
         logits = self.logits(hidden)  # [B, T, V]
         if not return_attention:
             return logits
         return logits, AttentionTrace.from_outputs(enc_attn, self_attn, cross_attn, src_mask, tgt_mask)
 
-    def start(self, src: torch.Tensor, return_attention: Capture = False
+    def start(self, src: torch.Tensor, return_attention: Capture = False, head_mask: HeadMask | None = None
               ) -> tuple[DecoderState, list[AttentionOutput]]:
-        """Encode once for incremental decoding: src [B, S] -> (state, encoder self-attention per layer)."""
-        memory, src_mask, enc_attn = self.encode(src, return_attention)
+        """Encode once for incremental decoding: src [B, S] -> (state, encoder self-attention per layer).
+        A ``head_mask`` holds for the encoder here and for the decoder in every step."""
+        memory, src_mask, enc_attn = self.encode(src, return_attention, head_mask)
         cross_mask = None if bool(src_mask.all()) else src_mask  # no padding: skip masking work in every step
-        return DecoderState(self.memory_key_values(memory), cross_mask), enc_attn
+        heads = None if head_mask is None else (head_mask.dec_self, head_mask.cross)
+        return DecoderState(self.memory_key_values(memory), cross_mask, heads=heads), enc_attn
 
     def step(self, state: DecoderState, tokens: torch.Tensor, return_attention: Capture = False) -> StepOutput:
         """Feed the newest token of every row, tokens [B, 1], reusing cached keys/values.
@@ -175,9 +183,10 @@ class Transformer(nn.Module):
         """
         hidden, self_attn, cross_attn = self.decoder(
             self.embed(tokens, offset=state.length), state.memory_kv, None, state.cross_mask,
-            state.past, return_attention)  # hidden [B, 1, D]
+            state.past, return_attention, state.heads)  # hidden [B, 1, D]
         log_probs = self.logits(hidden[:, -1]).float().log_softmax(dim=-1)  # [B, V]
-        new_state = DecoderState(state.memory_kv, state.cross_mask, [a.key_value for a in self_attn], state.length + 1)
+        new_state = DecoderState(state.memory_kv, state.cross_mask, [a.key_value for a in self_attn], state.length + 1,
+                                 state.heads)
         if not return_attention:
             return StepOutput(log_probs, new_state)
         return StepOutput(log_probs, new_state, AttentionTrace.from_outputs([], self_attn, cross_attn))

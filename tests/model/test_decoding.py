@@ -68,7 +68,7 @@ class TableModel(nn.Module):
         self.dummy = nn.Parameter(torch.zeros(1))
         self.table = table
 
-    def start(self, src, return_attention=False):
+    def start(self, src, return_attention=False, head_mask=None):
         return FakeState([()]), []
 
     def step(self, state, tokens, return_attention=False):
