@@ -58,10 +58,12 @@ class AttentionOutput:
 
 
 def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-                       dropout: nn.Dropout) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """softmax(mask(QK^T / sqrt(d_k))) V, keeping the intermediate scores and weights.
+                       dropout: nn.Dropout, score_bias: torch.Tensor | None = None
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """softmax(mask(QK^T / sqrt(d_k) + bias)) V, keeping the intermediate scores and weights.
 
-    q [B, H, Q, d_k], k and v [B, H, K, d_k], mask bool broadcastable to [B, H, Q, K] (True = attend).
+    q [B, H, Q, d_k], k and v [B, H, K, d_k], mask bool broadcastable to [B, H, Q, K] (True = attend),
+    score_bias (e.g. Swin's relative position bias) float broadcastable to [B, H, Q, K], added before masking.
     Returns (context [B, H, Q, d_k], weights [B, H, Q, K], scores [B, H, Q, K], the scores before masking
     [B, H, Q, K]). Masked scores are
     filled with the dtype's most negative finite value, then the weights there are set to exactly 0,
@@ -71,6 +73,8 @@ def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     # One fused batched GEMM with the 1/sqrt(d_k) folded in: decoding calls this per step, so op count matters.
     scores = torch.baddbmm(q.new_empty(()), q.reshape(b * h, n_q, d_k), k.reshape(b * h, -1, d_k).transpose(1, 2),
                            beta=0.0, alpha=1.0 / math.sqrt(d_k)).view(b, h, n_q, -1)  # [B, H, Q, K]
+    if score_bias is not None:
+        scores = scores + score_bias  # [B, H, Q, K]
     unmasked = scores
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
@@ -80,6 +84,15 @@ def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     attended = dropout(weights) if dropout.training else weights  # dropout after capture; no call in eval
     context = attended @ v  # [B, H, Q, d_k]
     return context, weights, scores, unmasked
+
+
+def _fused_mask(mask: torch.Tensor | None, score_bias: torch.Tensor | None, dtype: torch.dtype
+                ) -> torch.Tensor | None:
+    """The fused kernel takes one attn_mask: the bool mask as is, or the bias with masked cells at finfo.min."""
+    if score_bias is None:
+        return mask
+    bias = score_bias.to(dtype)
+    return bias if mask is None else bias.masked_fill(~mask, torch.finfo(dtype).min)
 
 
 class MultiHeadAttention(nn.Module):
@@ -106,7 +119,8 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, query: torch.Tensor, key_value_input: torch.Tensor | None = None,
                 mask: torch.Tensor | None = None, *, past: KeyValue | None = None,
-                return_attention: Capture = False, head_mask: torch.Tensor | None = None) -> AttentionOutput:
+                return_attention: Capture = False, head_mask: torch.Tensor | None = None,
+                score_bias: torch.Tensor | None = None) -> AttentionOutput:
         """Attend from ``query`` [B, Q, D] to keys ``past ++ project(key_value_input)``.
 
         Self-attention passes the same tensor as query and key_value_input; a KV cache passes the
@@ -114,7 +128,8 @@ class MultiHeadAttention(nn.Module):
         keys/values as ``past`` and no key_value_input. ``mask`` [B or 1, 1, Q, K], True = attend.
         ``return_attention`` is the capture level (see ``Capture``). ``head_mask`` [B or 1, H] (1 = on, 0 = off)
         scales each head's output before W^O: a head switched off contributes nothing, its weights are unchanged
-        (Michel et al., 2019).
+        (Michel et al., 2019). ``score_bias`` [.., H, Q, K] is added to the scaled scores (a relative position
+        bias, as in Swin); the paper's attention has none.
         """
         q = self.split_heads(self.w_q(query))  # [B, H, Q, d_k]
         k, v = past if past is not None else (None, None)
@@ -126,10 +141,11 @@ class MultiHeadAttention(nn.Module):
             raise ValueError("attention needs keys: pass key_value_input or past")
         weights = scores = unmasked = None
         if return_attention:
-            context, weights, scores, unmasked = scaled_dot_product(q, k, v, mask, self.dropout)
+            context, weights, scores, unmasked = scaled_dot_product(q, k, v, mask, self.dropout, score_bias)
         else:
             context = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)  # [B, H, Q, d_k]
+                q, k, v, attn_mask=_fused_mask(mask, score_bias, q.dtype),
+                dropout_p=self.dropout.p if self.training else 0.0)  # [B, H, Q, d_k]
         if head_mask is not None:
             context = context * head_mask[:, :, None, None].to(context.dtype)  # [B, H, Q, d_k]
         merged = context.transpose(1, 2).reshape(query.size(0), query.size(1), -1)  # [B, Q, D]

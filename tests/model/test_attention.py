@@ -77,3 +77,18 @@ def test_dropout_is_applied_after_the_weights_are_recorded():
     query, key, mask = random_batch(2)
     out = mha(query, key, mask, return_attention=True)
     assert torch.allclose(out.weights.sum(-1), torch.ones(3, 4, 5), atol=1e-6)
+
+
+def test_a_score_bias_is_added_before_the_softmax_on_both_paths():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2).eval()
+    x = torch.randn(1, 4, 8)
+    bias = torch.randn(2, 4, 4)  # [H, Q, K], e.g. a relative position bias
+    mask = torch.ones(1, 1, 4, 4, dtype=torch.bool).tril()
+    explicit = mha(x, x, mask, return_attention=True, score_bias=bias)
+    fused = mha(x, x, mask, score_bias=bias)
+    plain = mha(x, x, mask, return_attention=True)
+    assert torch.allclose(explicit.scores[mask.expand_as(explicit.scores)],
+                          (plain.scores + bias)[mask.expand_as(plain.scores)], atol=1e-6)
+    assert torch.allclose(explicit.output, fused.output, atol=1e-6)
+    assert (explicit.weights[~mask.expand_as(explicit.weights)] == 0).all()
