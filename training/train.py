@@ -2,6 +2,7 @@
 
     python -m training.train --task en-de --out runs/en-de --epochs 10
     python -m training.train --task reverse --out runs/reverse
+    torchrun --nproc_per_node N -m training.train ...   # N processes, DistributedDataParallel (training.distributed)
 
 Adam (0.9, 0.98, 1e-9), warm-up + inverse-square-root learning rate, label smoothing 0.1, dropout
 0.1, length-bucketed batches by token count. Writes <out>/log.csv (every step), <out>/epochs.csv
@@ -30,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
+from torch import nn
 
 from model.checkpoint import load_checkpoint, save_checkpoint
 from model.config import ModelConfig
@@ -37,10 +39,12 @@ from model.device import resolve_device
 from model.tokenizer import Tokenizer, train_tokenizer
 from model.transformer import Transformer, count_parameters
 
-from .data import Pair, encode_pairs, iterate_batches, load_corpus, reversal_corpus, token_batches
+from . import distributed
+from .data import Pair, collate, encode_pairs, load_corpus, reversal_corpus, token_batches
 from .diagnostics import attention_entropy
+from .distributed import Ranks
 from .evaluate import corpus_scores, translate_many
-from .loss import loss_fn, validation_loss
+from .loss import token_loss_sum, validation_loss
 from .presets import PRESETS
 from .schedule import RECIPE_KEYS, noam_lr
 
@@ -190,12 +194,15 @@ def keep_epoch(model: Transformer, tokenizer: Tokenizer, directory: Path, epoch:
 
 @dataclass
 class Run:
-    """One training run: its settings, data, model, optimizer and where it stands."""
+    """One training run: its settings, data, model (``forward`` is what trains it: the model itself or its
+    DistributedDataParallel wrapper), optimizer, this process's place in the job, and where it stands."""
 
     args: argparse.Namespace
     out: Path
     tokenizer: Tokenizer
     model: Transformer
+    forward: nn.Module
+    ranks: Ranks
     optimizer: torch.optim.Optimizer
     progress: Progress
     train_pairs: list[Pair]
@@ -213,7 +220,11 @@ class Run:
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
 
     def save_last(self) -> None:
-        """Weights, optimizer and progress as <out>/last, replaced atomically so a crash never leaves half a save."""
+        """Weights, optimizer and progress as <out>/last, replaced atomically so a crash never leaves half a save.
+        Rank 0 writes; every rank waits until it has."""
+        if not self.ranks.main:
+            distributed.barrier(self.ranks)
+            return
         tmp, last = self.out / "last.tmp", self.out / "last"
         shutil.rmtree(tmp, ignore_errors=True)
         save_checkpoint(self.model, self.tokenizer, tmp, meta=self.meta())
@@ -221,6 +232,7 @@ class Run:
         (tmp / "state.json").write_text(json.dumps(self.progress.__dict__))
         shutil.rmtree(last, ignore_errors=True)
         tmp.rename(last)
+        distributed.barrier(self.ranks)
 
 
 def _model_and_progress(args: argparse.Namespace, out: Path, tokenizer: Tokenizer
@@ -248,69 +260,91 @@ def _model_and_progress(args: argparse.Namespace, out: Path, tokenizer: Tokenize
     return Transformer(config).train(), Progress(), None, False
 
 
-def build_or_resume(args: argparse.Namespace, device: torch.device) -> Run:
-    """Everything a run needs, resumed from disk where a previous run of the same --out left off."""
+def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
+    """Everything a run needs, resumed from disk where a previous run of the same --out left off. Every rank
+    builds the same thing; rank 0 alone writes (the tokenizer, the logs)."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     frame = task_corpus(args)
-    tokenizer = get_tokenizer(args, out, frame)
+    if ranks.main:
+        get_tokenizer(args, out, frame)
+    distributed.barrier(ranks)
+    tokenizer = Tokenizer.load(out / "tokenizer.model")
     split = {name: frame[frame["split"] == name] for name in ("train", "valid")}
     pairs = {name: encode_pairs(tokenizer, part["en"].tolist(), part["de"].tolist(), args.train_max_len)
              for name, part in split.items()}
     model, progress, continued_from, resume = _model_and_progress(args, out, tokenizer)
-    model.to(device)
+    model.to(ranks.device)
+    forward = distributed.wrap(model, ranks)  # DDP makes every rank start from rank 0's weights
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     if resume:
         load_optimizer(optimizer, out / "last")
-        torch.manual_seed(args.seed + progress.step)
-    truncate_log(out / "log.csv", "step", progress.step)  # rows after the resumed checkpoint are redone
-    truncate_log(out / "epochs.csv", "epoch", progress.epoch)
-    return Run(args=args, out=out, tokenizer=tokenizer, model=model, optimizer=optimizer, progress=progress,
+    torch.manual_seed(args.seed + progress.step + 1000 * ranks.rank)  # dropout differs per rank and per resume
+    if ranks.main:
+        truncate_log(out / "log.csv", "step", progress.step)  # rows after the resumed checkpoint are redone
+        truncate_log(out / "epochs.csv", "epoch", progress.epoch)
+    return Run(args=args, out=out, tokenizer=tokenizer, model=model, forward=forward, ranks=ranks,
+               optimizer=optimizer, progress=progress,
                train_pairs=pairs["train"], valid_pairs=pairs["valid"], valid_bleu=split["valid"].head(args.valid_bleu),
                continued_from=continued_from, started=time.perf_counter() - progress.elapsed_s)
 
 
+def train_step(run: Run, batch, lr: float) -> tuple[float, int]:
+    """One optimizer step on this rank's batch: the loss is the mean over the target tokens of the whole global
+    batch (every rank's rows), so N processes step exactly as one process on all N batches would. Returns this
+    rank's mean loss and the global batch's token count."""
+    for group in run.optimizer.param_groups:
+        group["lr"] = lr
+    loss_sum = token_loss_sum(run.forward, batch, run.args.label_smoothing, run.args.bf16, run.ranks.device)
+    tokens = distributed.total(batch.n_tokens, run.ranks)
+    run.optimizer.zero_grad(set_to_none=True)
+    (loss_sum * run.ranks.world / max(tokens, 1)).backward()  # DDP averages the ranks' gradients: x world
+    run.optimizer.step()
+    return float(loss_sum.detach()) / max(batch.n_tokens, 1), tokens
+
+
 def train_epoch(run: Run) -> tuple[float, bool]:
     """Train from where the current epoch stands to its end (or to --max-steps). Returns the last batch's
-    loss and whether --max-steps stopped the run."""
-    args, progress, model = run.args, run.progress, run.model
+    loss and whether --max-steps stopped the run. With N ranks a step takes N consecutive batches, rank r the
+    r-th of them (a last group of fewer than N batches is left out of that epoch)."""
+    args, progress, model, world = run.args, run.progress, run.model, run.ranks.world
     cfg = model.config
     batches = token_batches(run.train_pairs, args.max_tokens, seed=args.seed * 1000 + progress.epoch)
     loss, tokens_window, time_window = math.nan, 0, time.perf_counter()
-    for index, batch in iterate_batches(run.train_pairs, batches, cfg.pad_id, cfg.bos_id, progress.batch):
+    for first in range(progress.batch, len(batches) - world + 1, world):
+        batch = collate([run.train_pairs[i] for i in batches[first + run.ranks.rank]], cfg.pad_id, cfg.bos_id)
         lr = noam_lr(progress.step + 1, cfg.d_model, args.warmup, args.lr_factor)
-        for group in run.optimizer.param_groups:
-            group["lr"] = lr
-        step_loss = loss_fn(model, batch, args.label_smoothing, args.bf16)
-        run.optimizer.zero_grad(set_to_none=True)
-        step_loss.backward()
-        run.optimizer.step()
-        loss = float(step_loss.detach())
-        progress.step, progress.batch = progress.step + 1, index + 1
+        loss, tokens = train_step(run, batch, lr)
+        progress.step, progress.batch = progress.step + 1, first + world
         progress.elapsed_s = time.perf_counter() - run.started
-        tokens_window += batch.n_tokens
-        tps = tokens_window / max(time.perf_counter() - time_window, 1e-9)
-        append_csv(run.out / "log.csv", LOG_FIELDS, {
-            "step": progress.step, "epoch": progress.epoch + 1, "loss": f"{loss:.4f}", "lr": f"{lr:.6g}",
-            "tokens_per_s": f"{tps:.0f}", "elapsed_s": f"{progress.elapsed_s:.1f}"})
-        if progress.step % 20 == 0:
-            left = (args.epochs - progress.epoch) * len(batches) - progress.batch  # steps still to go
-            eta = (time.perf_counter() - time_window) / 20 * left
-            print(f"epoch {progress.epoch + 1}/{args.epochs} batch {progress.batch}/{len(batches)} step {progress.step} "
-                  f"loss {loss:.3f} lr {lr:.2e} {tps:.0f} tok/s ETA {eta / 60:.0f} min", flush=True)
-            tokens_window, time_window = 0, time.perf_counter()
-        if progress.step % args.save_every == 0:
-            run.save_last()
-        if args.max_steps and progress.step >= args.max_steps:
-            run.save_last()
+        tokens_window += tokens
+        if run.ranks.main:
+            tps = tokens_window / max(time.perf_counter() - time_window, 1e-9)
+            append_csv(run.out / "log.csv", LOG_FIELDS, {
+                "step": progress.step, "epoch": progress.epoch + 1, "loss": f"{loss:.4f}", "lr": f"{lr:.6g}",
+                "tokens_per_s": f"{tps:.0f}", "elapsed_s": f"{progress.elapsed_s:.1f}"})
+            if progress.step % 20 == 0:
+                left = ((args.epochs - progress.epoch) * len(batches) - progress.batch) // world  # steps to go
+                eta = (time.perf_counter() - time_window) / 20 * left
+                print(f"epoch {progress.epoch + 1}/{args.epochs} batch {progress.batch}/{len(batches)} "
+                      f"step {progress.step} loss {loss:.3f} lr {lr:.2e} {tps:.0f} tok/s ETA {eta / 60:.0f} min",
+                      flush=True)
+                tokens_window, time_window = 0, time.perf_counter()
+        stop = bool(args.max_steps) and progress.step >= args.max_steps
+        if stop or progress.step % args.save_every == 0:
+            run.save_last()  # rank 0 writes, every rank waits for it
+        if stop:
             return loss, True
     return loss, False
 
 
 def end_of_epoch(run: Run, train_loss: float) -> None:
-    """Validate, keep the best and the last epochs' weights, and log the epoch."""
+    """Validate, keep the best and the last epochs' weights, and log the epoch (rank 0; the others wait)."""
     args, progress, model = run.args, run.progress, run.model
     progress.epoch, progress.batch = progress.epoch + 1, 0
+    if not run.ranks.main:
+        run.save_last()
+        return
     valid_loss = validation_loss(model, run.valid_pairs, args.max_tokens)
     model.eval()
     hyps = translate_many(model, run.tokenizer, run.valid_bleu["en"].tolist(), beam_size=1)
@@ -345,19 +379,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Measured on an AVX2-only CPU: 45 tokens/s with bf16 autocast against 780 in fp32.
         raise SystemExit("error: --bf16 on this CPU would be emulated (no native bf16 support) and many times "
                          "slower than float32; drop --bf16")
-    run = build_or_resume(args, device)
+    ranks = distributed.start(device)
+    try:
+        return _train(args, ranks)
+    finally:
+        distributed.stop(ranks)
+
+
+def _train(args: argparse.Namespace, ranks: Ranks) -> int:
+    run = build_or_resume(args, ranks)
     resume = f"resuming at step {run.progress.step}" if run.progress.step else "starting"
-    print(f"{args.task}: {len(run.train_pairs)} train / {len(run.valid_pairs)} valid pairs, "
-          f"{len(token_batches(run.train_pairs, args.max_tokens))} batches/epoch, "
-          f"{count_parameters(run.model) / 1e6:.2f}M parameters, {device}, threads {torch.get_num_threads()}, "
-          f"bf16 {args.bf16}; {resume}", flush=True)
+    if ranks.main:
+        print(f"{args.task}: {len(run.train_pairs)} train / {len(run.valid_pairs)} valid pairs, "
+              f"{len(token_batches(run.train_pairs, args.max_tokens))} batches/epoch, "
+              f"{count_parameters(run.model) / 1e6:.2f}M parameters, {ranks.device} x {ranks.world} process(es), "
+              f"threads {torch.get_num_threads()}, bf16 {args.bf16}; {resume}", flush=True)
     while run.progress.epoch < args.epochs:
         loss, stopped = train_epoch(run)
         if stopped:
-            print(f"stopped at --max-steps {args.max_steps}", flush=True)
+            if ranks.main:
+                print(f"stopped at --max-steps {args.max_steps}", flush=True)
             return 0
         end_of_epoch(run, loss)
-    print(f"done: best epoch {run.progress.best_epoch}, valid loss {run.progress.best_valid_loss:.3f}", flush=True)
+    if ranks.main:
+        print(f"done: best epoch {run.progress.best_epoch}, valid loss {run.progress.best_valid_loss:.3f}", flush=True)
     return 0
 
 
