@@ -9,7 +9,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from model.checkpoint import CONFIG, TOKENIZER, WEIGHTS, Checkpoint, CheckpointError, load_checkpoint
+from model.checkpoint import (
+    CONFIG,
+    PICKLE_SUFFIXES,
+    TOKENIZER,
+    WEIGHTS,
+    Checkpoint,
+    CheckpointError,
+    load_checkpoint,
+)
 from model.device import describe, resolve_device
 from model.quality import is_weak, test_bleu
 
@@ -49,16 +57,40 @@ def model_label(name: str) -> str:
         if cfg else name
 
 
+ARCHIVE_SUFFIXES = {".zip", ".tar", ".gz", ".tgz", ".bz2", ".tbz2", ".xz", ".txz", ".7z", ".rar", ".zst"}
+
+
+def _shown(name: str) -> str:
+    """An uploaded file's name, as the user's browser sent it, for a message: one line, at most 60 characters."""
+    name = " ".join(str(name).split())
+    return name if len(name) <= 60 else name[:57] + "..."
+
+
 def load_upload(files: list) -> str:
     """Validate uploaded checkpoint files (weights .safetensors, config .json, tokenizer .model) and keep the
-    model in this session. Returns its name; raises CheckpointError with a message for the user."""
+    model in this session. Returns its name; raises CheckpointError with a message for the user.
+
+    Nothing an upload holds is run or unpacked: archives and pickles (.bin, .pt, ...) are refused by name, and
+    the three files go through load_checkpoint's checks (sizes, config limits, the safetensors header)."""
     by_suffix = {".safetensors": WEIGHTS, ".json": CONFIG, ".model": TOKENIZER}
     chosen: dict[str, bytes] = {}
+    sources: dict[str, str] = {}
     for f in files:
-        target = by_suffix.get(Path(f.name).suffix.lower())
+        suffixes = [s.lower() for s in Path(f.name).suffixes]
+        suffix = suffixes[-1] if suffixes else ""
+        if ARCHIVE_SUFFIXES & set(suffixes):
+            raise CheckpointError(f"{_shown(f.name)}: archives are not accepted; upload {WEIGHTS}, {CONFIG} and "
+                                  f"{TOKENIZER} as three separate files")
+        if suffix in PICKLE_SUFFIXES:
+            raise CheckpointError(f"{_shown(f.name)}: refused, only safetensors weights are read ({suffix} files are "
+                                  f"pickles, which can run code); upload {WEIGHTS}, {CONFIG} and {TOKENIZER}")
+        target = by_suffix.get(suffix)
         if target is None:
-            raise CheckpointError(f"{f.name}: expected a .safetensors, a .json and a .model file")
-        chosen[target] = f.getvalue()
+            raise CheckpointError(f"{_shown(f.name)}: expected a .safetensors, a .json and a .model file")
+        if target in chosen:
+            raise CheckpointError(f"{_shown(sources[target])} and {_shown(f.name)}: two {suffix} files; upload one "
+                                  "weights, one config and one tokenizer file")
+        chosen[target], sources[target] = f.getvalue(), f.name
     missing = [name for name in (WEIGHTS, CONFIG, TOKENIZER) if name not in chosen]
     if missing:
         raise CheckpointError(f"missing {', '.join(missing)}: upload the weights, config and tokenizer together")
@@ -66,7 +98,14 @@ def load_upload(files: list) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         for name, data in chosen.items():
             (Path(tmp) / name).write_bytes(data)
-        ckpt = load_checkpoint(tmp, resolve_device("auto"))
+        try:
+            ckpt = load_checkpoint(tmp, resolve_device("auto"))
+        except CheckpointError as exc:  # name the files as the user called them
+            message = str(exc)
+            for target, source in sources.items():
+                if source != target:
+                    message = message.replace(target, f"{target} (your {_shown(source)})", 1)
+            raise CheckpointError(message) from None
     ckpt.path = None
     name = UPLOAD_PREFIX + digest
     st.session_state.setdefault("uploads", {})[name] = ckpt

@@ -11,7 +11,9 @@ from model.checkpoint import CheckpointError
 def _upload_ui() -> None:
     with st.expander("Use your own checkpoint"):
         st.caption("Upload the three files of a checkpoint made by `python -m training.train`: "
-                   "model.safetensors, config.json and tokenizer.model. It stays in your session only.")
+                   "model.safetensors, config.json and tokenizer.model, as separate files (not an archive). "
+                   "Weights are read only as safetensors, never as a pickle (.bin, .pt), and checked against "
+                   "the config before anything is built. It stays in your session only.")
         files = st.file_uploader("Checkpoint files", type=["safetensors", "json", "model"],
                                  accept_multiple_files=True, key="upload_files")
         if st.button("Load checkpoint", key="upload_load", disabled=not files):

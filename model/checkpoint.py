@@ -1,32 +1,77 @@
 """Checkpoints: one directory with safetensors weights, a JSON config and the tokenizer model.
 
-safetensors carries no code, so loading a file a user hands us cannot execute anything; every
-problem (missing file, bad JSON, wrong names or shapes, vocabulary mismatch) becomes a
-CheckpointError whose message names it.
+A checkpoint may come from anyone (``--checkpoint``, the app's upload), so loading trusts nothing in it:
+- no code runs: weights are read only as safetensors (plain numbers); a pickle (PyTorch's .bin/.pt) is
+  refused, never unpickled;
+- nothing absurd is allocated: every file's size is bounded, the config is checked against the limits in
+  ``model.config`` before a model is built, and the safetensors header (its length field, every tensor's dtype,
+  shape and byte offsets) is read and checked against the file size and the config's tensors before any tensor
+  data is read;
+- every problem (missing file, bad JSON, wrong names, shapes or dtypes, NaN, vocabulary mismatch) becomes a
+  one-line CheckpointError whose message names the file and says what is wrong.
 """
 from __future__ import annotations
 
+import io
 import json
+import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save_file
+from torch import nn
 
-from .config import ModelConfig
+from .config import ModelConfig, format_bytes
 from .tokenizer import Tokenizer, TokenizerError
 from .transformer import Transformer
 
 WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", "tokenizer.model"
 FORMAT_VERSION = 1
-MAX_WEIGHTS_BYTES = 400 * 2**20  # the shipped model is ~15 MB; refuse to read anything absurd into memory
+# Largest files read (the shipped en-de checkpoint: 15 MB of weights, 2 kB of config, 0.3 MB of tokenizer;
+# Marian opus-mt: 300 MB of float32 weights, 0.8 MB of sentencepiece model).
+MAX_WEIGHTS_BYTES = 400 * 2**20
+MAX_CONFIG_BYTES = 2**20
+MAX_TOKENIZER_BYTES = 64 * 2**20
+# A safetensors header is ~100 bytes of JSON per tensor plus free-form metadata: allow far more, never unbounded.
+HEADER_BASE_BYTES, HEADER_BYTES_PER_TENSOR = 64 * 2**10, 1024
+# Bytes per element of safetensors' dtypes; weights must be one of FLOAT_DTYPES.
+DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+               "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+FLOAT_DTYPES = {"F16": "float16", "BF16": "bfloat16", "F32": "float32"}
+DTYPE_WORDS = {"BOOL": "bool", "U8": "integer", "I8": "integer", "I16": "integer", "U16": "integer", "I32": "integer",
+               "U32": "integer", "I64": "integer", "U64": "integer", "F64": "float64", "F8_E4M3": "float8",
+               "F8_E5M2": "float8"}
+SAFETENSORS_DTYPE = {torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+                     torch.bool: "BOOL"}
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")  # what a pickled checkpoint is called
+MAGIC = {b"PK\x03\x04": "a zip archive (PyTorch's torch.save format is one: a pickle inside)",
+         b"\x1f\x8b": "a gzip archive", b"BZh": "a bzip2 archive", b"\xfd7zXZ": "an xz archive",
+         b"7z\xbc\xaf": "a 7-zip archive", b"Rar!": "a RAR archive"}
+
+
+def _sniff(head: bytes) -> str | None:
+    """What a file that is not safetensors looks like, from its first bytes (for the message only)."""
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return "a Python pickle (PyTorch's .bin/.pt format), which can run code and is never loaded"
+    return next((what for magic, what in MAGIC.items() if head.startswith(magic)), None)
+
+
+def _shown(name: Any) -> str:
+    """A name read from a file, for a message: quoted, escaped, cut to 60 characters."""
+    text = str(name)
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 class CheckpointError(ValueError):
-    """A checkpoint that cannot be loaded; the message says what is wrong."""
+    """A checkpoint that cannot be loaded; the message (always one line) names the file and what is wrong."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
 
 
 @dataclass
@@ -79,63 +124,253 @@ def clean_meta(meta: Any) -> dict[str, Any]:
     return meta
 
 
-def read_config(directory: Path) -> tuple[ModelConfig, dict[str, Any]]:
-    path = directory / CONFIG
+def _read_file(path: Path, limit: int) -> bytes:
+    """The bytes of one checkpoint file, refused when missing or larger than ``limit``."""
     if not path.is_file():
-        raise CheckpointError(f"{CONFIG} is missing in {directory}")
+        raise CheckpointError(f"{path.name} is missing in {path.parent}")
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        if size > limit:
+            raise CheckpointError(f"{path.name} has {format_bytes(size)}, more than the limit of {format_bytes(limit)}")
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise CheckpointError(f"{path.name}: cannot read it ({exc.strerror})") from None
+    if len(data) > limit:
+        raise CheckpointError(f"{path.name} has more than the limit of {format_bytes(limit)}")
+    return data
+
+
+def read_config(directory: Path) -> tuple[ModelConfig, dict[str, Any]]:
+    """The validated ModelConfig (types, ranges and size limits: see model.config) and the cleaned meta."""
+    data = _read_file(Path(directory) / CONFIG, MAX_CONFIG_BYTES)
+    try:
+        payload = json.loads(data.decode("utf-8"))
         return ModelConfig.from_dict(payload["model"]), clean_meta(payload.get("meta", {}))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{CONFIG} is not valid JSON ({exc})") from None
-    except (KeyError, TypeError) as exc:
-        raise CheckpointError(f"{CONFIG} has no usable 'model' section ({exc})") from None
+    except RecursionError:
+        raise CheckpointError(f"{CONFIG} is not valid JSON (nested too deeply)") from None
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise CheckpointError(f"{CONFIG} has no usable 'model' section ({type(exc).__name__}: {exc})") from None
     except ValueError as exc:
         raise CheckpointError(f"{CONFIG}: {exc}") from None
 
 
-def read_weights(data: bytes, model: Transformer) -> dict[str, torch.Tensor]:
-    """Parse safetensors bytes and check they fit ``model`` name for name and shape for shape."""
+def read_tokenizer(directory: Path) -> Tokenizer:
+    try:
+        return Tokenizer(_read_file(Path(directory) / TOKENIZER, MAX_TOKENIZER_BYTES))
+    except TokenizerError as exc:
+        raise CheckpointError(f"{TOKENIZER}: {exc}") from None
+
+
+def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Name -> shape of every tensor in Transformer(config).state_dict(), all floating point, without building the
+    model (tested equal to the built one's; their sizes add up to config.estimated_parameters())."""
+    d, shapes = config.d_model, {"embed.token.weight": (config.vocab_size, config.d_model)}
+
+    def add(prefix: str, n_out: int, n_in: int | None = None) -> None:  # a Linear (n_in given) or a LayerNorm
+        shapes[f"{prefix}.weight"] = (n_out,) if n_in is None else (n_out, n_in)
+        shapes[f"{prefix}.bias"] = (n_out,)
+
+    for stack, n_layers, attentions in (("encoder", config.n_encoder_layers, ("self_attn",)),
+                                        ("decoder", config.n_decoder_layers, ("self_attn", "cross_attn"))):
+        for i in range(n_layers):
+            layer = f"{stack}.layers.{i}"
+            for attention in attentions:
+                for w in ("w_q", "w_k", "w_v", "w_o"):
+                    add(f"{layer}.{attention}.{w}", d, d)
+            add(f"{layer}.feed_forward.linear1", config.d_ff, d)
+            add(f"{layer}.feed_forward.linear2", d, config.d_ff)
+            for j in range(len(attentions) + 1):
+                add(f"{layer}.sublayers.{j}.norm", d)
+        if config.norm_first:
+            add(f"{stack}.final_norm", d)
+    return shapes
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    """One tensor as a safetensors header describes it; offsets are relative to the end of the header."""
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _entry(name: str, info: Any) -> TensorEntry:
+    where = f"{WEIGHTS}: the header entry of {_shown(name)}"
+    if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
+        raise CheckpointError(f"{where} is malformed (it needs dtype, shape and data_offsets)")
+    dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+        raise CheckpointError(f"{where} has an unknown dtype {_shown(dtype)}")
+    if not isinstance(shape, list) or len(shape) > 8 or not all(_is_count(n) for n in shape):
+        raise CheckpointError(f"{where} has an invalid shape (a list of sizes >= 0 is needed)")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_count(n) for n in offsets) \
+            or offsets[0] > offsets[1]:
+        raise CheckpointError(f"{where} has invalid data_offsets (a pair [begin, end], 0 <= begin <= end, is needed)")
+    return TensorEntry(dtype, tuple(shape), offsets[0], offsets[1])
+
+
+def check_header(f: BinaryIO, size: int, expected: dict[str, tuple[int, ...]],
+                 dtypes: dict[str, str] | None = None) -> dict[str, TensorEntry]:
+    """Read and check the header of the safetensors file ``f`` (``size`` bytes) without reading any tensor data.
+
+    The 8-byte length field and the JSON are bounded by the file size and by the expected tensors; every tensor
+    ``expected`` names (name -> shape) must be there with that shape, a float dtype (float16, bfloat16 or float32;
+    ``dtypes`` names the exceptions, e.g. an integer buffer: name -> safetensors dtype) and offsets that match its
+    size, and all of them must tile the data exactly up to the end of the file (so the file is as large as the
+    tensors imply, no larger). Only then may safetensors read it."""
+    dtypes = dtypes or {}
+    n_values = sum(math.prod(shape) for shape in expected.values())
+    most = sum(math.prod(shape) * DTYPE_BYTES.get(dtypes.get(name, "F32"), 8) for name, shape in expected.items())
+    header_limit = HEADER_BASE_BYTES + HEADER_BYTES_PER_TENSOR * len(expected)
+    if size > MAX_WEIGHTS_BYTES:
+        raise CheckpointError(f"{WEIGHTS} has {format_bytes(size)}, more than the limit of "
+                              f"{format_bytes(MAX_WEIGHTS_BYTES)}")
+    if size > 8 + header_limit + most:
+        raise CheckpointError(f"{WEIGHTS} has {format_bytes(size)}, far more than the config implies "
+                              f"({n_values:,} parameters take at most {format_bytes(most)}, as float32)")
+    head = f.read(8)
+    if len(head) < 8:
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file (truncated or corrupt): it has only "
+                              f"{format_bytes(size)}")
+    length = int.from_bytes(head, "little")
+    if length > size - 8:
+        kind = _sniff(head)
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file: it is {kind}" if kind else
+                              f"{WEIGHTS} is not a valid safetensors file (truncated or corrupt): its header "
+                              f"length field claims {format_bytes(length)} but the file has {format_bytes(size)}")
+    if length > header_limit:
+        raise CheckpointError(f"{WEIGHTS}: its header claims {format_bytes(length)}, more than the "
+                              f"{format_bytes(header_limit)} a checkpoint of this config needs")
+    raw = f.read(length)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file: its header is not JSON") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file: its header is not a JSON object")
+    metadata = header.pop("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file: __metadata__ must map names to strings")
+    entries = {name: _entry(name, info) for name, info in header.items()}
+    data_size = size - 8 - length
+    claimed = max((e.end for e in entries.values()), default=0)
+    if claimed > data_size:
+        raise CheckpointError(f"{WEIGHTS}: header claims {format_bytes(claimed)} of tensor data but the file has "
+                              f"only {format_bytes(data_size)} after its header (truncated or corrupt)")
+    missing = sorted(set(expected) - set(entries))
+    unexpected = sorted(set(entries) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"{WEIGHTS} does not match the config: missing {missing[:5]}"
+                              f"{'...' if len(missing) > 5 else ''}, unexpected "
+                              f"[{', '.join(_shown(n) for n in unexpected[:5])}]{'...' if len(unexpected) > 5 else ''}")
+    for name, entry in ((name, entries[name]) for name in expected):  # in the model's order: embeddings first
+        if entry.shape != expected[name]:
+            raise CheckpointError(f"{WEIGHTS}: {name} has shape {entry.shape}, the config needs {expected[name]}")
+        exact = dtypes.get(name)
+        if exact is not None and entry.dtype != exact:
+            raise CheckpointError(f"{WEIGHTS}: {name} is {entry.dtype}, expected {exact}")
+        if exact is None and entry.dtype not in FLOAT_DTYPES:
+            raise CheckpointError(f"{WEIGHTS}: {name} is {entry.dtype} ({DTYPE_WORDS[entry.dtype]}), expected "
+                                  "floating point: float16, bfloat16 or float32")
+        needed = math.prod(entry.shape) * DTYPE_BYTES[entry.dtype]
+        if entry.end - entry.begin != needed:
+            raise CheckpointError(f"{WEIGHTS}: {name}'s data_offsets span {format_bytes(entry.end - entry.begin)}, "
+                                  f"its shape {entry.shape} as {entry.dtype} takes {format_bytes(needed)}")
+    position = 0
+    for entry in sorted(entries.values(), key=lambda e: (e.begin, e.end)):
+        if entry.begin != position:
+            raise CheckpointError(f"{WEIGHTS}: tensors overlap or leave a gap at byte {min(entry.begin, position)} "
+                                  "of the data")
+        position = entry.end
+    if position != data_size:
+        raise CheckpointError(f"{WEIGHTS} has {format_bytes(data_size - position)} of unexplained data after its "
+                              f"tensors (the file has {format_bytes(size)}, the config's tensors take "
+                              f"{format_bytes(position)})")
+    return entries
+
+
+def read_weights(data: bytes, model: nn.Module) -> dict[str, torch.Tensor]:
+    """Parse safetensors bytes after check_header's checks against ``model``'s state dict (name, shape, dtype,
+    offsets, size); -> name -> float32 tensor (other dtypes kept), finite."""
+    expected = model.state_dict()
+    dtypes = {name: SAFETENSORS_DTYPE.get(t.dtype, str(t.dtype)) for name, t in expected.items()
+              if not t.is_floating_point()}
+    check_header(io.BytesIO(data), len(data), {name: tuple(t.shape) for name, t in expected.items()}, dtypes)
     try:
         weights = load_safetensors_bytes(data)
     except (SafetensorError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file ({exc})") from None
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(weights))
-    unexpected = sorted(set(weights) - set(expected))
-    if missing or unexpected:
-        raise CheckpointError(f"{WEIGHTS} does not match the config: missing {missing[:5]}"
-                              f"{'...' if len(missing) > 5 else ''}, unexpected {unexpected[:5]}"
-                              f"{'...' if len(unexpected) > 5 else ''}")
     for name, tensor in weights.items():
-        if tuple(tensor.shape) != tuple(expected[name].shape):
-            raise CheckpointError(f"{WEIGHTS}: {name} has shape {tuple(tensor.shape)}, "
-                                  f"the config needs {tuple(expected[name].shape)}")
-        if not tensor.is_floating_point():
-            raise CheckpointError(f"{WEIGHTS}: {name} is {tensor.dtype}, expected floating point")
-        if not torch.isfinite(tensor).all():
+        if tensor.is_floating_point() and not torch.isfinite(tensor.float()).all():
             raise CheckpointError(f"{WEIGHTS}: {name} contains NaN or infinite values")
-    return {k: v.float() for k, v in weights.items()}
+    return {k: v.float() if v.is_floating_point() else v for k, v in weights.items()}
+
+
+def _missing_weights(directory: Path) -> CheckpointError:
+    pickles = sorted(p.name for p in directory.iterdir() if p.suffix.lower() in PICKLE_SUFFIXES)[:3]
+    verb = "is" if len(pickles) == 1 else "are"
+    hint = (f" ({', '.join(pickles)} {verb} not read: only safetensors weights are loaded, a pickle can run code)"
+            if pickles else "")
+    return CheckpointError(f"{WEIGHTS} is missing in {directory}{hint}")
+
+
+def load_weights(path: Path, config: ModelConfig) -> Transformer:
+    """A Transformer(config) holding the weights in ``path``, after check_header's checks (converted to float32)."""
+    try:
+        with path.open("rb") as f:
+            entries = check_header(f, os.fstat(f.fileno()).st_size, expected_shapes(config))
+    except OSError as exc:
+        raise CheckpointError(f"{WEIGHTS}: cannot read it ({exc.strerror})") from None
+    try:
+        model = Transformer(config)
+    except MemoryError:
+        raise CheckpointError(f"{CONFIG}: not enough memory to build this model "
+                              f"({format_bytes(config.estimated_bytes())} as float32)") from None
+    targets = model.state_dict()
+    try:
+        with safe_open(str(path), framework="pt") as f, torch.no_grad():
+            if set(f.keys()) != set(entries):
+                raise CheckpointError(f"{WEIGHTS} changed while it was read")
+            for name in entries:
+                target = targets[name].copy_(f.get_tensor(name))  # one tensor at a time next to the model
+                if target.is_floating_point() and not torch.isfinite(target).all():  # fast in float32
+                    raise CheckpointError(f"{WEIGHTS}: {name} contains NaN or infinite values")
+    except (SafetensorError, OSError, RuntimeError, ValueError) as exc:
+        if isinstance(exc, CheckpointError):
+            raise
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file ({exc})") from None
+    return model
 
 
 def load_checkpoint(directory: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
-    """Load and validate a checkpoint directory; the model comes back in eval mode on ``device``."""
+    """Load and validate a checkpoint directory; the model comes back in eval mode on ``device``.
+
+    Order: config (limits checked before anything is built), tokenizer (its vocabulary must be the config's),
+    the weights' header (checked against the config and the file size), then the weights themselves."""
     directory = Path(directory)
-    if not directory.is_dir():
-        raise CheckpointError(f"checkpoint directory not found: {directory}")
-    config, meta = read_config(directory)
     try:
-        tokenizer = Tokenizer.load(directory / TOKENIZER)
-    except TokenizerError as exc:
-        raise CheckpointError(f"{TOKENIZER}: {exc}") from None
-    if tokenizer.vocab_size != config.vocab_size:
-        raise CheckpointError(f"vocabulary mismatch: the tokenizer has {tokenizer.vocab_size} pieces, "
-                              f"the model config says {config.vocab_size}")
-    weights_path = directory / WEIGHTS
-    if not weights_path.is_file():
-        raise CheckpointError(f"{WEIGHTS} is missing in {directory}")
-    if weights_path.stat().st_size > MAX_WEIGHTS_BYTES:
-        raise CheckpointError(f"{WEIGHTS} is larger than {MAX_WEIGHTS_BYTES // 2**20} MB")
-    model = Transformer(config)
-    model.load_state_dict(read_weights(weights_path.read_bytes(), model), strict=True)
+        if not directory.exists():
+            raise CheckpointError(f"checkpoint directory not found: {directory}")
+        if not directory.is_dir():
+            raise CheckpointError(f"{directory} is a file: a checkpoint is a directory with {WEIGHTS}, {CONFIG} "
+                                  f"and {TOKENIZER}")
+        config, meta = read_config(directory)
+        tokenizer = read_tokenizer(directory)
+        if tokenizer.vocab_size != config.vocab_size:
+            raise CheckpointError(f"vocabulary mismatch: {TOKENIZER} has {tokenizer.vocab_size} pieces, "
+                                  f"{CONFIG} says vocab_size {config.vocab_size}")
+        weights_path = directory / WEIGHTS
+        if not weights_path.is_file():
+            raise _missing_weights(directory)
+        model = load_weights(weights_path, config)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read the checkpoint in {directory} ({exc.strerror})") from None
     return Checkpoint(model=model.to(device).eval(), tokenizer=tokenizer, config=config, meta=meta, path=directory)

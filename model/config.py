@@ -5,6 +5,33 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any
 
+# What a checkpoint's config may ask for, checked before any model is built (every config.json a user hands us
+# goes through ModelConfig). Generous for real translation models: Marian opus-mt has a 58k vocabulary,
+# d_model 512 and 6+6 layers; NLLB and mBART have ~256k pieces; a big model has d_model 1024-4096, d_ff 4x that.
+MAX_VOCAB_SIZE = 262_144
+MAX_D_MODEL = 4096
+MAX_HEADS = 64
+MAX_LAYERS = 48  # per stack (encoder, decoder)
+MAX_D_FF = 16_384
+MAX_MODEL_LEN = 4096  # ModelConfig.max_len (positions the model was built for)
+# The model must fit in memory as float32 (how it runs): parameters plus the sinusoidal position table.
+MAX_MODEL_BYTES = 2 * 2**30
+LIMITS = {"vocab_size": MAX_VOCAB_SIZE, "d_model": MAX_D_MODEL, "n_heads": MAX_HEADS,
+          "n_encoder_layers": MAX_LAYERS, "n_decoder_layers": MAX_LAYERS, "d_ff": MAX_D_FF, "max_len": MAX_MODEL_LEN}
+POSITION_TABLE = 1024  # rows of the position table at least (model.positional.MAX_POSITIONS, tested equal)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def format_bytes(n: int) -> str:
+    """A size for a message: "22 bytes", "3.1 kB", "12 GB"."""
+    for unit, scale in (("EB", 2**60), ("TB", 2**40), ("GB", 2**30), ("MB", 2**20), ("kB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}" if n < 10 * scale else f"{n / scale:.0f} {unit}"
+    return f"{n} byte{'' if n == 1 else 's'}"
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -29,20 +56,47 @@ class ModelConfig:
     norm_first: bool = False  # False = the paper's post-norm LayerNorm(x + Dropout(Sublayer(x)))
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "max_len"):
+        """Types, ranges, consistency and the size limits above, so that nothing absurd is ever allocated."""
+        for name, limit in LIMITS.items():
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            if not _is_int(value) or value < 1:
                 raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
+            if value > limit:
+                raise ValueError(f"ModelConfig.{name} is {value}, more than the limit of {limit}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.d_model % 2:
+            raise ValueError(f"d_model must be even (sinusoidal positions come in sin/cos pairs), got {self.d_model}")
+        if not isinstance(self.dropout, int | float) or isinstance(self.dropout, bool) \
+                or not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+        if not isinstance(self.norm_first, bool):
+            raise ValueError(f"norm_first must be true or false, got {self.norm_first!r}")
         specials = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
         for name, value in specials.items():
-            if not isinstance(value, int) or not 0 <= value < self.vocab_size:
+            if not _is_int(value) or not 0 <= value < self.vocab_size:
                 raise ValueError(f"{name} must be an id in [0, {self.vocab_size}), got {value!r}")
         if len(set(specials.values())) != len(specials):
             raise ValueError(f"special ids must be distinct, got {specials}")
+        if self.estimated_bytes() > MAX_MODEL_BYTES:
+            raise ValueError(f"this config describes {self.estimated_parameters():,} parameters "
+                             f"({format_bytes(self.estimated_bytes())} as float32), more than the limit of "
+                             f"{format_bytes(MAX_MODEL_BYTES)}")
+
+    def estimated_parameters(self) -> int:
+        """How many parameters Transformer(self) holds, computed without building it (tested equal to
+        transformer.count_parameters): what the size limit is checked against before anything is allocated."""
+        d, f = self.d_model, self.d_ff
+        attention, feed_forward, norm = 4 * (d * d + d), 2 * d * f + f + d, 2 * d
+        encoder_layer = attention + feed_forward + 2 * norm
+        decoder_layer = 2 * attention + feed_forward + 3 * norm
+        final_norms = 2 * norm if self.norm_first else 0
+        return (self.vocab_size * d + self.n_encoder_layers * encoder_layer + self.n_decoder_layers * decoder_layer
+                + final_norms)
+
+    def estimated_bytes(self) -> int:
+        """Memory of the built model in float32: its parameters and its sinusoidal position table."""
+        return 4 * (self.estimated_parameters() + max(self.max_len, POSITION_TABLE) * self.d_model)
 
     @property
     def d_k(self) -> int:
@@ -55,10 +109,13 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
         """Rebuild from JSON, naming unknown or missing keys instead of failing with a TypeError."""
+        if not isinstance(data, dict):
+            raise ValueError(f"the model config must be a JSON object, got {type(data).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown ModelConfig keys: {', '.join(unknown)}")
+            raise ValueError(f"unknown ModelConfig keys: {', '.join(repr(k[:40]) for k in unknown[:5])}"
+                             f"{'...' if len(unknown) > 5 else ''}")
         if "vocab_size" not in data:
             raise ValueError("ModelConfig needs vocab_size")
         return cls(**data)

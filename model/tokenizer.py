@@ -29,7 +29,10 @@ class Tokenizer:
         try:
             self.sp.LoadFromSerializedProto(model_proto)
         except Exception as exc:  # sentencepiece raises bare RuntimeError/OSError on a corrupt file
-            raise TokenizerError(f"not a valid sentencepiece model ({exc})") from None
+            reason = str(exc).strip()
+            if "ParseFromArray" in reason:  # its message is a C++ source location
+                reason = "the file cannot be parsed as one"
+            raise TokenizerError(f"not a valid sentencepiece model ({reason})") from None
         ids = (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id())
         if ids != (PAD, UNK, BOS, EOS):
             raise TokenizerError(f"tokenizer special ids (pad, unk, bos, eos) are {ids}, expected (0, 1, 2, 3)")
