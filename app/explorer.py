@@ -16,7 +16,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from app.charts.attention import head_stats_frame, head_view_figure, heatmap_figure, model_view_figure
+from app.charts.attention import MIN_LINE_WEIGHT, head_stats_frame, head_view_figure, heatmap_figure, model_view_figure
 from app.charts.style import plotly_config
 from app.downloads import matrix_csv
 from app.page import to_numpy
@@ -189,14 +189,14 @@ def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str,
     heads = list(range(view.weights.shape[1])) if head < 0 else [head]
     weights = view.weights[layer][heads]  # [h, Q, K]
     fig = head_view_figure(weights, heads, view.query_labels, view.key_labels,
-                           title=title.replace("mean over heads", "all heads"), focus=focus,
+                           title=title.replace("mean over heads", "all heads"), focus=focus, min_weight=MIN_LINE_WEIGHT,
                            query_title=view.query_title.split(" (")[0], key_title=view.key_title.split(" (")[0])
     chart_key = f"{key}_head_view"
     st.plotly_chart(fig, key=chart_key, width="stretch", theme=None,
                     on_select=partial(_focus_token, chart_key, focus_key),
                     selection_mode="points", config=plotly_config("head_view", fmt))
     st.caption("Each line joins a query (left) to a key (right); its opacity is the weight, its colour the head "
-               "(click a head in the legend to hide it). Lines under 0.02 are not drawn.")
+               f"(click a head in the legend to hide it). Lines under {MIN_LINE_WEIGHT:g} are not drawn.")
 
 
 def point_customdata(point: dict) -> list | None:

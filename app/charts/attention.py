@@ -3,6 +3,10 @@
 Pure builders: numpy arrays of weights (exactly as the model returned them, or the UI's mean over
 heads) and token pieces in, plotly Figure / pandas DataFrame out. Axes are numeric with the pieces as
 tick text, because categorical axes would merge repeated pieces ("▁l", "▁l") into one row.
+
+The figures stay light for long sentences (benchmarks/figures.py measures them): no per-cell strings or
+customdata, numpy arrays of the smallest exact dtype (Plotly sends them as base64 typed arrays), hover
+labels read from the axes' tick text.
 """
 from __future__ import annotations
 
@@ -17,6 +21,9 @@ from plotly.subplots import make_subplots
 from .style import HEAD_COLORS, MASKED_COLOR, WEIGHT_COLORSCALE, styled
 
 OPACITY_STEP = 0.05  # head view: line opacity is the weight rounded to this
+MIN_LINE_WEIGHT = 0.02  # head view: lines lighter than this are not drawn (invisible anyway)
+MODEL_VIEW_LEVELS = 255  # model view: a weight w is drawn as uint8 z = round(255 * w)
+CLICK_TARGET_PX = 4000  # model view: one transparent square this wide per map (clipped to its map)
 
 STAT_COLUMNS = {  # model.analysis.head_statistics key -> table column
     "entropy": "entropy (nats)",
@@ -40,37 +47,54 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
                    query_title: str = "query", key_title: str = "key", predicts: Sequence[str] | None = None,
                    mask: np.ndarray | None = None) -> go.Figure:
     """One attention map. weights [Q, K] in [0, 1]; mask [Q, K] bool (True = may attend) greys out masked
-    cells (their weight stays exactly 0 in z); predicts [Q] names what each decoder row predicts (hover)."""
-    weights = np.asarray(weights, dtype=np.float64)
+    cells (their weight stays exactly 0 in z); predicts [Q] names what each decoder row predicts (hover).
+
+    Light at any length (JSON: ~5.3 bytes per cell, ~6.7 with a mask): z is float32, the model's own
+    precision, so its weights are exact; the hover has no per-cell data. In a hovertemplate Plotly prints
+    an axis's tick text for %{x} / %{y} (the piece at that position) and the number for %{x:d} / %{y:d}.
+    Decoder rows also say what they predict: then the maps sit on a second y axis (yaxis2, matched to
+    yaxis, no tick labels) whose tick text is each row's hover label "piece (position i)<br>this row
+    predicts: piece" (no bold: every tag costs ~16 bytes of escaped JSON per row), and an empty scatter
+    keeps yaxis, the visible pieces, drawn. The mask is a uint8 overlay on top (1 = masked: grey, 0 =
+    transparent) without a hover of its own: a masked cell shows the map's hover, weight 0.000.
+    """
+    weights = np.asarray(weights, dtype=np.float32)
     n_q, n_k = weights.shape
-    q_lab = np.asarray([f"<b>{q}</b> (position {i})" for i, q in enumerate(plotly_text(query_labels))], dtype=object)
-    k_lab = np.asarray([f"<b>{k}</b> (position {j})" for j, k in enumerate(plotly_text(key_labels))], dtype=object)
-    hover = [np.broadcast_to(q_lab[:, None], (n_q, n_k)), np.broadcast_to(k_lab[None, :], (n_q, n_k))]
-    template = "query: %{customdata[0]}<br>key: %{customdata[1]}"
-    if predicts is not None:
-        hover.append(np.broadcast_to(np.asarray(plotly_text(predicts), dtype=object)[:, None], (n_q, n_k)))
-        template += "<br>this row predicts: <b>%{customdata[2]}</b>"
+    masked = None if mask is None else ~np.asarray(mask, dtype=bool)
+    if masked is not None and not masked.any():
+        masked = None
+    on = "y" if predicts is None else "y2"
+    template = (("query: <b>%{y}</b> (position %{y:d})" if predicts is None else "query: %{y}")
+                + "<br>key: <b>%{x}</b> (position %{x:d})<br>weight: <b>%{z:.3f}</b>")
+    if masked is not None:
+        template += "<br><i>grey cells are masked (weight exactly 0)</i>"
     fig = go.Figure(go.Heatmap(
-        z=weights, x=list(range(n_k)), y=list(range(n_q)), customdata=np.stack(hover, axis=-1),
-        colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0, xgap=1, ygap=1,
+        z=weights, colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0, xgap=1, ygap=1, yaxis=on,
         colorbar=dict(title=dict(text="weight", side="right"), thickness=14),
-        hovertemplate=template + "<br>weight: <b>%{z:.3f}</b><extra></extra>", name="attention"))
-    if mask is not None and not np.asarray(mask).all():
-        masked = np.where(np.asarray(mask, dtype=bool), np.nan, 1.0)
-        fig.add_trace(go.Heatmap(z=masked, x=np.arange(n_k), y=np.arange(n_q), xgap=1, ygap=1,
-                                 colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], showscale=False,
-                                 hovertemplate="masked: this query may not see this key (weight 0)<extra></extra>",
-                                 name="masked"))
-    fig.update_xaxes(automargin=True, title_text=key_title, tickmode="array", tickvals=list(range(n_k)),
-                     ticktext=plotly_text(key_labels), side="bottom", showgrid=False,
-                     zeroline=False)
-    fig.update_yaxes(automargin=True, title_text=query_title, tickmode="array", tickvals=list(range(n_q)),
-                     ticktext=plotly_text(query_labels), autorange="reversed", showgrid=False, zeroline=False)
+        hovertemplate=template + "<extra></extra>", name="attention"))
+    if masked is not None:
+        fig.add_trace(go.Heatmap(z=masked.astype(np.uint8), zmin=0, zmax=1, xgap=1, ygap=1, yaxis=on,
+                                 colorscale=[[0, "rgba(0,0,0,0)"], [1, MASKED_COLOR]], showscale=False,
+                                 hoverinfo="skip", name="masked"))
+    rows = dict(tickmode="array", tickvals=list(range(n_q)), showgrid=False, zeroline=False)
+    fig.update_layout(
+        xaxis=dict(automargin=True, title_text=key_title, tickmode="array", tickvals=list(range(n_k)),
+                   ticktext=plotly_text(key_labels), side="bottom", showgrid=False, zeroline=False),
+        yaxis=dict(automargin=True, title_text=query_title, ticktext=plotly_text(query_labels), **rows))
+    if predicts is None:
+        fig.update_layout(yaxis_autorange="reversed")
+    else:
+        hover_rows = [f"{q} (position {i})<br>this row predicts: {p}"
+                      for i, (q, p) in enumerate(zip(plotly_text(query_labels), plotly_text(predicts), strict=True))]
+        fig.add_trace(go.Scatter(x=[], y=[], yaxis="y", hoverinfo="skip", showlegend=False, name="query axis"))
+        fig.update_layout(yaxis_range=[n_q - 0.5, -0.5],
+                          yaxis2=dict(overlaying="y", matches="y", ticktext=hover_rows, showticklabels=False,
+                                      ticks="", **rows))
     return styled(fig, title, _height(n_q, per_row=34, minimum=420))
 
 
 def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Sequence[str],
-                     key_labels: Sequence[str], *, title: str, min_weight: float = 0.02,
+                     key_labels: Sequence[str], *, title: str, min_weight: float = MIN_LINE_WEIGHT,
                      focus: tuple[str, int] | None = None, query_title: str = "query",
                      key_title: str = "key") -> go.Figure:
     """BertViz-style lines from each query (left) to each key (right); opacity = weight, colour = head.
@@ -78,15 +102,16 @@ def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Se
     weights [len(heads), Q, K] for the head numbers ``heads`` (0-based, used for colours and the
     legend). Lines lighter than ``min_weight`` are not drawn (invisible anyway). Opacity is the
     weight rounded to OPACITY_STEP: lines of one head and opacity share a trace (meta: head and the
-    [query, key] pairs), so a long sentence with 8 heads is ~100 traces, not thousands; the exact
-    weights are in the hover of each token and in the heatmap. ``focus`` = ("query", i) or
-    ("key", j) draws only the lines of that token. Token markers carry customdata [side, index] so
-    a click can pick the focus.
+    [query, key] pairs, a uint16 array [lines, 2]), so a long sentence with 8 heads is ~100 traces, not
+    thousands; the exact weights are in the hover of each token and in the heatmap. Line i of a trace is
+    points 3i..3i+2: x = 0, 1, 0 (uint8) and y = query, key, NaN (float32; the NaN breaks the line), with
+    the pair about 26 bytes of JSON per line. ``focus`` = ("query", i) or ("key", j) draws only the lines
+    of that token. Token markers carry customdata [side, index] so a click can pick the focus.
     """
-    weights = np.asarray(weights, dtype=np.float64)
+    weights = np.asarray(weights, dtype=np.float32)
     _, n_q, n_k = weights.shape
     query_labels, key_labels = plotly_text(query_labels), plotly_text(key_labels)
-    fig = go.Figure()
+    traces = []  # plain dicts, validated once by go.Figure (adding ~100 traces one by one copies each twice)
     levels = np.clip(np.round(weights / OPACITY_STEP), 1, round(1 / OPACITY_STEP)).astype(int)
     drawn = weights >= min_weight
     if focus is not None:
@@ -98,28 +123,31 @@ def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Se
         drawn &= keep
     for n, h in enumerate(heads):
         color = HEAD_COLORS[h % len(HEAD_COLORS)]
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=color, width=4), hoverinfo="skip",
-                                 legendgroup=f"head{h}", name=f"Head {h + 1}", meta={"head": int(h), "lines": []}))
+        traces.append(dict(type="scatter", x=[None], y=[None], mode="lines", line=dict(color=color, width=4),
+                           hoverinfo="skip", legendgroup=f"head{h}", name=f"Head {h + 1}",
+                           meta={"head": int(h), "lines": []}))
         for level in sorted(set(levels[n][drawn[n]].tolist()), reverse=True):
             pairs = np.argwhere(drawn[n] & (levels[n] == level))  # [lines, 2] (query, key)
-            xs = np.tile([0.0, 1.0, np.nan], len(pairs))
-            ys = np.column_stack([pairs[:, 0], pairs[:, 1], np.full(len(pairs), np.nan)]).ravel()
-            fig.add_trace(go.Scatter(
-                x=xs, y=ys, mode="lines", opacity=round(level * OPACITY_STEP, 4), line=dict(color=color, width=3),
-                hoverinfo="skip", legendgroup=f"head{h}", name=f"Head {h + 1}", showlegend=False,
-                meta={"head": int(h), "lines": pairs.tolist()}))
-    strongest = np.argsort(-weights.mean(axis=0), axis=1)[:, :3]  # display only: top keys of each query
+            xs = np.tile(np.array([0, 1, 0], dtype=np.uint8), len(pairs))
+            ys = np.column_stack([pairs, np.full(len(pairs), np.nan)]).astype(np.float32).ravel()
+            traces.append(dict(
+                type="scatter", x=xs, y=ys, mode="lines", opacity=round(level * OPACITY_STEP, 4),
+                line=dict(color=color, width=3), hoverinfo="skip", legendgroup=f"head{h}", name=f"Head {h + 1}",
+                showlegend=False, meta={"head": int(h), "lines": pairs.astype(np.uint16)}))
+    mean = weights.mean(axis=0)  # display only: the strongest keys of each query, over the heads shown
+    strongest = np.argsort(-mean, axis=1)[:, :3]
     q_hover = [f"query <b>{query_labels[i]}</b> (row {i})<br>strongest keys: "
-               + ", ".join(f"{key_labels[j]} {weights.mean(axis=0)[i, j]:.2f}" for j in strongest[i])
+               + ", ".join(f"{key_labels[j]} {mean[i, j]:.2f}" for j in strongest[i])
                for i in range(n_q)]
     for side, x, labels, pos, hover in (("query", 0.0, query_labels, "middle left", q_hover),
                                         ("key", 1.0, key_labels, "middle right", None)):
-        fig.add_trace(go.Scatter(
-            x=[x] * len(labels), y=list(range(len(labels))), mode="markers+text", text=list(labels),
+        traces.append(dict(
+            type="scatter", x=[x] * len(labels), y=list(range(len(labels))), mode="markers+text", text=list(labels),
             textposition=pos, textfont=dict(size=16), marker=dict(size=11, color="#444", symbol="square"),
             customdata=[[side, i] for i in range(len(labels))], showlegend=False, name=f"{side} tokens",
             hovertext=hover or [f"key <b>{k}</b> (col {j})" for j, k in enumerate(labels)],
             hovertemplate="%{hovertext}<extra></extra>"))
+    fig = go.Figure(data=traces)
     for x, text in ((0.0, query_title), (1.0, key_title)):
         fig.add_annotation(x=x, y=-1.2, text=f"<b>{text}</b>", showarrow=False, xanchor="center",
                            font=dict(size=15))
@@ -133,35 +161,45 @@ def model_view_figure(weights: np.ndarray, query_labels: Sequence[str], key_labe
                       title: str, selected: tuple[int, int] | None = None) -> go.Figure:
     """Every head of every layer as a small heatmap: weights [L, H, Q, K]. Subplot (l, h) is trace l*H+h.
 
-    Each subplot also has a transparent marker on every cell (trace L*H + l*H+h, customdata
-    [layer, head, weight]) that carries the hover and makes a click return a point (Plotly returns
-    none for a click on a heatmap). ``selected`` (layer, head) gets a frame.
+    A map's z is uint8, round(255 * weight), on a colour scale spanning 0..255 (colour bar labelled 0..1):
+    one byte per weight keeps all L*H maps light (the exact float32 weights are in the heatmap the click
+    opens). Trace L*H + l*H+h is that subplot's click target: ONE transparent square marker at the map's
+    centre (customdata [[layer, head]]), CLICK_TARGET_PX wide and clipped to the map, so hovering or
+    clicking anywhere on the map hits it (Plotly returns no point for a click on a heatmap); its hover
+    names the head. The maps draw no tick labels (too small): the labels only have to match the weights'
+    query and key lengths. ``selected`` (layer, head) gets a frame.
     """
-    weights = np.asarray(weights, dtype=np.float64)
+    weights = np.asarray(weights)
     n_layers, n_heads, n_q, n_k = weights.shape
-    fig = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.012, vertical_spacing=0.03,
-                        column_titles=[f"Head {h + 1}" for h in range(n_heads)],
-                        row_titles=[f"Layer {l + 1}" for l in range(n_layers)])
-    x = [f"{j}: {k}" for j, k in enumerate(plotly_text(key_labels))]  # unique categories: repeats stay apart
-    y = [f"{i}: {q}" for i, q in enumerate(plotly_text(query_labels))]
-    cell_x, cell_y = [x[j] for _ in range(n_q) for j in range(n_k)], [y[i] for i in range(n_q) for _ in range(n_k)]
-    for l in range(n_layers):
-        for h in range(n_heads):
-            fig.add_trace(go.Heatmap(z=weights[l, h], x=x, y=y, coloraxis="coloraxis", name=f"L{l + 1} H{h + 1}",
-                                     hoverinfo="skip"), row=l + 1, col=h + 1)
-    for l in range(n_layers):
-        for h in range(n_heads):
-            custom = np.column_stack([np.full(n_q * n_k, l), np.full(n_q * n_k, h), weights[l, h].ravel()])
-            fig.add_trace(go.Scatter(
-                x=cell_x, y=cell_y, mode="markers", showlegend=False, customdata=custom,
-                marker=dict(size=12, symbol="square", color="rgba(0,0,0,0)"), name=f"select L{l + 1} H{h + 1}",
-                unselected=dict(marker=dict(opacity=0)), selected=dict(marker=dict(opacity=0)),
-                hovertemplate=f"layer {l + 1} · head {h + 1} (click to open)<br>query %{{y}}<br>key %{{x}}<br>"
-                              "weight %{customdata[2]:.3f}<extra></extra>"), row=l + 1, col=h + 1)
-    fig.update_xaxes(showticklabels=False, showgrid=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
-    fig.update_layout(coloraxis=dict(colorscale=WEIGHT_COLORSCALE, cmin=0.0, cmax=1.0,
-                                     colorbar=dict(title=dict(text="weight"), thickness=14)),
+    if (len(query_labels), len(key_labels)) != (n_q, n_k):
+        raise ValueError(f"{len(query_labels)} query and {len(key_labels)} key labels for weights [.., {n_q}, {n_k}]")
+    levels = np.rint(np.clip(weights, 0.0, 1.0) * MODEL_VIEW_LEVELS).astype(np.uint8)
+    layout = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.012, vertical_spacing=0.03,
+                           column_titles=[f"Head {h + 1}" for h in range(n_heads)],
+                           row_titles=[f"Layer {l + 1}" for l in range(n_layers)]).layout.to_plotly_json()
+    heads = [(l, h) for l in range(n_layers) for h in range(n_heads)]
+    suffixes = ["" if n == 0 else str(n + 1) for n in range(len(heads))]  # subplot n: axes x{n+1}, y{n+1}
+    maps, clicks = [], []  # plain dicts, validated once by go.Figure (much faster than add_trace per subplot)
+    # set ranges: autorange would pad the axes for the huge marker; fixedrange: no axis drag handles, whose
+    # 20 px corners would overlap the neighbouring maps (tight spacing) and swallow their hover and clicks
+    hidden = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False, fixedrange=True)
+    for (l, h), a in zip(heads, suffixes, strict=True):
+        maps.append(dict(type="heatmap", z=levels[l, h], coloraxis="coloraxis", name=f"L{l + 1} H{h + 1}",
+                         hoverinfo="skip", xaxis=f"x{a}", yaxis=f"y{a}"))
+        clicks.append(dict(
+            type="scatter", x=[(n_k - 1) / 2], y=[(n_q - 1) / 2], mode="markers", showlegend=False,
+            customdata=[[l, h]], marker=dict(size=CLICK_TARGET_PX, symbol="square", color="rgba(0,0,0,0)"),
+            name=f"select L{l + 1} H{h + 1}", unselected=dict(marker=dict(opacity=0)),
+            selected=dict(marker=dict(opacity=0)), cliponaxis=True, xaxis=f"x{a}", yaxis=f"y{a}",
+            hovertemplate=f"layer {l + 1} · head {h + 1}<br>click to open this head<extra></extra>"))
+        layout[f"xaxis{a}"].update(range=[-0.5, n_k - 0.5], **hidden)
+        layout[f"yaxis{a}"].update(range=[n_q - 0.5, -0.5], **hidden)
+    fig = go.Figure(data=maps + clicks, layout=layout)
+    ticks = np.linspace(0.0, 1.0, 6)
+    fig.update_layout(coloraxis=dict(colorscale=WEIGHT_COLORSCALE, cmin=0, cmax=MODEL_VIEW_LEVELS,
+                                     colorbar=dict(title=dict(text="weight"), thickness=14,
+                                                   tickvals=(ticks * MODEL_VIEW_LEVELS).tolist(),
+                                                   ticktext=[f"{t:g}" for t in ticks])),
                       clickmode="event+select", dragmode=False)
     if selected is not None:
         l, h = selected

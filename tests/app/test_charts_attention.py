@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 from app.charts.attention import (
+    CLICK_TARGET_PX,
+    MIN_LINE_WEIGHT,
     OPACITY_STEP,
     STAT_COLUMNS,
     head_stats_frame,
@@ -13,6 +15,7 @@ from app.charts.attention import (
     model_view_figure,
     plotly_text,
 )
+from app.charts.style import MASKED_COLOR
 from app.downloads import matrix_frame
 
 PIECES_Q = ["<s>", "▁l", "▁l", "▁o"]  # repeated pieces must stay separate rows
@@ -20,33 +23,54 @@ PIECES_K = ["▁o", "▁l", "▁l", "▁e", "</s>"]
 
 
 def _weights(shape, seed=0):
+    """Rows that sum to 1, in float32 like the model's weights."""
     w = np.random.default_rng(seed).random(shape)
-    return w / w.sum(-1, keepdims=True)
+    return (w / w.sum(-1, keepdims=True)).astype(np.float32)
 
 
 def test_heatmap_z_and_tick_labels_are_the_input():
     w = _weights((4, 5))
     fig = heatmap_figure(w, PIECES_Q, PIECES_K, title="t", predicts=["▁l", "▁l", "▁o", "</s>"])
     heat = fig.data[0]
+    assert np.asarray(heat.z).dtype == np.float32  # the model's own precision: exact, half the bytes of float64
     np.testing.assert_array_equal(np.asarray(heat.z), w)
     assert list(fig.layout.yaxis.ticktext) == plotly_text(PIECES_Q) and list(fig.layout.xaxis.ticktext) == plotly_text(
         PIECES_K)
     assert fig.layout.yaxis.ticktext[0] == "&lt;s&gt;"  # Plotly reads text as HTML: a raw "<s>" would vanish
     assert list(fig.layout.yaxis.tickvals) == [0, 1, 2, 3]  # numeric axis: the two "▁l" rows stay apart
     assert (heat.zmin, heat.zmax) == (0.0, 1.0)
-    custom = np.asarray(heat.customdata)
-    # hover: query piece, key piece (with positions: pieces repeat), predicted piece
-    assert custom[2, 3].tolist() == ["<b>▁l</b> (position 2)", "<b>▁e</b> (position 3)", "▁o"]
+    # hover: query piece, key piece (with positions: pieces repeat), predicted piece, read from the axes
+    # (%{x} / %{y} print an axis's tick text), not from per-cell data
+    assert heat.customdata is None and heat.text is None and heat.hovertext is None
+    assert heat.hovertemplate.startswith("query: %{y}<br>key: <b>%{x}</b> (position %{x:d})<br>weight: <b>%{z:.3f}")
+    assert heat.yaxis == "y2" and fig.layout.yaxis2.matches == "y" and fig.layout.yaxis2.overlaying == "y"
+    assert list(fig.layout.yaxis2.tickvals) == [0, 1, 2, 3] and not fig.layout.yaxis2.showticklabels
+    assert fig.layout.yaxis2.ticktext[2] == "▁l (position 2)<br>this row predicts: ▁o"
+    assert fig.layout.yaxis2.ticktext[0] == "&lt;s&gt; (position 0)<br>this row predicts: ▁l"
+    assert [t.yaxis for t in fig.data[1:]] == ["y"]  # an empty trace keeps the visible axis (the pieces) drawn
+    assert tuple(fig.layout.yaxis.range) == (3.5, -0.5)  # first query on top
     assert "weight" in heat.hovertemplate and fig.layout.title.text == "t"
+
+
+def test_heatmap_without_predictions_hovers_the_pieces_of_its_own_axes():
+    fig = heatmap_figure(_weights((4, 5)), PIECES_Q, PIECES_K, title="enc")
+    heat = fig.data[0]
+    assert len(fig.data) == 1 and heat.yaxis in (None, "y") and heat.customdata is None
+    assert heat.hovertemplate.startswith("query: <b>%{y}</b> (position %{y:d})<br>key: <b>%{x}</b> (position %{x:d})")
+    assert fig.layout.yaxis.autorange == "reversed"
 
 
 def test_heatmap_masked_cells_are_grey_and_weights_untouched():
     w = np.tril(_weights((4, 4)))
     mask = np.tril(np.ones((4, 4), dtype=bool))
-    fig = heatmap_figure(w, PIECES_Q, PIECES_Q, title="causal", mask=mask)
+    fig = heatmap_figure(w, PIECES_Q, PIECES_Q, title="causal", mask=mask, predicts=PIECES_Q)
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), w)
-    overlay = np.asarray(fig.data[1].z, dtype=float)
-    assert np.isnan(overlay[mask]).all() and (overlay[~mask] == 1).all()
+    overlay = np.asarray(fig.data[1].z)  # uint8 (was float with NaN): 1 = masked (grey), 0 = transparent
+    assert overlay.dtype == np.uint8 and (overlay[mask] == 0).all() and (overlay[~mask] == 1).all()
+    assert [tuple(c) for c in fig.data[1].colorscale] == [(0, "rgba(0,0,0,0)"), (1, MASKED_COLOR)]
+    assert (fig.data[1].zmin, fig.data[1].zmax) == (0, 1) and fig.data[1].yaxis == fig.data[0].yaxis
+    assert fig.data[1].hoverinfo == "skip"  # a masked cell hovers the map below it: weight 0.000
+    assert "masked" in fig.data[0].hovertemplate
     assert len(heatmap_figure(w, PIECES_Q, PIECES_Q, title="x", mask=np.ones((4, 4), bool)).data) == 1
 
 
@@ -62,7 +86,7 @@ def test_head_view_line_opacities_equal_the_weights():
     assert [(h, i, j) for h, i, j, _ in lines] == [(h, i, j) for h in (0, 3) for i in range(4) for j in range(5)]
     for h, i, j, opacity in lines:
         assert opacity == pytest.approx(max(w[[0, 3].index(h), i, j], OPACITY_STEP), abs=OPACITY_STEP / 2 + 1e-9)
-    for trace in (t for t in fig.data if t.mode == "lines" and t.meta["lines"]):  # segment: query i -> key j
+    for trace in (t for t in fig.data if t.mode == "lines" and len(t.meta["lines"])):  # segment: query i -> key j
         segments = np.asarray(trace.y, dtype=float).reshape(-1, 3)[:, :2]
         assert segments.tolist() == [[float(i), float(j)] for i, j in trace.meta["lines"]]
         assert trace.line.color == ("#d62728" if trace.meta["head"] == 3 else "#1f77b4")  # colour = head
@@ -77,6 +101,9 @@ def test_head_view_threshold_and_focus():
     w[0, 2] = [0.0, 0.01, 0.0, 0.99, 0.0]
     fig = head_view_figure(w, [0], PIECES_Q, PIECES_K, title="hv", min_weight=0.02)
     assert len(_lines(fig)) == 3 * 2 + 1  # the 0.01 line of query 2 is not drawn
+    assert _lines(head_view_figure(w, [0], PIECES_Q, PIECES_K, title="hv")) == _lines(fig)  # 0.02 is the default
+    assert MIN_LINE_WEIGHT == 0.02
+    assert len(_lines(head_view_figure(w, [0], PIECES_Q, PIECES_K, title="hv", min_weight=0.5))) == 4  # the 0.7s, 0.99
     assert _lines(head_view_figure(w, [0], PIECES_Q, PIECES_K, title="hv", focus=("query", 2))) == [(0, 2, 3, 1.0)]
     by_key = _lines(head_view_figure(w, [0], PIECES_Q, PIECES_K, title="hv", focus=("key", 1)))
     assert [(i, j, o) for _, i, j, o in by_key] == [(0, 1, 0.7), (1, 1, 0.7), (3, 1, 0.7)]
@@ -84,16 +111,36 @@ def test_head_view_threshold_and_focus():
 
 def test_model_view_has_every_head_in_order():
     w = _weights((2, 3, 4, 5), seed=2)
+    w[0, 0, 0] = [0.0, 0.0, 1.0, 0.0, 0.0]  # the ends of the scale stay exact
     fig = model_view_figure(w, PIECES_Q, PIECES_K, title="mv", selected=(1, 2))
     heatmaps = [t for t in fig.data if t.type == "heatmap"]
     assert len(heatmaps) == 6
     for n, trace in enumerate(heatmaps):
-        np.testing.assert_array_equal(np.asarray(trace.z), w[n // 3, n % 3])
+        # the model view draws uint8 levels, z = round(255 * weight) on a 0..255 colour scale, so it equals the
+        # model's weights within 1/255 (rounding: within half of that); the heatmap a click opens is exact
+        z = np.asarray(trace.z)
+        assert z.dtype == np.uint8 and trace.coloraxis == "coloraxis"
+        assert np.abs(z / 255 - w[n // 3, n % 3]).max() <= 0.5 / 255 + 1e-7
+    assert np.asarray(heatmaps[0].z)[0].tolist() == [0, 0, 255, 0, 0]
+    axis = fig.layout.coloraxis
+    assert (axis.cmin, axis.cmax) == (0, 255) and list(axis.colorbar.ticktext) == ["0", "0.2", "0.4", "0.6", "0.8", "1"]
+    assert list(axis.colorbar.tickvals) == pytest.approx([0, 51, 102, 153, 204, 255])
+    # one click target per map, customdata [layer, head]: a transparent square at the map's centre, wide enough
+    # to cover the map (clipped to it), so a click anywhere on the map selects it
     clicks = [t for t in fig.data if t.type == "scatter"]
     assert [tuple(t.customdata[0][:2]) for t in clicks] == [(l, h) for l in range(2) for h in range(3)]
-    np.testing.assert_array_equal(np.asarray(clicks[4].customdata)[:, 2], w[1, 1].ravel())  # hover weight per cell
-    assert len(clicks[4].x) == 4 * 5  # a click target on every cell
+    for n, click in enumerate(clicks):
+        assert (list(click.x), list(click.y)) == ([2.0], [1.5]) and click.cliponaxis is not False
+        assert click.xaxis == heatmaps[n].xaxis and click.yaxis == heatmaps[n].yaxis
+        assert click.marker.size == CLICK_TARGET_PX >= 2000 and click.marker.symbol == "square"
+        assert click.marker.color == "rgba(0,0,0,0)"
+    assert "layer 2 · head 2" in clicks[4].hovertemplate
+    for axis in (fig.layout.xaxis5, fig.layout.yaxis5):  # fixed: autorange would pad for the marker
+        assert axis.fixedrange
+    assert tuple(fig.layout.xaxis5.range) == (-0.5, 4.5) and tuple(fig.layout.yaxis5.range) == (3.5, -0.5)
     assert fig.layout.shapes[0].xref == "x6 domain"  # the selected head (layer 2, head 3) is framed
+    with pytest.raises(ValueError):
+        model_view_figure(w, PIECES_Q[:3], PIECES_K, title="labels do not match")
 
 
 def test_head_stats_frame_rows_follow_layer_and_head():
@@ -109,3 +156,43 @@ def test_matrix_csv_frame_keeps_values_and_labels():
     frame = matrix_frame(w, PIECES_Q, PIECES_K)
     np.testing.assert_array_equal(frame.to_numpy(), w)
     assert list(frame.index) == ["0 <s>", "1 ▁l", "2 ▁l", "3 ▁o"] and frame.columns[4] == "4 </s>"
+
+
+# --- payload: what the browser downloads (len(fig.to_json()), deterministic) for a 200-piece sentence ------------
+
+N_TOKENS = 200
+
+
+def _peaky(shape, seed, causal=False):
+    """Rows of softmax(3 * standard normal), float32, as in benchmarks/figures.py: a few keys take most weight."""
+    logits = np.random.default_rng(seed).standard_normal(shape) * 3.0
+    if causal:
+        logits = np.where(np.tril(np.ones(shape[-2:], dtype=bool)), logits, -np.inf)
+    w = np.exp(logits - logits.max(-1, keepdims=True))
+    return (w / w.sum(-1, keepdims=True)).astype(np.float32)
+
+
+def _pieces(n, seed):
+    words = ["▁the", "▁l", "s", "ing", "▁Haus", "▁über", "&", "<unk>", "▁attention", ","]
+    return [str(p) for p in np.random.default_rng(seed).choice(words, n - 1)] + ["</s>"]
+
+
+def test_heatmap_payload_at_200_pieces():
+    dec_in, tgt = _pieces(N_TOKENS, 1), _pieces(N_TOKENS, 2)
+    causal = np.tril(np.ones((N_TOKENS, N_TOKENS), dtype=bool))
+    fig = heatmap_figure(_peaky((N_TOKENS, N_TOKENS), 0, causal=True), dec_in, dec_in, title="decoder self",
+                         predicts=tgt, mask=causal)  # the heaviest heatmap: mask overlay and prediction hovers
+    assert len(fig.to_json()) <= 0.3e6
+
+
+def test_model_view_payload_at_200_pieces():
+    fig = model_view_figure(_peaky((3, 8, N_TOKENS, N_TOKENS), 3), _pieces(N_TOKENS, 1), _pieces(N_TOKENS, 2),
+                            title="every layer and head", selected=(1, 2))
+    assert len(fig.to_json()) <= 3e6
+
+
+def test_head_view_payload_at_200_pieces_at_the_default_threshold():
+    w = _peaky((8, N_TOKENS, N_TOKENS), 4)
+    fig = head_view_figure(w, list(range(8)), _pieces(N_TOKENS, 1), _pieces(N_TOKENS, 2), title="all heads")
+    assert len(_lines(fig)) == int((w >= MIN_LINE_WEIGHT).sum())  # every line at or above the threshold is drawn
+    assert len(fig.to_json()) <= 1.5e6
