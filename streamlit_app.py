@@ -18,6 +18,7 @@ page = st.navigation([
     st.Page("app/views/positional.py", title="Positional encoding", icon=":material/waves:"),
     st.Page("app/views/masks.py", title="Masks", icon=":material/grid_on:"),
     st.Page("app/views/mechanics.py", title="Mechanics of attention", icon=":material/functions:"),
+    st.Page("app/views/heads.py", title="Heads and attribution", icon=":material/psychology:"),
     st.Page("app/views/training.py", title="Model and training", icon=":material/model_training:", url_path="model"),
 ])
 render_sidebar()

@@ -8,6 +8,7 @@ import time
 import streamlit as st
 
 from app.downloads import trace_json
+from app.examples import EXAMPLE_WHY, EXAMPLES
 from app.explorer import attention_explorer, clamp_state, pieces_html
 from app.resources import MODEL_LABELS, load_model, quality_note
 from app.state import sync_url
@@ -18,22 +19,6 @@ from model.positional import MAX_POSITIONS
 
 log = logging.getLogger("attention_explorer")
 
-EXAMPLES = {
-    "en-de": [
-        "I have read the book that you gave me.",
-        "She would like to drink a cup of tea.",
-        "We went home because it was raining.",
-        "When does the train to Berlin leave?",
-        "I get up at seven every morning.",
-    ],
-    "reverse": ["h e l l o w o r l d", "a t t e n t i o n", "t r a n s f o r m e r", "a b c d e f g h i j"],
-}
-EXAMPLE_WHY = {
-    "en-de": "These need reordering in German (verb at the end of a sub-clause, separable verbs such as "
-             "*aufstehen → stehe … auf*): look for the cross-attention leaving the diagonal.",
-    "reverse": "The correct output is the letters in reverse order, so the cross-attention should be an "
-               "anti-diagonal.",
-}
 SLOW_MOTION_SECONDS = 0.3
 
 

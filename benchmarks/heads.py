@@ -1,0 +1,119 @@
+"""Cost of the Heads and attribution page's numbers, as ratios to one teacher-forced forward of the same sentence.
+
+    python benchmarks/heads.py [--repeats 7] [--threads 1]
+
+On the shipped en-de model (pretrained/en-de, CPU) and a sentence of 20 source pieces whose greedy translation
+is 20 pieces (</s> counted in both). Measured, interleaved and repeated, medians reported:
+  * forward: Transformer.forward(src, decoder input) without capture, no gradient (the unit)
+  * head importance: explain.heads.head_importance, every head of the model switched off alone in one batched
+    teacher-forced pass (1 + 72 rows, run in chunks that keep the logits under 2^22 floats); target <= 10x
+  * head importance, one head at a time: 73 separate teacher-forced passes (the loop the batch replaces)
+  * output layer alone, 73 rows: the shared output layer and log-softmax over the vocabulary for 1 + 72 rows of
+    decoder states, precomputed: what exact drops cost even if every encoder and decoder layer were free
+  * attribution: explain.attribution.attribute (one forward at the "internals" level for rollout and norms, one
+    batched forward and backward for gradient x input), the Attribution section's whole cost
+The app runs each session's model calls on one intra-op thread (streamlit_app.py), so 1 thread is the default.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from explain.ablation import switched_off  # noqa: E402
+from explain.attribution import attribute  # noqa: E402
+from explain.heads import all_heads, head_importance, n_layers_of, sequence_log_probs  # noqa: E402
+from model.checkpoint import load_checkpoint  # noqa: E402
+from model.config import DecodeConfig  # noqa: E402
+from model.inference import translate  # noqa: E402
+
+SENTENCE = "We went home early because it was raining and the streets were wet and cold."  # 20 + 20 pieces
+TARGET = 10.0
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def medians(cases: dict, repeats: int) -> dict[str, float]:
+    """Median seconds of each case, the cases interleaved so that machine noise hits them alike."""
+    for fn in cases.values():  # warm-up
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeats):
+        for name, fn in cases.items():
+            times[name].append(timed(fn))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    ckpt = load_checkpoint(ROOT / "pretrained" / "en-de", torch.device("cpu"))
+    model = ckpt.model
+    translation = translate(model, ckpt.tokenizer, SENTENCE, DecodeConfig())
+    source, output = translation.source.ids, translation.target_ids
+    src = torch.tensor([source])  # [1, S]
+    tgt = torch.tensor([[model.config.bos_id, *output[:-1]]])  # [1, T]
+    layers, n_heads = n_layers_of(model), model.config.n_heads
+    heads = all_heads(layers, n_heads)
+    masks = [switched_off(model, [head]) for head in heads]
+
+    @torch.no_grad()
+    def forward() -> None:
+        model(src, tgt)
+
+    with torch.no_grad():
+        hidden = model.decoder(model.embed(tgt), model.memory_key_values(model.encode(src)[0]), None, None)[0]
+    rows = hidden.expand(1 + len(heads), -1, -1).contiguous()  # [73, T, D]
+    target = torch.tensor(list(output)).expand(rows.size(0), -1)  # [73, T]
+
+    @torch.no_grad()
+    def output_layer() -> None:
+        model.logits(rows).log_softmax(-1).gather(-1, target[..., None])
+
+    def one_at_a_time() -> None:
+        sequence_log_probs(model, source, output)
+        for mask in masks:
+            sequence_log_probs(model, source, output, mask)
+
+    cases = {
+        "forward": forward,
+        "head importance (batched)": lambda: head_importance(model, source, output),
+        "head importance, one head at a time": one_at_a_time,
+        "output layer alone, 73 rows": output_layer,
+        "attribution (rollout, norms, gradient x input)": lambda: attribute(model, source, output),
+    }
+    print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, torch {torch.__version__}, "
+          f"{args.threads} intra-op thread(s), OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
+    print(f"model: pretrained/en-de ({len(heads)} heads); sentence: {len(source)} source pieces, {len(output)} output "
+          f"pieces (</s> included); median of {args.repeats}, cases interleaved")
+    med = medians(cases, args.repeats)
+    unit = med["forward"]
+    for name, value in med.items():
+        print(f"  {name:48s} {value * 1000:9.1f} ms  {value / unit:7.1f}x forward")
+    ratio = med["head importance (batched)"] / unit
+    print(f"head importance / one forward: {ratio:.1f}x (target <= {TARGET:.0f}x) "
+          f"{'OK' if ratio <= TARGET else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

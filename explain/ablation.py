@@ -1,0 +1,123 @@
+"""Head ablation (Michel et al., 2019, "Are Sixteen Heads Really Better than One?"): switch heads off and see
+what the model does without them, on one sentence or summed over a few.
+
+Everything runs the model's own forward pass and decoder with a HeadMask (a head's output is zeroed before
+W^O); no weight is changed. Attention maps are compared where they line up: the teacher-forced forward of
+the ORIGINAL output with and without the heads, one batch of two rows, so the difference is the mask's
+effect alone.
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from explain.heads import head_importance, n_layers_of, sequence_log_probs
+from model.config import DecodeConfig
+from model.decoding import DecodeResult, decode_steps
+from model.inference import Translation, prepare_source, translate
+from model.tokenizer import Tokenizer
+from model.trace import KINDS, Head, HeadMask
+from model.transformer import Transformer
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """One sentence with ``heads`` switched off, beside the original translation.
+
+    ablated: the sentence decoded again with the heads off (same decoding settings). log_prob and
+    ablated_log_prob: log P(original output | source) under teacher forcing with every head on and with the
+    heads off (explain.heads.sequence_log_probs). piece_log_probs [2, T]: the same per output piece (row 0
+    all on, row 1 heads off). maps: per kind [L, 2, H, Q, K], the teacher-forced weights of the original output
+    (row 0 every head on, row 1 the heads off): they line up cell by cell.
+    """
+
+    heads: tuple[Head, ...]
+    ablated: Translation
+    log_prob: float
+    ablated_log_prob: float
+    piece_log_probs: torch.Tensor
+    maps: dict[str, torch.Tensor]
+
+    @property
+    def log_prob_change(self) -> float:
+        """Heads off minus heads on, in nats (negative: the original translation became less likely)."""
+        return self.ablated_log_prob - self.log_prob
+
+    def difference(self, kind: str) -> torch.Tensor:
+        """Heads off minus every head on, [L, H, Q, K]."""
+        return self.maps[kind][:, 1] - self.maps[kind][:, 0]
+
+    def largest_change(self) -> dict[str, torch.Tensor]:
+        """Per kind [L]: the largest |difference| of any weight of that layer (0: no map of it moved)."""
+        return {kind: self.difference(kind).abs().flatten(1).max(dim=1).values for kind in self.maps}
+
+
+def switched_off(model: Transformer, heads: Iterable[Head]) -> HeadMask:
+    """A batch-1 HeadMask of ``model`` with ``heads`` off."""
+    return HeadMask.switched_off(heads, n_layers_of(model), model.config.n_heads)
+
+
+@torch.no_grad()
+def teacher_forced_pair(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int],
+                        heads: Sequence[Head]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """One forward of the output with every head on (row 0) and with ``heads`` off (row 1): per-piece
+    log-probs [2, T] and, per kind, the weights [L, 2, H, Q, K] (on the CPU)."""
+    device = model.embed.token.weight.device
+    layers, n_heads = n_layers_of(model), model.config.n_heads
+    mask = HeadMask.rows([[], list(heads)], layers, n_heads).to(device)
+    src = torch.tensor([list(source_ids)], device=device).expand(2, -1)  # [2, S]
+    tgt = torch.tensor([[model.config.bos_id, *output_ids[:-1]]], device=device).expand(2, -1)  # [2, T]
+    target = torch.tensor(list(output_ids), device=device).expand(2, -1)  # [2, T]
+    logits, trace = model(src, tgt, return_attention=True, head_mask=mask)  # [2, T, V]
+    pieces = logits.float().log_softmax(dim=-1).gather(-1, target[..., None])[..., 0]  # [2, T]
+    return pieces.cpu(), {kind: trace.weights(kind).float().cpu() for kind in KINDS}
+
+
+def ablate(model: Transformer, tokenizer: Tokenizer, original: Translation, heads: Iterable[Head],
+           config: DecodeConfig) -> Ablation:
+    """Decode ``original``'s sentence again with ``heads`` off (model.inference.translate with a head mask)
+    and measure what the heads did for the original output."""
+    heads = tuple(sorted(set(heads)))
+    ablated = translate(model, tokenizer, original.source.text, config, head_mask=switched_off(model, heads))
+    source, output = original.source.ids, original.target_ids
+    before = sequence_log_probs(model, source, output)[0]
+    after = sequence_log_probs(model, source, output, switched_off(model, heads))[0]
+    pieces, weights = teacher_forced_pair(model, source, output, heads)
+    return Ablation(heads=heads, ablated=ablated, log_prob=float(before), ablated_log_prob=float(after),
+                    piece_log_probs=pieces, maps=weights)
+
+
+def map_difference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
+    """a - b for two attention maps that line up one to one (the same shape), else None: maps of sentences
+    with different numbers of pieces have no cell-by-cell difference."""
+    if a.shape != b.shape:
+        return None
+    return a.float() - b.float()
+
+
+def changed_pieces(a: Sequence[str], b: Sequence[str]) -> tuple[list[bool], list[bool]]:
+    """Which pieces of two outputs are not part of their longest matching blocks (difflib), per piece."""
+    changed_a, changed_b = [True] * len(a), [True] * len(b)
+    for block in difflib.SequenceMatcher(a=list(a), b=list(b), autojunk=False).get_matching_blocks():
+        changed_a[block.a:block.a + block.size] = [False] * block.size
+        changed_b[block.b:block.b + block.size] = [False] * block.size
+    return changed_a, changed_b
+
+
+def importance_over_sentences(model: Transformer, tokenizer: Tokenizer, texts: Sequence[str],
+                              config: DecodeConfig = DecodeConfig()) -> dict[str, torch.Tensor]:
+    """Head importance (explain.heads.head_importance) summed over several sentences, each on its own
+    output (decoded with ``config``, no attention captured), per kind [L, H] in nats."""
+    device = model.embed.token.weight.device
+    layers, n_heads = n_layers_of(model), model.config.n_heads
+    total = {kind: torch.zeros(layers[kind], n_heads) for kind in KINDS}
+    for text in texts:
+        source = prepare_source(tokenizer, text)
+        steps = decode_steps(model, torch.tensor(source.ids, device=device), config, return_attention=False)
+        output = DecodeResult.from_steps(list(steps), 1).best
+        for kind, values in head_importance(model, source.ids, output.tokens).items():
+            total[kind] += values
+    return total
