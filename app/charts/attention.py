@@ -10,6 +10,8 @@ labels read from the axes' tick text.
 """
 from __future__ import annotations
 
+import copy
+import functools
 import html
 from collections.abc import Sequence
 
@@ -157,6 +159,15 @@ def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Se
     return styled(fig, title, _height(max(n_q, n_k), per_row=36, extra=170, minimum=440))
 
 
+@functools.lru_cache(maxsize=16)
+def _grid_layout(n_layers: int, n_heads: int) -> dict:
+    """The layers x heads subplot grid as a plain layout dict: make_subplots validates every axis and takes most
+    of a model view's build time, and the grid depends on the model's shape only."""
+    return make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.012, vertical_spacing=0.03,
+                         column_titles=[f"Head {h + 1}" for h in range(n_heads)],
+                         row_titles=[f"Layer {l + 1}" for l in range(n_layers)]).layout.to_plotly_json()
+
+
 def model_view_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *,
                       title: str, selected: tuple[int, int] | None = None) -> go.Figure:
     """Every head of every layer as a small heatmap: weights [L, H, Q, K]. Subplot (l, h) is trace l*H+h.
@@ -174,9 +185,7 @@ def model_view_figure(weights: np.ndarray, query_labels: Sequence[str], key_labe
     if (len(query_labels), len(key_labels)) != (n_q, n_k):
         raise ValueError(f"{len(query_labels)} query and {len(key_labels)} key labels for weights [.., {n_q}, {n_k}]")
     levels = np.rint(np.clip(weights, 0.0, 1.0) * MODEL_VIEW_LEVELS).astype(np.uint8)
-    layout = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.012, vertical_spacing=0.03,
-                           column_titles=[f"Head {h + 1}" for h in range(n_heads)],
-                           row_titles=[f"Layer {l + 1}" for l in range(n_layers)]).layout.to_plotly_json()
+    layout = copy.deepcopy(_grid_layout(n_layers, n_heads))
     heads = [(l, h) for l in range(n_layers) for h in range(n_heads)]
     suffixes = ["" if n == 0 else str(n + 1) for n in range(len(heads))]  # subplot n: axes x{n+1}, y{n+1}
     maps, clicks = [], []  # plain dicts, validated once by go.Figure (much faster than add_trace per subplot)
