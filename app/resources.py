@@ -17,6 +17,7 @@ from model.checkpoint import (
     Checkpoint,
     CheckpointError,
     load_checkpoint,
+    peek_checkpoint,
 )
 from model.device import describe, resolve_device
 from model.quality import is_weak, test_bleu
@@ -29,18 +30,33 @@ MODELS = {
 MODEL_LABELS = {"en-de": "English → German (trained on Debian's translations)",
                 "reverse": "Reverse letters (synthetic: the right attention is known)"}
 UPLOAD_PREFIX = "upload:"
+NOT_TRANSLATION = {"vit-digits", "swin-digits"}  # pretrained/ directories of the Vision page
 log = logging.getLogger("attention_explorer")
+
+
+@st.cache_data(ttl=10, show_spinner=False)  # the sidebar asks on every run (and once per option label)
+def converted_models() -> dict[str, tuple[Path, dict]]:
+    """Checkpoints a user put under pretrained/ (e.g. `python -m model convert-marian DIR --out pretrained/NAME`):
+    directory name -> (path, meta), for every other directory holding a Transformer checkpoint (only config.json is
+    read here)."""
+    found = {}
+    for path in sorted((ROOT / "pretrained").iterdir()):
+        if path.is_dir() and path.name not in MODELS and path.name not in NOT_TRANSLATION:
+            peeked = peek_checkpoint(path)
+            if peeked is not None:
+                found[path.name] = (path, peeked[1])
+    return found
 
 
 @st.cache_resource(show_spinner="Loading the model…")
 def _load_shipped(name: str) -> Checkpoint:
-    return load_checkpoint(MODELS[name], resolve_device("auto"))
+    return load_checkpoint(MODELS[name] if name in MODELS else converted_models()[name][0], resolve_device("auto"))
 
 
 def load_model(name: str) -> Checkpoint:
-    """The checkpoint called ``name``: a shipped one (cached, on CUDA if present, else the CPU, eval mode,
-    never mutated) or one this session uploaded ("upload:<hash>")."""
-    if name in MODELS:
+    """The checkpoint called ``name``: a shipped or converted one under pretrained/ (cached, on CUDA if present, else
+    the CPU, eval mode, never mutated) or one this session uploaded ("upload:<hash>")."""
+    if name in MODELS or name in converted_models():
         return _load_shipped(name)
     uploads = st.session_state.get("uploads", {})
     if name in uploads:
@@ -51,6 +67,11 @@ def load_model(name: str) -> Checkpoint:
 def model_label(name: str) -> str:
     if name in MODEL_LABELS:
         return MODEL_LABELS[name]
+    converted = converted_models().get(name)
+    if converted is not None:  # languages from the checkpoint's meta (model.marian records them)
+        meta = converted[1]
+        languages = f"{meta['source_lang']} → {meta['target_lang']}: " if "target_lang" in meta else ""
+        return f"{languages}{name} ({'converted' if 'converted_from' in meta else 'checkpoint in pretrained/'})"
     ckpt = st.session_state.get("uploads", {}).get(name)
     cfg = ckpt.config if ckpt else None
     return f"Uploaded checkpoint ({cfg.d_model}-wide, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers)" \

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.resources import MODELS, device_label, load_upload, log, model_label
+from app.resources import MODELS, converted_models, device_label, load_upload, log, model_label
 from app.state import init_state
 from model.checkpoint import CheckpointError
 
@@ -31,7 +31,7 @@ def _upload_ui() -> None:
 
 def render_sidebar() -> None:
     init_state()
-    options = list(MODELS) + list(st.session_state.get("uploads", {}))
+    options = list(MODELS) + list(converted_models()) + list(st.session_state.get("uploads", {}))
     if "_pending_model" in st.session_state:
         st.session_state["model_name"] = st.session_state.pop("_pending_model")
     if st.session_state["model_name"] not in options:
@@ -39,7 +39,8 @@ def render_sidebar() -> None:
     with st.sidebar:
         st.selectbox("Model", options, key="model_name", format_func=model_label,
                      help="The English→German model translates; the letter-reversal model has a known correct "
-                          "attention pattern (each output letter must look at its mirror position).")
+                          "attention pattern (each output letter must look at its mirror position). Models converted "
+                          "into pretrained/ (python -m model convert-marian) are listed by their languages.")
         st.caption(f"Running on **{device_label()}**")
         st.radio("Figure download format", ["png", "svg"], key="image_format", horizontal=True,
                  help="What the camera icon in each chart's toolbar saves.")

@@ -1,5 +1,6 @@
 """Command line: python -m model translate "some text" [--checkpoint DIR] [--beam N] [--max-len N]
-[--length-penalty A] [--device auto|cpu|cuda] [--json FILE]"""
+[--length-penalty A] [--device auto|cpu|cuda] [--json FILE]
+              python -m model convert-marian DIR --out pretrained/NAME   (a Hugging Face Marian opus-mt folder)"""
 from __future__ import annotations
 
 import os
@@ -26,6 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha")
     tr.add_argument("--device", default="auto", help="auto, cpu or cuda")
     tr.add_argument("--json", help="write pieces, steps and attention to this file")
+    cm = commands.add_parser("convert-marian", help="convert a downloaded Hugging Face Marian (opus-mt) folder")
+    cm.add_argument("folder", help="the folder with config.json, model.safetensors or pytorch_model.bin, source.spm, "
+                                   "target.spm and vocab.json")
+    cm.add_argument("--out", required=True, help="the new checkpoint directory, e.g. pretrained/opus-mt-en-de")
     return parser
 
 
@@ -62,8 +67,34 @@ def translate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def convert_marian_command(args: argparse.Namespace) -> int:
+    from .checkpoint import CheckpointError
+    from .marian import convert_marian
+
+    try:
+        done = convert_marian(args.folder, args.out)
+    except CheckpointError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if done.pickled:
+        print(f"read the weights from {done.weights_file}, a pickle, with torch.load(weights_only=True, "
+              "map_location='cpu'): its restricted unpickler rebuilds tensors only and runs no other code")
+    else:
+        print(f"read the weights from {done.weights_file}")
+    cfg = done.config
+    languages = f"{done.source_lang} -> {done.target_lang}" if done.source_lang else "languages unknown"
+    print(f"wrote {done.path}: Marian {languages}, d_model {cfg.d_model}, {cfg.n_heads} heads, "
+          f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, d_ff {cfg.d_ff}, {cfg.activation}, vocabulary "
+          f"{cfg.vocab_size}{', final logits bias' if cfg.final_logits_bias else ''}")
+    print(f'use it: python -m model translate "..." --checkpoint {done.path} (in the app: pick it in the sidebar '
+          "when it is under pretrained/)")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "convert-marian":
+        return convert_marian_command(args)
     return translate_command(args)
 
 

@@ -1,4 +1,5 @@
-"""Checkpoints: one directory with safetensors weights, a JSON config and the tokenizer model.
+"""Checkpoints: one directory with safetensors weights, a JSON config and the tokenizer (tokenizer.model, or a
+converted Marian model's source.spm, target.spm and vocab.json: the config's ``tokenizer`` says which).
 
 A checkpoint may come from anyone (``--checkpoint``, the app's upload), so loading trusts nothing in it:
 - no code runs: weights are read only as safetensors (plain numbers); a pickle (PyTorch's .bin/.pt) is
@@ -27,10 +28,18 @@ from safetensors.torch import save_file
 from torch import nn
 
 from .config import ModelConfig, format_bytes
-from .tokenizer import Tokenizer, TokenizerError
+from .tokenizer import (
+    MARIAN_FILES,
+    MARIAN_SPECIALS,
+    TOKENIZER_FILE,
+    MarianTokenizer,
+    TextTokenizer,
+    Tokenizer,
+    TokenizerError,
+)
 from .transformer import Transformer
 
-WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", "tokenizer.model"
+WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", TOKENIZER_FILE
 FORMAT_VERSION = 1
 # Largest files read (the shipped en-de checkpoint: 15 MB of weights, 2 kB of config, 0.3 MB of tokenizer;
 # Marian opus-mt: 300 MB of float32 weights, 0.8 MB of sentencepiece model).
@@ -77,22 +86,25 @@ class CheckpointError(ValueError):
 @dataclass
 class Checkpoint:
     model: Transformer
-    tokenizer: Tokenizer
+    tokenizer: TextTokenizer
     config: ModelConfig
     meta: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
 
 
-def save_checkpoint(model: Transformer, tokenizer: Tokenizer, directory: str | Path,
+def save_checkpoint(model: Transformer, tokenizer: TextTokenizer, directory: str | Path,
                     dtype: torch.dtype = torch.float32, meta: dict[str, Any] | None = None) -> Path:
-    """Write model.safetensors (in ``dtype``, e.g. float16 to ship), config.json and tokenizer.model."""
+    """Write model.safetensors (in ``dtype``, e.g. float16 to ship), config.json and the tokenizer's files."""
+    if isinstance(tokenizer, MarianTokenizer) != (model.config.tokenizer == "marian"):
+        raise ValueError(f"the config's tokenizer is {model.config.tokenizer!r}, got a {type(tokenizer).__name__}")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     weights = {k: v.detach().to("cpu", dtype).contiguous() for k, v in model.state_dict().items()}
     save_file(weights, str(directory / WEIGHTS), metadata={"format": str(FORMAT_VERSION)})
     payload = {"format": FORMAT_VERSION, "model": model.config.to_dict(), "meta": meta or {}}
     (directory / CONFIG).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    (directory / TOKENIZER).write_bytes(tokenizer.model_proto)
+    for name, data in tokenizer.files().items():
+        (directory / name).write_bytes(data)
     return directory
 
 
@@ -103,15 +115,18 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "task": (str,), "steps": (int,), "epochs": (int,), "train_seconds": Number, "warmup": (int,),
     "lr_factor": Number, "max_tokens": (int,), "label_smoothing": Number, "bf16": (bool,),
     "valid_loss": Number, "valid_bleu": Number, "averaged": (list,), "continued_from": (dict,),
+    "source_lang": (str,), "target_lang": (str,), "converted_from": (str,),  # a converted model (model.marian)
 }
+MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
                    "bf16": (bool,), "earlier": (dict,)}
 
 
 def _typed(values: dict, types: dict[str, tuple[type, ...]]) -> dict:
-    """The entries whose type is the expected one (bool is not a number here)."""
+    """The entries whose type is the expected one (bool is not a number here; text is short and printable)."""
     return {k: v for k, v in values.items() if k in types and isinstance(v, types[k])
-            and not (isinstance(v, bool) and bool not in types[k])}
+            and not (isinstance(v, bool) and bool not in types[k])
+            and not (isinstance(v, str) and (len(v) > MAX_META_TEXT or not v.isprintable()))}
 
 
 def clean_meta(meta: Any) -> dict[str, Any]:
@@ -157,17 +172,50 @@ def read_config(directory: Path) -> tuple[ModelConfig, dict[str, Any]]:
         raise CheckpointError(f"{CONFIG}: {exc}") from None
 
 
-def read_tokenizer(directory: Path) -> Tokenizer:
+def tokenizer_files(config: ModelConfig) -> tuple[str, ...]:
+    """The tokenizer files a checkpoint of ``config`` holds."""
+    return MARIAN_FILES if config.tokenizer == "marian" else (TOKENIZER,)
+
+
+def read_tokenizer(directory: Path, config: ModelConfig | None = None) -> TextTokenizer:
+    """The checkpoint's tokenizer (the kind ``config.tokenizer`` names; sentencepiece without a config), its special
+    ids checked against the config's."""
+    directory = Path(directory)
+    if config is None or config.tokenizer == "sentencepiece":
+        try:
+            return Tokenizer(_read_file(directory / TOKENIZER, MAX_TOKENIZER_BYTES))
+        except TokenizerError as exc:
+            raise CheckpointError(f"{TOKENIZER}: {exc}") from None
     try:
-        return Tokenizer(_read_file(Path(directory) / TOKENIZER, MAX_TOKENIZER_BYTES))
+        tokenizer = MarianTokenizer(*(_read_file(directory / name, MAX_TOKENIZER_BYTES) for name in MARIAN_FILES))
     except TokenizerError as exc:
-        raise CheckpointError(f"{TOKENIZER}: {exc}") from None
+        raise CheckpointError(str(exc)) from None
+    ids = {"pad_id": tokenizer.pad_id, "unk_id": tokenizer.unk_id, "eos_id": tokenizer.eos_id}
+    wrong = [f"{MARIAN_SPECIALS[name[:-3]]} is {value}, {CONFIG} says {name} {getattr(config, name)}"
+             for name, value in ids.items() if value != getattr(config, name)]
+    if wrong:
+        raise CheckpointError(f"{MARIAN_FILES[2]} does not match {CONFIG}: {'; '.join(wrong)}")
+    return tokenizer
+
+
+def peek_checkpoint(directory: Path) -> tuple[ModelConfig, dict[str, Any]] | None:
+    """The config and meta of a directory that holds a Transformer checkpoint (its config.json has a 'model' section
+    that is a valid ModelConfig, and its weights and tokenizer files are there), None otherwise. Reads only config.json:
+    for listing checkpoints; load_checkpoint does every check."""
+    try:
+        config, meta = read_config(Path(directory))
+    except (CheckpointError, OSError):
+        return None
+    names = (WEIGHTS, *tokenizer_files(config))
+    return (config, meta) if all((Path(directory) / name).is_file() for name in names) else None
 
 
 def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Name -> shape of every tensor in Transformer(config).state_dict(), all floating point, without building the
     model (tested equal to the built one's; their sizes add up to config.estimated_parameters())."""
     d, shapes = config.d_model, {"embed.token.weight": (config.vocab_size, config.d_model)}
+    if config.final_logits_bias:
+        shapes["final_logits_bias"] = (config.vocab_size,)
 
     def add(prefix: str, n_out: int, n_in: int | None = None) -> None:  # a Linear (n_in given) or a LayerNorm
         shapes[f"{prefix}.weight"] = (n_out,) if n_in is None else (n_out, n_in)
@@ -363,10 +411,10 @@ def load_checkpoint(directory: str | Path, device: torch.device | str = "cpu") -
             raise CheckpointError(f"{directory} is a file: a checkpoint is a directory with {WEIGHTS}, {CONFIG} "
                                   f"and {TOKENIZER}")
         config, meta = read_config(directory)
-        tokenizer = read_tokenizer(directory)
+        tokenizer = read_tokenizer(directory, config)
         if tokenizer.vocab_size != config.vocab_size:
-            raise CheckpointError(f"vocabulary mismatch: {TOKENIZER} has {tokenizer.vocab_size} pieces, "
-                                  f"{CONFIG} says vocab_size {config.vocab_size}")
+            raise CheckpointError(f"vocabulary mismatch: {tokenizer_files(config)[-1]} has {tokenizer.vocab_size} "
+                                  f"pieces, {CONFIG} says vocab_size {config.vocab_size}")
         weights_path = directory / WEIGHTS
         if not weights_path.is_file():
             raise _missing_weights(directory)

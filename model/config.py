@@ -19,6 +19,10 @@ MAX_MODEL_BYTES = 2 * 2**30
 LIMITS = {"vocab_size": MAX_VOCAB_SIZE, "d_model": MAX_D_MODEL, "n_heads": MAX_HEADS,
           "n_encoder_layers": MAX_LAYERS, "n_decoder_layers": MAX_LAYERS, "d_ff": MAX_D_FF, "max_len": MAX_MODEL_LEN}
 POSITION_TABLE = 1024  # rows of the position table at least (model.positional.MAX_POSITIONS, tested equal)
+# The options a real translation model (Marian opus-mt) needs beyond the paper; the first of each is the paper's.
+ACTIVATIONS = ("relu", "gelu", "swish")  # the FFN's non-linearity; swish is also called SiLU: x * sigmoid(x)
+POSITIONAL_LAYOUTS = ("interleaved", "halves")  # sin/cos pairs interleaved (the paper) or sin half, cos half (Marian)
+TOKENIZERS = ("sentencepiece", "marian")  # one joint sentencepiece model, or Marian's source/target models + vocab
 
 
 def _is_int(value: Any) -> bool:
@@ -39,6 +43,12 @@ class ModelConfig:
 
     The vocabulary is joint (source and target share one embedding matrix), so a single
     ``vocab_size`` and one set of special ids describe both sides.
+
+    ``bos_id`` is the token every decoder input starts with, here and everywhere that builds "BOS + output[:-1]";
+    ``decoder_start_id`` names it (it defaults to, and must equal, bos_id). The project's sentencepiece vocabulary has
+    four distinct specials; Marian's has no BOS piece and starts the decoder with <pad>, so a "marian" tokenizer's
+    bos_id is its pad_id. The last five options default to the paper's choice, so older config.json files load as
+    they are: Marian opus-mt uses swish, "halves" positions, a final logits bias and the "marian" tokenizer.
     """
 
     vocab_size: int
@@ -54,9 +64,16 @@ class ModelConfig:
     bos_id: int = 2
     eos_id: int = 3
     norm_first: bool = False  # False = the paper's post-norm LayerNorm(x + Dropout(Sublayer(x)))
+    activation: str = "relu"  # one of ACTIVATIONS
+    positional_layout: str = "interleaved"  # one of POSITIONAL_LAYOUTS
+    final_logits_bias: bool = False  # logits = h E^T + b with a learned b [vocab_size] (Marian's final_logits_bias)
+    decoder_start_id: int | None = None  # None = bos_id
+    tokenizer: str = "sentencepiece"  # one of TOKENIZERS: which tokenizer files the checkpoint holds
 
     def __post_init__(self) -> None:
         """Types, ranges, consistency and the size limits above, so that nothing absurd is ever allocated."""
+        if self.decoder_start_id is None:
+            object.__setattr__(self, "decoder_start_id", self.bos_id)
         for name, limit in LIMITS.items():
             value = getattr(self, name)
             if not _is_int(value) or value < 1:
@@ -70,18 +87,36 @@ class ModelConfig:
         if not isinstance(self.dropout, int | float) or isinstance(self.dropout, bool) \
                 or not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
-        if not isinstance(self.norm_first, bool):
-            raise ValueError(f"norm_first must be true or false, got {self.norm_first!r}")
-        specials = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
-        for name, value in specials.items():
-            if not _is_int(value) or not 0 <= value < self.vocab_size:
-                raise ValueError(f"{name} must be an id in [0, {self.vocab_size}), got {value!r}")
-        if len(set(specials.values())) != len(specials):
-            raise ValueError(f"special ids must be distinct, got {specials}")
+        for name in ("norm_first", "final_logits_bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        for name, allowed in (("activation", ACTIVATIONS), ("positional_layout", POSITIONAL_LAYOUTS),
+                              ("tokenizer", TOKENIZERS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {str(getattr(self, name))[:40]!r}")
+        self._check_special_ids()
         if self.estimated_bytes() > MAX_MODEL_BYTES:
             raise ValueError(f"this config describes {self.estimated_parameters():,} parameters "
                              f"({format_bytes(self.estimated_bytes())} as float32), more than the limit of "
                              f"{format_bytes(MAX_MODEL_BYTES)}")
+
+    def _check_special_ids(self) -> None:
+        """Ids in the vocabulary; pad, unk, eos (and the sentencepiece vocabulary's BOS) distinct; the decoder
+        starts with bos_id, which a Marian vocabulary (no BOS piece) sets to its pad id."""
+        specials = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
+        for name, value in {**specials, "decoder_start_id": self.decoder_start_id}.items():
+            if not _is_int(value) or not 0 <= value < self.vocab_size:
+                raise ValueError(f"{name} must be an id in [0, {self.vocab_size}), got {value!r}")
+        distinct = specials if self.tokenizer == "sentencepiece" else \
+            {k: v for k, v in specials.items() if k != "bos_id"}
+        if len(set(distinct.values())) != len(distinct):
+            raise ValueError(f"special ids must be distinct, got {distinct}")
+        if self.tokenizer == "marian" and self.bos_id != self.pad_id:
+            raise ValueError(f"a marian vocabulary has no BOS piece: bos_id must be the pad id {self.pad_id} its "
+                             f"decoder starts with, got {self.bos_id}")
+        if self.decoder_start_id != self.bos_id:
+            raise ValueError(f"decoder_start_id must equal bos_id ({self.bos_id}), got {self.decoder_start_id}: "
+                             "every decoder input starts with bos_id")
 
     def estimated_parameters(self) -> int:
         """How many parameters Transformer(self) holds, computed without building it (tested equal to
@@ -91,8 +126,9 @@ class ModelConfig:
         encoder_layer = attention + feed_forward + 2 * norm
         decoder_layer = 2 * attention + feed_forward + 3 * norm
         final_norms = 2 * norm if self.norm_first else 0
+        logits_bias = self.vocab_size if self.final_logits_bias else 0
         return (self.vocab_size * d + self.n_encoder_layers * encoder_layer + self.n_decoder_layers * decoder_layer
-                + final_norms)
+                + final_norms + logits_bias)
 
     def estimated_bytes(self) -> int:
         """Memory of the built model in float32: its parameters and its sinusoidal position table."""

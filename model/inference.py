@@ -10,7 +10,7 @@ import torch
 from .config import DecodeConfig
 from .decoding import DecodeResult, DecodeStep, decode_steps
 from .positional import MAX_POSITIONS
-from .tokenizer import Tokenizer, clean_text
+from .tokenizer import TextTokenizer, clean_text
 from .trace import AttentionTrace, HeadMask
 from .transformer import Transformer
 
@@ -35,7 +35,7 @@ class Translation:
 
     ``trace`` is the attention the decoder used for the best output, its step rows stacked (equal to one
     teacher-forced forward of that output): decoder positions are labelled by their inputs
-    ``target_input_pieces`` (BOS + output[:-1]) and predict ``target_pieces``.
+    ``target_input_pieces`` (the start token + output[:-1]; <s>, or <pad> for Marian) and predict ``target_pieces``.
     """
 
     source: Source
@@ -47,7 +47,7 @@ class Translation:
     trace: AttentionTrace
 
 
-def prepare_source(tokenizer: Tokenizer, text: str, max_len: int = MAX_POSITIONS) -> Source:
+def prepare_source(tokenizer: TextTokenizer, text: str, max_len: int = MAX_POSITIONS) -> Source:
     """Clean and encode user text; cut it to ``max_len`` positions (EOS included), by default the server's cap
     MAX_POSITIONS: a model reads past its own max_len (see ``beyond_training``), never past the cap."""
     cleaned = clean_text(text)
@@ -69,12 +69,12 @@ def stream(model: Transformer, source: Source, config: DecodeConfig, return_atte
                         None if head_mask is None else head_mask.to(device))
 
 
-def finish(model: Transformer, tokenizer: Tokenizer, source: Source, steps: list[DecodeStep],
+def finish(model: Transformer, tokenizer: TextTokenizer, source: Source, steps: list[DecodeStep],
            n_best: int) -> Translation:
     """Assemble the Translation once the last step is in, its trace from the rows captured while decoding."""
     result = DecodeResult.from_steps(steps, n_best)
     best = result.best
-    inputs = (model.config.bos_id,) + best.tokens[:-1]
+    inputs = (model.config.decoder_start_id,) + best.tokens[:-1]
     return Translation(source=source, result=result, target_ids=best.tokens,
                        target_pieces=tuple(tokenizer.pieces(best.tokens)),
                        target_input_pieces=tuple(tokenizer.pieces(inputs)), text=tokenizer.decode(best.tokens),
@@ -94,7 +94,7 @@ def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device |
                         device=device)  # [B, L]
 
 
-def translate(model: Transformer, tokenizer: Tokenizer, text: str, config: DecodeConfig = DecodeConfig(),
+def translate(model: Transformer, tokenizer: TextTokenizer, text: str, config: DecodeConfig = DecodeConfig(),
               head_mask: HeadMask | None = None) -> Translation:
     """Translate one sentence and capture all its attention (with the heads in ``head_mask`` switched off)."""
     source = prepare_source(tokenizer, text)

@@ -4,22 +4,32 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .attention import AttentionOutput, Capture, KeyValue, MultiHeadAttention
 
+# The FFN's non-linearity by config name (model.config.ACTIVATIONS): the paper's ReLU, or GELU and swish (SiLU,
+# x * sigmoid(x)) as other models use them (Marian opus-mt: swish); functions, so nothing is added to the weights.
+ACTIVATION_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": torch.relu, "gelu": F.gelu, "swish": F.silu}
+
 
 class PositionwiseFeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2, the same two linear maps applied at every position."""
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, the same two linear maps applied at every position (with ``activation``
+    "gelu" or "swish", that function replaces max(0, .))."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu") -> None:
         super().__init__()
+        if activation not in ACTIVATION_FUNCTIONS:
+            raise ValueError(f"activation must be one of {', '.join(ACTIVATION_FUNCTIONS)}, got {activation!r}")
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
+        self.activation = ACTIVATION_FUNCTIONS[activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        hidden = torch.relu(self.linear1(x))  # [B, L, d_ff]
+        hidden = self.activation(self.linear1(x))  # [B, L, d_ff]
         return self.linear2(self.dropout(hidden) if self.training else hidden)  # [B, L, D]; no call in eval
 
 
@@ -46,10 +56,11 @@ class SublayerConnection(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention over the source, then the FFN, each wrapped in residual + LayerNorm."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, norm_first: bool = False) -> None:
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, norm_first: bool = False,
+                 activation: str = "relu") -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
         self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first) for _ in range(2)])
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor, return_attention: Capture = False,
@@ -68,11 +79,12 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Masked self-attention, encoder-decoder (cross) attention, then the FFN."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, norm_first: bool = False) -> None:
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, norm_first: bool = False,
+                 activation: str = "relu") -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
         self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first) for _ in range(3)])
 
     def forward(self, y: torch.Tensor, memory_kv: KeyValue, self_mask: torch.Tensor | None, cross_mask: torch.Tensor | None,

@@ -16,14 +16,23 @@ def inverse_frequencies(d_model: int, dtype: torch.dtype = torch.float32) -> tor
     return torch.exp(torch.arange(0, d_model, 2, dtype=dtype) * (-math.log(10000.0) / d_model))
 
 
-def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
+def sinusoidal_encoding(max_len: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
     """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same). -> [max_len, d_model].
 
     Wavelengths run geometrically from 2*pi to 10000*2*pi, so for any offset k, PE[pos+k] is a
     linear function (a rotation per sin/cos pair) of PE[pos]: relative positions are learnable.
+    ``layout="halves"`` holds the same values as Marian lays them out (Hugging Face's
+    MarianSinusoidalPositionalEmbedding): all sines first, then all cosines, PE[pos, i] = sin, PE[pos, D/2 + i] = cos,
+    computed in float64 as Marian does so that a converted model sees its own numbers.
     """
     if max_len < 1 or d_model < 2 or d_model % 2:
         raise ValueError(f"need max_len >= 1 and an even d_model >= 2, got {max_len}, {d_model}")
+    if layout == "halves":
+        position = torch.arange(max_len, dtype=torch.float64)[:, None]  # [max_len, 1]
+        angles = position * inverse_frequencies(d_model, torch.float64)  # [max_len, D/2]
+        return torch.cat([torch.sin(angles), torch.cos(angles)], dim=1).float()  # [max_len, D]
+    if layout != "interleaved":
+        raise ValueError(f"layout must be 'interleaved' or 'halves', got {layout!r}")
     position = torch.arange(max_len, dtype=torch.float32)[:, None]  # [max_len, 1]
     angles = position * inverse_frequencies(d_model)  # [max_len, D/2]
     pe = torch.zeros(max_len, d_model)

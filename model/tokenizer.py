@@ -1,11 +1,13 @@
-"""SentencePiece wrapper: text <-> pieces and ids with the specials the model uses, and word grouping.
+"""SentencePiece wrappers: text <-> pieces and ids with the specials the model uses, and word grouping.
 
-One joint English+German model, because the paper shares one embedding matrix between the encoder,
-the decoder and the output layer.
+The project's own tokenizer is one joint English+German model, because the paper shares one embedding matrix
+between the encoder, the decoder and the output layer. ``MarianTokenizer`` reads the other common layout (Marian
+opus-mt): a source and a target sentencepiece model whose pieces map into one shared vocabulary (vocab.json).
 """
 from __future__ import annotations
 
 import io
+import json
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
@@ -15,24 +17,33 @@ import sentencepiece as spm
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SPECIAL_PIECES = {PAD: "<pad>", UNK: "<unk>", BOS: "<s>", EOS: "</s>"}
 WORD_START = "\u2581"  # sentencepiece's "▁", marks a piece that begins a word
+TOKENIZER_FILE = "tokenizer.model"  # the project's tokenizer in a checkpoint
+MARIAN_FILES = ("source.spm", "target.spm", "vocab.json")  # a Marian tokenizer in a checkpoint (and in a HF folder)
+MARIAN_SPECIALS = {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"}  # Marian's special pieces; it has no BOS
 
 
 class TokenizerError(ValueError):
     """A tokenizer file that cannot be used."""
 
 
+def _load_sentencepiece(proto: bytes, name: str | None = None) -> spm.SentencePieceProcessor:
+    """A sentencepiece processor of serialized model bytes; TokenizerError (prefixed with ``name``) if corrupt."""
+    sp = spm.SentencePieceProcessor()
+    try:
+        sp.LoadFromSerializedProto(proto)
+    except Exception as exc:  # sentencepiece raises bare RuntimeError/OSError on a corrupt file
+        reason = str(exc).strip()
+        if "ParseFromArray" in reason:  # its message is a C++ source location
+            reason = "the file cannot be parsed as one"
+        raise TokenizerError(f"{name + ': ' if name else ''}not a valid sentencepiece model ({reason})") from None
+    return sp
+
+
 class Tokenizer:
     """A loaded sentencepiece model with ids pad 0, unk 1, bos 2, eos 3."""
 
     def __init__(self, model_proto: bytes) -> None:
-        self.sp = spm.SentencePieceProcessor()
-        try:
-            self.sp.LoadFromSerializedProto(model_proto)
-        except Exception as exc:  # sentencepiece raises bare RuntimeError/OSError on a corrupt file
-            reason = str(exc).strip()
-            if "ParseFromArray" in reason:  # its message is a C++ source location
-                reason = "the file cannot be parsed as one"
-            raise TokenizerError(f"not a valid sentencepiece model ({reason})") from None
+        self.sp = _load_sentencepiece(model_proto)
         ids = (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id())
         if ids != (PAD, UNK, BOS, EOS):
             raise TokenizerError(f"tokenizer special ids (pad, unk, bos, eos) are {ids}, expected (0, 1, 2, 3)")
@@ -75,6 +86,80 @@ class Tokenizer:
 
     def id_to_piece(self, i: int) -> str:
         return SPECIAL_PIECES.get(int(i)) or self.sp.id_to_piece(int(i))
+
+    def files(self) -> dict[str, bytes]:
+        """What a checkpoint stores of this tokenizer: file name -> bytes."""
+        return {TOKENIZER_FILE: self.model_proto}
+
+
+def parse_vocab(data: bytes, name: str = "vocab.json") -> dict[str, int]:
+    """A Marian vocabulary: a JSON object piece -> id whose ids are exactly 0..n-1, with </s>, <unk> and <pad>."""
+    try:
+        vocab = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise TokenizerError(f"{name} is not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(vocab, dict) or not all(isinstance(i, int) and not isinstance(i, bool) for i in vocab.values()):
+        raise TokenizerError(f"{name} must map pieces to integer ids")
+    if sorted(vocab.values()) != list(range(len(vocab))):
+        raise TokenizerError(f"{name}: its {len(vocab)} ids are not exactly 0..{len(vocab) - 1}, each once")
+    missing = [piece for piece in MARIAN_SPECIALS.values() if piece not in vocab]
+    if missing:
+        raise TokenizerError(f"{name} has no {', '.join(missing)}")
+    return vocab
+
+
+class MarianTokenizer:
+    """Marian's tokenizer, as Hugging Face's MarianTokenizer applies it (shared vocabulary only): source text is
+    cut into pieces by source.spm, target ids become text through target.spm, and vocab.json maps pieces to the
+    one embedding's ids (a piece it lacks is <unk>). There is no BOS: bos_id is the pad id the decoder starts with.
+    Source text may begin with a target-language token such as ">>fra<<" (multilingual models), kept as one piece.
+    """
+
+    def __init__(self, source_proto: bytes, target_proto: bytes, vocab_json: bytes) -> None:
+        self.source = _load_sentencepiece(source_proto, MARIAN_FILES[0])
+        self.target = _load_sentencepiece(target_proto, MARIAN_FILES[1])
+        self.vocab = parse_vocab(vocab_json, MARIAN_FILES[2])
+        self.id_pieces = sorted(self.vocab, key=self.vocab.__getitem__)
+        self.eos_id, self.unk_id, self.pad_id = (self.vocab[MARIAN_SPECIALS[k]] for k in ("eos", "unk", "pad"))
+        self.bos_id = self.pad_id
+        self._files = dict(zip(MARIAN_FILES, (source_proto, target_proto, vocab_json), strict=True))
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of the text's pieces, without EOS: a leading ">>xx<<" language token, then source.spm's pieces."""
+        code = []
+        if text.startswith(">>") and (end := text.find("<<")) != -1:
+            code, text = [text[: end + 2]], text[end + 2:]
+        pieces = code + self.source.encode(text, out_type=str)
+        return [self.vocab.get(piece, self.unk_id) for piece in pieces]
+
+    def encode_source(self, text: str, max_len: int | None = None) -> list[int]:
+        """The pieces followed by EOS, cut to ``max_len`` positions (EOS included) when given."""
+        return self.source_ids(self.encode(text), max_len)
+
+    def source_ids(self, ids: list[int], max_len: int | None = None) -> list[int]:
+        return (ids if max_len is None else ids[: max_len - 1]) + [self.eos_id]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of target ids through target.spm (as Hugging Face joins them), dropping EOS and PAD (= the start)."""
+        pieces = [self.id_to_piece(i) for i in ids if int(i) not in (self.pad_id, self.eos_id)]
+        return self.target.decode_pieces(pieces).replace(WORD_START, " ").strip()
+
+    def pieces(self, ids: Iterable[int]) -> list[str]:
+        return [self.id_to_piece(i) for i in ids]
+
+    def id_to_piece(self, i: int) -> str:
+        return self.id_pieces[int(i)]
+
+    def files(self) -> dict[str, bytes]:
+        """What a checkpoint stores of this tokenizer: file name -> bytes (the folder's own files, unchanged)."""
+        return dict(self._files)
+
+
+TextTokenizer = Tokenizer | MarianTokenizer  # what a checkpoint's tokenizer is (ModelConfig.tokenizer says which)
 
 
 def word_groups(pieces: list[str]) -> list[list[int]]:

@@ -17,7 +17,8 @@ from .trace import AttentionTrace, HeadMask
 
 
 class Embeddings(nn.Module):
-    """Token embedding x sqrt(d_model) + sinusoidal positional encoding, then dropout.
+    """Token embedding x sqrt(d_model) + sinusoidal positional encoding (laid out as config.positional_layout), then
+    dropout.
 
     One instance is shared by encoder and decoder, and its weight is also the pre-softmax output
     layer (section 3.4), which is why the vocabulary is joint.
@@ -30,7 +31,8 @@ class Embeddings(nn.Module):
         with torch.no_grad():
             self.token.weight[config.pad_id].zero_()
         positions = max(config.max_len, MAX_POSITIONS)  # beyond max_len too: the sinusoids extend to any position
-        self.register_buffer("positional", sinusoidal_encoding(positions, config.d_model), persistent=False)
+        self.register_buffer("positional", sinusoidal_encoding(positions, config.d_model, config.positional_layout),
+                             persistent=False)
         self.scale = math.sqrt(config.d_model)
         self.dropout = nn.Dropout(config.dropout)
 
@@ -49,7 +51,8 @@ class Encoder(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.layers = nn.ModuleList(EncoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout,
-                                                 config.norm_first) for _ in range(config.n_encoder_layers))
+                                                 config.norm_first, config.activation)
+                                    for _ in range(config.n_encoder_layers))
         self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else nn.Identity()
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor, return_attention: Capture = False,
@@ -69,7 +72,8 @@ class Decoder(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.layers = nn.ModuleList(DecoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout,
-                                                 config.norm_first) for _ in range(config.n_decoder_layers))
+                                                 config.norm_first, config.activation)
+                                    for _ in range(config.n_decoder_layers))
         self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else nn.Identity()
 
     def forward(self, y: torch.Tensor, memory_kv: list[KeyValue], self_mask: torch.Tensor | None,
@@ -132,6 +136,8 @@ class Transformer(nn.Module):
         self.embed = Embeddings(config)
         self.encoder = Encoder(config)
         self.decoder = Decoder(config)
+        # Marian's final_logits_bias: a bias on every vocabulary entry's logit, saved only when the config has one.
+        self.final_logits_bias = nn.Parameter(torch.zeros(config.vocab_size)) if config.final_logits_bias else None
         for name, p in self.named_parameters():
             if p.dim() > 1 and not name.startswith("embed."):
                 nn.init.xavier_uniform_(p)
@@ -149,16 +155,24 @@ class Transformer(nn.Module):
         return [layer.cross_attn.project_key_value(memory) for layer in self.decoder.layers]
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Pre-softmax output layer sharing the embedding matrix: [..., D] -> [..., V]."""
-        return F.linear(hidden, self.embed.token.weight)
+        """Pre-softmax output layer sharing the embedding matrix (+ final_logits_bias if any): [..., D] -> [..., V]."""
+        return F.linear(hidden, self.embed.token.weight, self.final_logits_bias)
+
+    def target_mask(self, tgt: torch.Tensor) -> torch.Tensor:
+        """Decoder self-attention mask of teacher-forced inputs tgt [B, T]: padding AND causal -> [B, 1, T, T].
+        Position 0 is the start token, never padding, even when it is the pad id (Marian starts the decoder with it)."""
+        mask = decoder_self_mask(tgt, self.config.pad_id)  # [B, 1, T, T]
+        if self.config.decoder_start_id == self.config.pad_id:
+            mask[:, :, :, 0] = True
+        return mask
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor, return_attention: Capture = False,
                 head_mask: HeadMask | None = None) -> torch.Tensor | tuple[torch.Tensor, AttentionTrace]:
-        """Teacher-forced pass. src [B, S], tgt [B, T] (decoder input, starting with BOS) -> logits [B, T, V],
+        """Teacher-forced pass. src [B, S], tgt [B, T] (decoder input, starting with bos_id) -> logits [B, T, V],
         plus an AttentionTrace when ``return_attention`` (True: weights and scores; "internals": also Q, K, V,
         the unmasked scores and the context of every attention call). ``head_mask`` switches heads off."""
         memory, src_mask, enc_attn = self.encode(src, return_attention, head_mask)
-        tgt_mask = decoder_self_mask(tgt, self.config.pad_id)  # [B, 1, T, T]
+        tgt_mask = self.target_mask(tgt)  # [B, 1, T, T]
         heads = None if head_mask is None else (head_mask.dec_self, head_mask.cross)
         hidden, self_attn, cross_attn = self.decoder(
             self.embed(tgt), self.memory_key_values(memory), tgt_mask, src_mask, None, return_attention, heads)

@@ -1,11 +1,21 @@
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import save_file
 
-from model.checkpoint import CONFIG, TOKENIZER, WEIGHTS, CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoint import (
+    CONFIG,
+    TOKENIZER,
+    WEIGHTS,
+    CheckpointError,
+    clean_meta,
+    load_checkpoint,
+    peek_checkpoint,
+    save_checkpoint,
+)
 from model.transformer import Transformer
 from tests.conftest import tiny_config
 
@@ -88,3 +98,33 @@ def test_nan_weights_are_refused(broken, tiny_model):
     weights["encoder.layers.0.feed_forward.linear1.bias"][0] = float("nan")
     save_file(weights, str(broken / WEIGHTS))
     expect_error(broken, "NaN")
+
+
+def test_the_marian_options_round_trip_with_the_projects_tokenizer(tmp_path, tokenizer):
+    """gelu, "halves" positions and a final logits bias are saved, reloaded and give the same outputs; the bias is a
+    tensor of the checkpoint only when enabled."""
+    torch.manual_seed(1)
+    model = Transformer(tiny_config(tokenizer.vocab_size, activation="gelu", positional_layout="halves",
+                                    final_logits_bias=True)).eval()
+    with torch.no_grad():
+        model.final_logits_bias.normal_()
+    ckpt = load_checkpoint(save_checkpoint(model, tokenizer, tmp_path / "options"))
+    assert ckpt.config == model.config and "final_logits_bias" in ckpt.model.state_dict()
+    assert torch.equal(ckpt.model(SRC, TGT), model(SRC, TGT))
+    assert "final_logits_bias" not in Transformer(tiny_config(tokenizer.vocab_size)).state_dict()
+
+
+def test_peek_checkpoint_reads_only_the_config(tmp_path, tiny_checkpoint):
+    config, meta = peek_checkpoint(tiny_checkpoint)
+    assert config.vocab_size == 120 and meta == {}
+    assert peek_checkpoint(tmp_path) is None  # no config.json
+    shutil.copytree(tiny_checkpoint, tmp_path / "no-tokenizer")
+    (tmp_path / "no-tokenizer" / TOKENIZER).unlink()
+    assert peek_checkpoint(tmp_path / "no-tokenizer") is None
+    vision = Path(__file__).resolve().parents[2] / "pretrained" / "vit-digits"
+    assert peek_checkpoint(vision) is None  # its config.json holds a vision model
+
+
+def test_meta_text_is_kept_only_short_and_printable():
+    assert clean_meta({"source_lang": "en", "target_lang": "x" * 101, "converted_from": "a\nb"}) == \
+        {"source_lang": "en"}
