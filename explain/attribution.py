@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from model.attention import INTERNALS
-from model.masks import decoder_self_mask, padding_mask
+from model.masks import padding_mask
 from model.trace import KINDS, AttentionTrace
 from model.transformer import Transformer
 
@@ -131,7 +131,7 @@ def decoder_states_from_source_embeddings(model: Transformer, embeddings: torch.
     """
     src_mask = padding_mask(source, model.config.pad_id)  # [B, 1, 1, S]
     memory, _ = model.encoder(embeddings, src_mask)  # [B, S, D]
-    tgt_mask = decoder_self_mask(decoder_input, model.config.pad_id)  # [B, 1, T, T]
+    tgt_mask = model.target_mask(decoder_input)  # [B, 1, T, T]: Marian's start token is never padding
     hidden, _, _ = model.decoder(model.embed(decoder_input), model.memory_key_values(memory), tgt_mask, src_mask)
     return hidden  # [B, T, D]
 

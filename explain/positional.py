@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from model.positional import inverse_frequencies, sinusoidal_encoding
+from model.positional import inverse_frequencies, pair_dimensions, sinusoidal_encoding
 from model.transformer import Transformer
 
 
@@ -18,7 +18,7 @@ def pe_similarity(max_len: int, d_model: int) -> torch.Tensor:
     return pe @ pe.T  # [P, P]
 
 
-def offset_map(d_model: int, offset: int) -> torch.Tensor:
+def offset_map(d_model: int, offset: int, layout: str = "interleaved") -> torch.Tensor:
     """The matrix M_k with PE[p + k] = PE[p] @ M_k for every position p. -> [D, D].
 
     Block diagonal: one 2x2 rotation by angle w_i * k per (sin, cos) pair, from
@@ -26,18 +26,18 @@ def offset_map(d_model: int, offset: int) -> torch.Tensor:
     """
     angle = inverse_frequencies(d_model, torch.float64) * offset  # [D/2]
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
-    idx = torch.arange(0, d_model, 2)
-    m[idx, idx], m[idx + 1, idx] = torch.cos(angle), torch.sin(angle)
-    m[idx, idx + 1], m[idx + 1, idx + 1] = -torch.sin(angle), torch.cos(angle)
+    sin, cos = pair_dimensions(d_model, layout)  # [D/2] each: the dimensions of each pair
+    m[sin, sin], m[cos, sin] = torch.cos(angle), torch.sin(angle)
+    m[sin, cos], m[cos, cos] = -torch.sin(angle), torch.cos(angle)
     return m
 
 
-def offset_error(max_len: int, d_model: int, offset: int) -> float:
+def offset_error(max_len: int, d_model: int, offset: int, layout: str = "interleaved") -> float:
     """Largest |PE[p + k] - PE[p] @ M_k| over all positions that fit: float32 rounding, about 1e-6."""
-    pe = sinusoidal_encoding(max_len, d_model).double()  # [P, D]
+    pe = sinusoidal_encoding(max_len, d_model, layout).double()  # [P, D]
     if not 0 < offset < max_len:
         raise ValueError(f"offset must be in [1, {max_len}), got {offset}")
-    shifted = pe[:-offset] @ offset_map(d_model, offset)  # [P - k, D]
+    shifted = pe[:-offset] @ offset_map(d_model, offset, layout)  # [P - k, D]
     return float((pe[offset:] - shifted).abs().max())
 
 

@@ -41,6 +41,18 @@ def sinusoidal_encoding(max_len: int, d_model: int, layout: str = "interleaved")
     return pe  # [max_len, D]
 
 
+def pair_dimensions(d_model: int, layout: str = "interleaved") -> tuple[torch.Tensor, torch.Tensor]:
+    """Which dimensions hold the sine and the cosine of each frequency i: (sin_dims [D/2], cos_dims [D/2]);
+    2i and 2i+1 in the paper's interleaved layout, i and D/2 + i in Marian's halves."""
+    half = torch.arange(d_model // 2)
+    return (half, half + d_model // 2) if layout == "halves" else (2 * half, 2 * half + 1)
+
+
+def frequency_index(dimension: int, d_model: int, layout: str = "interleaved") -> int:
+    """The frequency i (the pair) a dimension belongs to, in either layout."""
+    return dimension % (d_model // 2) if layout == "halves" else dimension // 2
+
+
 def wavelengths(d_model: int) -> torch.Tensor:
     """Wavelength of each sin/cos pair, 2*pi * 10000^(2i/d_model). -> [d_model/2]."""
     return 2 * math.pi / inverse_frequencies(d_model, torch.float64)

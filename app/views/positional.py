@@ -10,7 +10,7 @@ import streamlit as st
 from app.charts import positional as charts
 from app.page import plot, require_checkpoint, require_translation, sentence_caption, to_numpy
 from explain.positional import embedding_parts, offset_error, pe_similarity
-from model.positional import sinusoidal_encoding, wavelengths
+from model.positional import frequency_index, pair_dimensions, sinusoidal_encoding, wavelengths
 
 
 def positions_ui(max_len: int) -> int:
@@ -18,31 +18,33 @@ def positions_ui(max_len: int) -> int:
                      help=f"This model has room for {max_len} positions.")
 
 
-def dimensions_ui(d_model: int) -> list[int]:
-    defaults = sorted({0, 1, 2 * (d_model // 16), 2 * (d_model // 8), d_model // 2, d_model - 2})
-    return st.multiselect("Dimensions to draw", list(range(d_model)), default=defaults, key="pe_dims",
-                          help="Even dimensions are sines, odd ones cosines of the same frequency.")
+def dimensions_ui(d_model: int, layout: str) -> list[int]:
+    first_sin, first_cos = (int(t[0]) for t in pair_dimensions(d_model, layout))
+    defaults = sorted({first_sin, first_cos, 2 * (d_model // 16), 2 * (d_model // 8), d_model // 2, d_model - 2})
+    where = ("Even dimensions are sines, odd ones cosines of the same frequency." if layout == "interleaved" else
+             "This model (Marian's layout) keeps all sines in the first half and the matching cosines in the second.")
+    return st.multiselect("Dimensions to draw", list(range(d_model)), default=defaults, key="pe_dims", help=where)
 
 
 @st.fragment
-def matrix_panel(d_model: int, max_len: int) -> None:
+def matrix_panel(d_model: int, max_len: int, layout: str) -> None:
     n = positions_ui(max_len)
-    pe = to_numpy(sinusoidal_encoding(n, d_model))
+    pe = to_numpy(sinusoidal_encoding(n, d_model, layout))
     plot(charts.pe_heatmap(pe, f"PE for the first {n} positions × d_model = {d_model} dimensions"), "pe_matrix")
     lam = to_numpy(wavelengths(d_model))
     st.markdown(f"Each (sin, cos) pair is a wave. Wavelengths grow geometrically, from **2π ≈ {lam[0]:.2f}** "
                 f"positions (dimensions 0, 1) to **{lam[-1]:,.0f}** positions (the last pair; the formula's limit "
                 f"is 10000·2π ≈ {10000 * 2 * math.pi:,.0f}). Left columns change every position; right columns "
                 "barely change over a whole sentence, so together they give each position a unique code.")
-    dims = dimensions_ui(d_model)
+    dims = dimensions_ui(d_model, layout)
     if dims:
-        plot(charts.pe_curves(pe, dims, [float(lam[d // 2]) for d in dims]), "pe_curves")
+        plot(charts.pe_curves(pe, dims, [float(lam[frequency_index(d, d_model, layout)]) for d in dims]), "pe_curves")
     else:
         st.info("Pick at least one dimension to draw its wave.")
 
 
 @st.fragment
-def relative_panel(d_model: int, max_len: int) -> None:
+def relative_panel(d_model: int, max_len: int, layout: str) -> None:
     st.subheader("Relative offsets are a linear map")
     st.markdown("For any fixed offset *k*, each (sin, cos) pair at position *p + k* is the pair at *p* "
                 "rotated by the angle ω·k — the same rotation for every *p*:")
@@ -50,7 +52,7 @@ def relative_panel(d_model: int, max_len: int) -> None:
              r"\begin{pmatrix}\cos\omega_i k & \sin\omega_i k\\ -\sin\omega_i k & \cos\omega_i k\end{pmatrix}"
              r"\begin{pmatrix}\sin\omega_i p\\ \cos\omega_i p\end{pmatrix},\qquad \omega_i = 10000^{-2i/d_{model}}")
     k = st.slider("Offset k", 1, min(50, max_len - 1), 3, key="pe_offset")
-    err = offset_error(max_len, d_model, k)
+    err = offset_error(max_len, d_model, k, layout)
     st.markdown(f"Checked on this model's encoding: with one {d_model} × {d_model} block-diagonal matrix "
                 f"M<sub>{k}</sub>, max |PE[p+{k}] − PE[p]·M<sub>{k}</sub>| over all {max_len - k} positions = "
                 f"**{err:.1e}** (float rounding). A layer's linear projections can therefore learn "
@@ -84,8 +86,9 @@ def render() -> None:
     if ckpt is None:
         return
     d_model, max_len = ckpt.config.d_model, ckpt.config.max_len
-    matrix_panel(d_model, max_len)
-    relative_panel(d_model, max_len)
+    layout = ckpt.config.positional_layout  # the paper interleaves sin/cos; Marian puts them in two halves
+    matrix_panel(d_model, max_len, layout)
+    relative_panel(d_model, max_len, layout)
     st.info("**Learned vs fixed.** The paper also tried learned positional embeddings and got nearly identical "
             "results (Table 3, row E). It kept the sinusoids because they need no parameters and may extrapolate "
             "to sentences longer than any seen in training. This model uses the fixed sinusoids.", icon=":material/push_pin:")

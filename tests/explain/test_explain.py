@@ -6,8 +6,9 @@ import torch
 from explain.heads import head_statistics, merge_to_words
 from explain.masks import unmasked_scores
 from explain.mechanics import attention_internals, compare_scores, hard_attention, location_based, softmax_saturation
-from explain.positional import embedding_parts
+from explain.positional import embedding_parts, offset_error
 from explain.training import parameter_counts
+from model.positional import frequency_index, pair_dimensions, sinusoidal_encoding
 from model.trace import KINDS
 from model.transformer import count_parameters
 
@@ -76,3 +77,12 @@ def test_score_functions_and_saturation():
     assert sat["entropy_unscaled"][1] < 0.5 * sat["entropy_scaled"][1]  # unscaled softmax saturates at large d_k
     assert sat["grad_norm_unscaled"][1] < sat["grad_norm_scaled"][1]
     assert abs(sat["entropy_scaled"][0] - sat["entropy_scaled"][1]) < 0.2  # scaling keeps it stable
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "halves"])
+def test_a_fixed_offset_is_one_rotation_per_pair_in_either_layout(layout):
+    assert offset_error(40, 16, 5, layout) < 1e-5
+    sin, cos = pair_dimensions(16, layout)
+    pe = sinusoidal_encoding(3, 16, layout)
+    assert torch.allclose(pe[:, sin] ** 2 + pe[:, cos] ** 2, torch.ones(3, 8))  # each pair is a point on a circle
+    assert [frequency_index(int(d), 16, layout) for d in cos] == list(range(8))
