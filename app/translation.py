@@ -3,11 +3,18 @@
 The cache is a small LRU shared by all sessions (a Translation is frozen and never mutated), so a
 sentence translated on the Translate page is instantly available on the Masks or Mechanics page,
 and a class of students typing the lecturer's example hits the cache.
+
+Decoding is bounded: at most MAX_CONCURRENT_TRANSLATIONS translations run at once in this server process
+(``SLOTS``); the others wait their turn, say so on the page while they wait, and give up with ServerBusy
+after SLOT_WAIT_S seconds instead of hanging.
 """
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import streamlit as st
@@ -17,6 +24,118 @@ from model.config import DecodeConfig
 from model.inference import Translation, translate
 
 MAX_INPUT_CHARS = 8000  # the text box refuses more; the model reads at most MAX_POSITIONS pieces of it
+# How many translations may decode at the same time in one server process: the core count of the machine the
+# app is served from (2). Each decode runs on one intra-op thread (streamlit_app.py sets OMP_NUM_THREADS=1), so
+# two slots keep both cores busy; more would only make every session slower (and use more memory at once).
+# Raise it on a bigger machine. Cached translations, figures and head switches never take a slot.
+MAX_CONCURRENT_TRANSLATIONS = 2
+SLOT_WAIT_S = 60.0  # a translation that waits longer for a slot gives up with ServerBusy (a message, not a hang)
+WAIT_POLL_S = 0.5  # how often a waiting session refreshes its "waiting" note (which lets Streamlit stop the run)
+
+OnWait = Callable[[int, float], None]  # (translations running, seconds waited so far)
+
+
+class ServerBusy(RuntimeError):
+    """No decoding slot became free within the wait limit; the message is meant for the user."""
+
+
+def waiting_message(running: int, waited_s: float) -> str:
+    plural = "translation" if running == 1 else "translations"
+    return f"Waiting for a free model slot ({running} {plural} running)… {waited_s:.0f} s"
+
+
+class DecodeSlots:
+    """A process-wide limit on concurrent decoding: at most ``limit`` holders at a time, the others wait.
+
+    ``acquire`` waits in short rounds and calls ``on_wait(running, waited_s)`` before each round, so a page can
+    show that it waits (and Streamlit can stop a run whose user changed a widget meanwhile: it does so at the
+    next element update). It raises ServerBusy after ``timeout`` seconds (SLOT_WAIT_S by default).
+    """
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"need at least one decoding slot, got {limit}")
+        self.limit = limit
+        self._slots = threading.BoundedSemaphore(limit)
+        self._lock = threading.Lock()
+        self._running = 0
+        self._waiting = 0
+
+    @property
+    def running(self) -> int:
+        """Translations holding a slot now."""
+        with self._lock:
+            return self._running
+
+    @property
+    def waiting(self) -> int:
+        """Translations waiting for a slot now."""
+        with self._lock:
+            return self._waiting
+
+    def acquire(self, on_wait: OnWait | None = None, timeout: float | None = None) -> None:
+        timeout = SLOT_WAIT_S if timeout is None else timeout
+        if not self._slots.acquire(blocking=False):
+            with self._lock:
+                self._waiting += 1
+            try:
+                start = time.monotonic()
+                while True:
+                    waited = time.monotonic() - start
+                    if on_wait is not None:
+                        on_wait(self.running, waited)
+                    if waited >= timeout:
+                        raise ServerBusy(f"The server is busy: all {self.limit} model slots stayed taken for "
+                                         f"{timeout:.0f} s. Please try again in a minute.")
+                    if self._slots.acquire(timeout=min(WAIT_POLL_S, timeout - waited)):
+                        break
+            finally:
+                with self._lock:
+                    self._waiting -= 1
+        with self._lock:
+            self._running += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._running -= 1
+        self._slots.release()
+
+    def slot(self, on_wait: OnWait | None = None, timeout: float | None = None) -> Slot:
+        """``with slots.slot(on_wait) as held:`` decode while holding one slot (``held.paused()`` gives it back
+        for a while)."""
+        return Slot(self, on_wait, timeout)
+
+
+class Slot:
+    """One held decoding slot (a context manager); ``held`` says whether it is held right now."""
+
+    def __init__(self, slots: DecodeSlots, on_wait: OnWait | None, timeout: float | None) -> None:
+        self._slots, self._on_wait, self._timeout = slots, on_wait, timeout
+        self.held = False
+
+    def __enter__(self) -> Slot:
+        self._slots.acquire(self._on_wait, self._timeout)
+        self.held = True
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.held:
+            self.held = False
+            self._slots.release()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Give the slot back while the body runs (slow motion sleeps without holding a core), then wait for a
+        slot again. If the body raises, the slot is not taken back."""
+        if self.held:
+            self.held = False
+            self._slots.release()
+        yield
+        self._slots.acquire(self._on_wait, self._timeout)
+        self.held = True
+
+
+SLOTS = DecodeSlots(MAX_CONCURRENT_TRANSLATIONS)  # one per server process, shared by every session
 
 
 @dataclass(frozen=True)
@@ -66,12 +185,44 @@ def current_request() -> Request:
                    length_penalty=float(s["length_penalty"]))
 
 
-def translate_request(request: Request) -> Translation:
-    """The cached translation, computed (without streaming) if missing. Raises InputError for bad text."""
+@contextmanager
+def waiting_note() -> Iterator[OnWait]:
+    """An ``on_wait`` callback that shows a "waiting for a slot" note where the page is being drawn, only once it
+    actually waits; the note goes away afterwards, or says that the server is busy if the wait timed out."""
+    box = None
+
+    def show(running: int, waited_s: float) -> None:
+        nonlocal box
+        if box is None:
+            box = st.empty()
+        box.info(waiting_message(running, waited_s), icon=":material/hourglass_top:")
+
+    try:
+        yield show
+    except ServerBusy as exc:
+        if box is not None:
+            box.warning(str(exc), icon=":material/hourglass_disabled:")
+        raise
+    except Exception:
+        if box is not None:
+            box.empty()
+        raise
+    if box is not None:
+        box.empty()
+
+
+def translate_request(request: Request, on_wait: OnWait | None = None) -> Translation:
+    """The cached translation, computed (without streaming) if missing, holding one of the process's decoding
+    slots (waiting for one, with a note on the page unless ``on_wait`` is given). Raises InputError for bad text
+    and ServerBusy when no slot became free within SLOT_WAIT_S seconds."""
     cached = store().get(request)
     if cached is not None:
         return cached
     ckpt = load_model(request.model_name)
-    result = translate(ckpt.model, ckpt.tokenizer, request.text, request.decode_config)
+    with waiting_note() as note, SLOTS.slot(on_wait or note):
+        cached = store().get(request)  # another session may have translated it while this one waited
+        if cached is not None:
+            return cached
+        result = translate(ckpt.model, ckpt.tokenizer, request.text, request.decode_config)
     store().put(request, result)
     return result

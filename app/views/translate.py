@@ -12,7 +12,7 @@ from app.examples import EXAMPLE_WHY, EXAMPLES
 from app.explorer import attention_explorer, clamp_state, pieces_html
 from app.resources import MODEL_LABELS, load_model, quality_note
 from app.state import sync_url
-from app.translation import MAX_INPUT_CHARS, Request, current_request, store
+from app.translation import MAX_INPUT_CHARS, SLOTS, Request, ServerBusy, current_request, store, waiting_message
 from model.checkpoint import Checkpoint
 from model.inference import InputError, Translation, finish, prepare_source, stream
 from model.positional import MAX_POSITIONS
@@ -58,22 +58,37 @@ def input_ui(model_name: str, model_max_len: int) -> tuple[Request, bool, bool]:
 
 
 def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Translation:
-    """Decode with a live view of the pieces so far, then assemble and store the Translation."""
+    """Decode with a live view of the pieces so far, then assemble and store the Translation.
+
+    Decoding holds one of the server's few model slots (app.translation.SLOTS); while every slot is taken, the
+    progress bar says it waits, and after SLOT_WAIT_S seconds ServerBusy ends the wait. Slow motion gives the
+    slot back during each pause."""
     source = prepare_source(ckpt.tokenizer, request.text)
     limit = min(request.max_len, MAX_POSITIONS - 1)
     progress = st.progress(0.0, text="Encoding the source…")
     live = st.empty()
+
+    def waiting(running: int, waited_s: float) -> None:
+        progress.progress(0.0, text=waiting_message(running, waited_s))
+
     steps = []
-    for step in stream(ckpt.model, source, request.decode_config):
-        steps.append(step)
-        alive = f" · {step.beams.size(0)} hypotheses alive" if request.beam_size > 1 else ""
-        progress.progress(min(1.0, (step.step + 1) / limit),
-                          text=f"Step {step.step + 1} (at most {limit}){alive}")
-        live.markdown("**Decoding…** best so far:" + pieces_html(ckpt.tokenizer.pieces(step.best_tokens())),
-                      unsafe_allow_html=True)
-        if slow:
-            time.sleep(SLOW_MOTION_SECONDS)
-    translation = finish(ckpt.model, ckpt.tokenizer, source, steps, request.beam_size)
+    try:
+        with SLOTS.slot(on_wait=waiting) as slot:
+            for step in stream(ckpt.model, source, request.decode_config):
+                steps.append(step)
+                alive = f" · {step.beams.size(0)} hypotheses alive" if request.beam_size > 1 else ""
+                progress.progress(min(1.0, (step.step + 1) / limit),
+                                  text=f"Step {step.step + 1} (at most {limit}){alive}")
+                live.markdown("**Decoding…** best so far:" + pieces_html(ckpt.tokenizer.pieces(step.best_tokens())),
+                              unsafe_allow_html=True)
+                if slow:
+                    with slot.paused():
+                        time.sleep(SLOW_MOTION_SECONDS)
+            translation = finish(ckpt.model, ckpt.tokenizer, source, steps, request.beam_size)
+    except Exception:  # an error or ServerBusy: no half-finished progress left on the page (a rerun is not caught)
+        progress.empty()
+        live.empty()
+        raise
     progress.empty()
     live.empty()
     store().put(request, translation)
@@ -145,6 +160,10 @@ def main() -> None:
             translation = stream_translation(ckpt, request, slow)
     except InputError as exc:
         st.info(str(exc))
+        return
+    except ServerBusy as exc:
+        log.warning("no free model slot for %r: %s", request, exc)
+        st.warning(str(exc), icon=":material/hourglass_disabled:")
         return
     except Exception:
         log.exception("translation failed for %r", request)

@@ -12,6 +12,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,16 +63,16 @@ class Server:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
-@pytest.fixture(scope="module")
-def streamlit_server(tmp_path_factory):
-    """A fresh `streamlit run streamlit_app.py` on 127.0.0.1 (its log in a temp file, shown when a test fails)."""
+@contextmanager
+def run_server(script: str | Path, log_path: Path) -> Iterator[Server]:
+    """`streamlit run <script>` on a free port of 127.0.0.1 with the project root as working directory (so
+    .streamlit/config.toml applies), its stdout and stderr in ``log_path``; stopped by its own pid afterwards."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    command = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.address", "127.0.0.1",
+    command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.address", "127.0.0.1",
                "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]
-    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
     with log_path.open("w+") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
@@ -87,6 +89,14 @@ def streamlit_server(tmp_path_factory):
             yield Server(url, log_path)
         finally:
             _stop(process)
+
+
+@pytest.fixture(scope="module")
+def streamlit_server(tmp_path_factory):
+    """A fresh `streamlit run streamlit_app.py` on 127.0.0.1 (its log in a temp file, shown when a test fails)."""
+    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
+    with run_server("streamlit_app.py", log_path) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,185 @@
+"""The process-wide limit on concurrent decoding (app.translation.DecodeSlots / SLOTS).
+
+No timing assertions: threads and events say who holds a slot and who waits. Timeouts below only bound how
+long a broken test may hang.
+"""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from app import translation
+from app.translation import MAX_CONCURRENT_TRANSLATIONS, SLOTS, DecodeSlots, ServerBusy, waiting_message
+
+HANG_S = 30  # a generous bound for waits that must succeed; never reached when the code is right
+
+
+class Holder(threading.Thread):
+    """Takes a slot (reporting when it starts waiting), holds it until told to let go."""
+
+    def __init__(self, slots: DecodeSlots) -> None:
+        super().__init__(daemon=True)
+        self.slots = slots
+        self.waiting = threading.Event()
+        self.acquired = threading.Event()
+        self.let_go = threading.Event()
+        self.error: BaseException | None = None
+
+    def on_wait(self, running: int, waited_s: float) -> None:
+        self.seen_running = running
+        self.waiting.set()
+
+    def run(self) -> None:
+        try:
+            with self.slots.slot(on_wait=self.on_wait, timeout=HANG_S):
+                self.acquired.set()
+                self.let_go.wait(HANG_S)
+        except BaseException as exc:  # reported to the test
+            self.error = exc
+
+
+def test_default_limit_is_the_core_count_of_the_serving_machine():
+    assert MAX_CONCURRENT_TRANSLATIONS == 2
+    assert SLOTS.limit == MAX_CONCURRENT_TRANSLATIONS
+    with pytest.raises(ValueError):
+        DecodeSlots(0)
+
+
+def test_a_third_request_waits_while_two_hold_the_slots_and_proceeds_when_one_releases():
+    slots = DecodeSlots(2)
+    first, second, third = Holder(slots), Holder(slots), Holder(slots)
+    for holder in (first, second):
+        holder.start()
+        assert holder.acquired.wait(HANG_S)
+    assert not first.waiting.is_set() and not second.waiting.is_set()  # free slots are taken without waiting
+    assert slots.running == 2
+
+    third.start()
+    assert third.waiting.wait(HANG_S), "the third request never reported that it waits"
+    assert not third.acquired.is_set()
+    assert third.seen_running == 2
+    assert slots.waiting == 1
+
+    first.let_go.set()
+    first.join(HANG_S)
+    assert third.acquired.wait(HANG_S), "the third request did not get the freed slot"
+    assert slots.running == 2 and slots.waiting == 0
+
+    for holder in (second, third):
+        holder.let_go.set()
+        holder.join(HANG_S)
+    assert slots.running == 0
+    assert all(h.error is None for h in (first, second, third))
+
+
+def test_a_wait_past_the_limit_raises_server_busy_and_leaves_the_counts_sound():
+    slots = DecodeSlots(1)
+    holder = Holder(slots)
+    holder.start()
+    assert holder.acquired.wait(HANG_S)
+    notes = []
+    with pytest.raises(ServerBusy, match="busy"):
+        slots.acquire(on_wait=lambda running, waited: notes.append(running), timeout=0.0)
+    assert notes == [1]  # the page was told once that it waits, then got a clear message instead of hanging
+    assert slots.waiting == 0 and slots.running == 1
+    holder.let_go.set()
+    holder.join(HANG_S)
+    with slots.slot(timeout=0.0):  # the slot was not leaked by the failed wait
+        assert slots.running == 1
+
+
+def test_an_interrupted_wait_takes_no_slot():
+    """Streamlit stops a run (a BaseException) at the next element update, here the waiting note."""
+    class Rerun(BaseException):
+        pass
+
+    def interrupt(running: int, waited_s: float) -> None:
+        raise Rerun
+
+    slots = DecodeSlots(1)
+    slots.acquire()
+    with pytest.raises(Rerun):
+        slots.acquire(on_wait=interrupt, timeout=HANG_S)
+    assert slots.waiting == 0 and slots.running == 1
+    slots.release()
+    assert slots.running == 0
+
+
+def test_paused_gives_the_slot_to_a_waiting_request_and_takes_one_back():
+    slots = DecodeSlots(1)
+    waiter = Holder(slots)
+    with slots.slot() as slot:
+        waiter.start()
+        assert waiter.waiting.wait(HANG_S)
+        with slot.paused():
+            assert waiter.acquired.wait(HANG_S), "a paused slot was not given to the waiting request"
+            waiter.let_go.set()  # it finishes; the paused holder then gets its slot back
+        assert slot.held and slots.running == 1
+    assert not slot.held and slots.running == 0
+    waiter.join(HANG_S)
+    assert waiter.error is None
+
+
+def test_waiting_message_names_the_running_translations():
+    assert waiting_message(2, 3.2) == "Waiting for a free model slot (2 translations running)… 3 s"
+    assert "(1 translation running)" in waiting_message(1, 0)
+
+
+@pytest.fixture
+def all_slots_taken():
+    """Every slot of the server-wide SLOTS held by the test (as if other sessions were decoding)."""
+    for _ in range(SLOTS.limit):
+        SLOTS.acquire(timeout=HANG_S)
+    held = [SLOTS.limit]
+
+    def release_one() -> None:
+        held[0] -= 1
+        SLOTS.release()
+    yield release_one
+    for _ in range(held[0]):
+        SLOTS.release()
+
+
+def test_translate_page_says_the_server_is_busy_after_the_wait_limit(app_test, all_slots_taken, monkeypatch):
+    monkeypatch.setattr(translation, "SLOT_WAIT_S", 0.0)
+    at = app_test()
+    at.text_area(key="text").input("b u s y")
+    at.button(key="translate").click().run()
+    assert not at.exception
+    assert any("server is busy" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert not at.get("plotly_chart")  # nothing was translated
+    assert SLOTS.waiting == 0
+
+
+def test_translate_page_waits_for_a_slot_then_translates(app_test, all_slots_taken):
+    freed = threading.Event()
+
+    def free_one_when_the_page_waits() -> None:
+        for _ in range(HANG_S * 100):
+            if SLOTS.waiting:
+                all_slots_taken()
+                freed.set()
+                return
+            threading.Event().wait(0.01)
+
+    helper = threading.Thread(target=free_one_when_the_page_waits, daemon=True)
+    helper.start()
+    at = app_test()
+    at.text_area(key="text").input("w a i t")
+    at.button(key="translate").click().run()
+    helper.join(HANG_S)
+    assert freed.is_set(), "the Translate page never waited for a slot"
+    assert not at.exception
+    assert not at.warning
+    shown = [m.value for m in at.markdown if "font-size:1.9rem" in m.value]
+    assert shown and "t i a w" in shown[0]
+    assert SLOTS.running == SLOTS.limit - 1  # the page gave its slot back; the test still holds the others
+
+
+def test_concept_pages_wait_for_a_slot_too(app_test, all_slots_taken, monkeypatch):
+    """translate_request (used by every concept page) takes a slot as well: with none free it says so."""
+    monkeypatch.setattr(translation, "SLOT_WAIT_S", 0.0)
+    at = app_test(page="app/views/masks.py", text="n o s l o t")
+    assert not at.exception
+    assert any("server is busy" in w.value for w in at.warning), [w.value for w in at.warning]
