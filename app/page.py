@@ -12,8 +12,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.charts.style import plotly_config
+from app.presenter import presentable
 from app.resources import load_model
-from app.translation import current_request, translate_request
+from app.translation import ServerBusy, current_request, translate_request
 from model.checkpoint import Checkpoint
 from model.inference import InputError, Translation
 
@@ -40,8 +41,9 @@ def to_numpy(tensor: Any) -> np.ndarray:
 
 
 def plot(fig: go.Figure, key: str) -> None:
-    """Draw a figure full width with the download button in the chosen format (``key`` is also the file name)."""
-    st.plotly_chart(fig, key=key, width="stretch", theme=None,  # theme=None: keep the project template
+    """Draw a figure full width (restyled for the projector in presenter mode) with the download button in the
+    chosen format (``key`` is also the file name)."""
+    st.plotly_chart(presentable(fig), key=key, width="stretch", theme=None,  # theme=None: keep the project template
                     config=plotly_config(key, st.session_state["image_format"]))
 
 
@@ -57,6 +59,9 @@ def require_translation() -> Translation | None:
         return translate_request(current_request())
     except InputError as exc:
         st.info(f"{exc} These pages explain the sentence you type on the Translate page.", icon=":material/edit:")
+    except ServerBusy as exc:  # not a failure: the class is using every model slot
+        log.warning("no free model slot: %s", exc)
+        st.warning(str(exc), icon=":material/hourglass_disabled:")
     except Exception:  # a model failure must not become a traceback in a lecture
         log.exception("translating the current sentence failed")
         st.error("The model could not translate the current sentence. Try another sentence on the Translate page.")

@@ -151,27 +151,36 @@ class Request:
         return DecodeConfig(beam_size=self.beam_size, max_len=self.max_len, length_penalty=self.length_penalty)
 
 
-class TranslationStore:
-    """Thread-safe LRU of finished translations."""
+CACHE_ENTRIES, CACHE_BYTES = 128, 256 * 2**20  # translations shared by every session: at most this many and this much
 
-    def __init__(self, capacity: int = 128) -> None:
-        self._items: OrderedDict[Request, Translation] = OrderedDict()
+
+class TranslationStore:
+    """Thread-safe LRU of finished translations, bounded by count and by the memory their tensors hold (a long
+    paragraph's trace is ~18 MB, a sentence's well under 1 MB): the server's memory stays flat however long a class
+    keeps typing."""
+
+    def __init__(self, capacity: int = CACHE_ENTRIES, max_bytes: int = CACHE_BYTES) -> None:
+        self._items: OrderedDict[Request, tuple[Translation, int]] = OrderedDict()
         self._lock = threading.Lock()
-        self.capacity = capacity
+        self.capacity, self.max_bytes, self.bytes = capacity, max_bytes, 0
 
     def get(self, request: Request) -> Translation | None:
         with self._lock:
             item = self._items.get(request)
-            if item is not None:
-                self._items.move_to_end(request)
-            return item
+            if item is None:
+                return None
+            self._items.move_to_end(request)
+            return item[0]
 
     def put(self, request: Request, translation: Translation) -> None:
+        size = translation.nbytes
         with self._lock:
-            self._items[request] = translation
-            self._items.move_to_end(request)
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
+            if request in self._items:
+                self.bytes -= self._items.pop(request)[1]
+            self._items[request] = (translation, size)
+            self.bytes += size
+            while len(self._items) > 1 and (len(self._items) > self.capacity or self.bytes > self.max_bytes):
+                self.bytes -= self._items.popitem(last=False)[1][1]  # the least recently used goes first
 
 
 @st.cache_resource

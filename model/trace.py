@@ -75,6 +75,14 @@ class AttentionTrace:
             return tgt
         return src.expand(-1, -1, tgt.size(-1), -1)
 
+    def tensors(self) -> list[torch.Tensor]:
+        """Every tensor the trace holds (weights, scores, masks, intermediates), e.g. to count its memory."""
+        held = [t for kind in KINDS for t in (*getattr(self, kind), *getattr(self, kind + "_scores"))]
+        held += [m for m in (self.src_mask, self.tgt_mask) if m is not None]
+        for parts in (self.internals or {}).values():
+            held += [t for p in parts for t in vars(p).values() if isinstance(t, torch.Tensor)]
+        return held
+
     @property
     def n_layers(self) -> dict[str, int]:
         return {kind: len(getattr(self, kind)) for kind in KINDS}
