@@ -20,6 +20,7 @@ page = st.navigation([
     st.Page("app/views/mechanics.py", title="Mechanics of attention", icon=":material/functions:"),
     st.Page("app/views/heads.py", title="Heads and attribution", icon=":material/psychology:"),
     st.Page("app/views/training.py", title="Model and training", icon=":material/model_training:", url_path="model"),
+    st.Page("app/views/vision.py", title="Vision: ViT & Swin", icon=":material/image:", url_path="vision"),
 ])
 render_sidebar()
 page.run()

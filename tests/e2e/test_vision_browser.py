@@ -1,0 +1,133 @@
+"""The Vision page in a real browser: pick a digit, see the attention overlays follow it, click a patch, switch to
+Swin and open the shifted-window mask. Leaves full-page screenshots behind ($E2E_SCREENSHOTS)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+WAIT_MS = 30_000
+CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
+IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
+MAX_SHOT_HEIGHT = 9_000
+# Plotly keeps a figure's data on its div; numpy arrays arrive as {dtype, bdata, shape} (base64). Both functions
+# take a title prefix: CHART_Z returns the "attention" trace's z as a string, CHART_VALUES each trace's z values.
+FLOATS = """(z) => z.bdata ? Array.from(new Float32Array(Uint8Array.from(atob(z.bdata), c => c.charCodeAt(0)).buffer))
+                           : z.flat()"""
+FIND = """(prefix) => Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+    p => p.layout && p.layout.title && (p.layout.title.text || '').startsWith(prefix))"""
+CHART_Z = f"""(prefix) => {{
+    const plot = ({FIND})(prefix);
+    const trace = plot && plot.data.find(t => t.name === 'attention');
+    return trace ? JSON.stringify(({FLOATS})(trace.z)) : null;
+}}"""
+CHART_VALUES = f"""(prefix) => ({FIND})(prefix).data.map(t => ({FLOATS})(t.z))"""
+INK = f"""(prefix) => ({FLOATS})(({FIND})(prefix).data.find(t => t.name === 'ink').z)"""
+
+
+def wait_idle(page) -> None:
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=WAIT_MS)
+
+
+def titles(page) -> list[str]:
+    return [t.text_content() or "" for t in page.locator(f"{CHART} .gtitle").all()]
+
+
+def assert_no_error(page) -> None:
+    assert page.locator("[data-testid=stException]").count() == 0, "Streamlit shows an exception"
+    assert "Traceback" not in page.inner_text("body")
+
+
+def screenshot_whole_page(page, path) -> None:
+    size = page.viewport_size
+    height = page.evaluate("""() => Math.max(document.body.scrollHeight, ...Array.from(
+        document.querySelectorAll('[data-testid=stMain], [data-testid=stAppViewContainer], [data-testid=stApp]'),
+        el => el.scrollHeight))""")
+    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), MAX_SHOT_HEIGHT)})
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
+
+
+def overlay(page, prefix: str):
+    return page.locator(CHART).filter(has=page.locator(".gtitle", has_text=re.compile("^" + re.escape(prefix)))).first
+
+
+def click_cell(page, chart, row: int, col: int, cells: int) -> None:
+    """Click the centre of grid cell (row, col) of an image chart with ``cells`` cells per side."""
+    area = chart.locator(".nsewdrag").first
+    area.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    box = area.bounding_box()
+    x = box["x"] + (col + 0.5) * box["width"] / cells
+    y = box["y"] + (row + 0.5) * box["height"] / cells
+    for dx in (0, 2, 4):  # Plotly clicks the point it hovers: arm the hover first
+        page.mouse.move(x + dx, y)
+        page.wait_for_timeout(150)
+    page.mouse.click(x + 4, y)
+
+
+def test_pick_a_digit_see_the_overlays_click_a_patch_and_open_the_swin_mask(browser, streamlit_server, screenshot_dir):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(WAIT_MS)
+    try:
+        page.goto(f"{streamlit_server.url}/vision", wait_until="domcontentloaded")
+        overlay(page, "What [CLS] attends to ·").locator(".nsewdrag").wait_for(timeout=WAIT_MS)
+        wait_idle(page)
+        assert_no_error(page)
+        first = page.evaluate(CHART_Z, "What [CLS] attends to ·")
+        assert first, f"no [CLS] overlay among {titles(page)}"
+        assert page.evaluate(CHART_Z, "Attention rollout")
+
+        thumb = page.locator("[data-testid=stSlider] input[type=range]").first
+        thumb.focus()
+        for _ in range(5):
+            thumb.press("ArrowRight")
+        page.wait_for_function("() => document.querySelector('[data-testid=stSlider] input[type=range]')"
+                               ".value === '5'", timeout=WAIT_MS)
+        wait_idle(page)
+        page.wait_for_function(f"() => ({CHART_Z})('What [CLS] attends to ·') !== {first!r}", timeout=WAIT_MS)
+        assert_no_error(page)
+
+        click_cell(page, overlay(page, "What [CLS] attends to ·"), 1, 2, 4)  # patch 7 (row 2, column 3)
+        wait_idle(page)
+        page.wait_for_function("() => Array.from(document.querySelectorAll('.gtitle'))"
+                               ".some(t => t.textContent.startsWith('What patch 7 attends to ·'))", timeout=WAIT_MS)
+        screenshot_whole_page(page, screenshot_dir / "vision_vit.png")
+
+        page.locator("[data-testid=stButtonGroup] button", has_text=re.compile(r"^\W*Swin\s*$")).first.click()
+        overlay(page, "Windows on the 8x8 grid").locator(".nsewdrag").first.wait_for(timeout=WAIT_MS)
+        wait_idle(page)
+        page.get_by_text("The shifted-window mask", exact=False).first.click()
+        mask = overlay(page, "Shifted-window mask")
+        mask.locator(".nsewdrag").first.wait_for(state="visible", timeout=WAIT_MS)
+        assert mask.locator(".nsewdrag").count() == 4, "one mask matrix per window"
+        blocked = [sum(v == 0 for v in z) for z in page.evaluate(CHART_VALUES, "Shifted-window mask")]
+        assert blocked[0] == 0 and blocked[-1] > blocked[1] > 0, f"blocked pairs per window: {blocked}"
+        assert_no_error(page)
+        screenshot_whole_page(page, screenshot_dir / "vision_swin.png")
+
+        page.locator("[data-testid=stButtonGroup] button", has_text=re.compile(r"^\W*Draw your own\s*$")).first.click()
+        wait_idle(page)
+        groups = page.locator("[data-testid=stButtonGroup]")  # Digit, the 8 rows of the drawing grid, Model
+        assert groups.count() == 10
+        groups.nth(1 + 2).locator("button").nth(4).click()  # row 2, column 4
+        page.wait_for_function(f"() => {{ const ink = ({INK})('Windows on the 8x8 grid'); "
+                               "return ink.reduce((a, b) => a + b, 0) === 16 && ink[2 * 8 + 4] === 16; }",
+                               timeout=WAIT_MS)  # one cell of ink, where it was clicked
+        assert_no_error(page)
+    except Exception:
+        try:
+            screenshot_whole_page(page, screenshot_dir / "vision_failure.png")
+        except Exception:  # never hide the original failure
+            pass
+        print(f"screenshot of the failure: {screenshot_dir / 'vision_failure.png'}")
+        print(f"server log:\n{streamlit_server.log_tail()}")
+        raise
+    finally:
+        page.close()
+    for shot in ("vision_vit.png", "vision_swin.png"):
+        assert (screenshot_dir / shot).stat().st_size > 20_000
