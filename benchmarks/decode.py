@@ -22,9 +22,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
 import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -32,6 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engines import engine_cases
+from timing import medians
 
 from model.config import DecodeConfig, ModelConfig
 from model.decoding import beam_search, greedy_decode
@@ -65,21 +64,6 @@ def greedy_without_cache(model: Transformer, src: torch.Tensor, n_tokens: int) -
     return prefix[0, 1:].tolist()
 
 
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def medians(cases: dict, repeats: int) -> dict[str, float]:
-    """Median seconds of each case, the cases interleaved so that machine noise hits them alike."""
-    for fn in cases.values():  # warm-up
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(repeats):
-        for name, fn in cases.items():
-            times[name].append(timed(fn))
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def verdict(value: float, target: float, larger_is_better: bool = False) -> str:

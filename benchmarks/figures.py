@@ -30,9 +30,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.charts.attention import head_view_figure, heatmap_figure, model_view_figure  # noqa: E402
-from app.charts.decoding import attention_row_figure  # noqa: E402
-from app.charts.masks import masked_weights  # noqa: E402
+from app.charts.attention import head_view_figure, heatmap_figure, model_view_figure
+from app.charts.decoding import attention_row_figure
+from app.charts.masks import masked_weights
 
 N_LAYERS, N_HEADS = 3, 8
 MB = 1e6

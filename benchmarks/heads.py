@@ -22,9 +22,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
 import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -32,32 +30,19 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from explain.ablation import switched_off  # noqa: E402
-from explain.attribution import attribute  # noqa: E402
-from explain.heads import all_heads, head_importance, n_layers_of, sequence_log_probs  # noqa: E402
-from model.checkpoint import load_checkpoint  # noqa: E402
-from model.config import DecodeConfig  # noqa: E402
-from model.inference import translate  # noqa: E402
+from timing import medians
+
+from explain.ablation import switched_off
+from explain.attribution import attribute
+from explain.heads import all_heads, head_importance, n_layers_of, sequence_log_probs
+from model.checkpoint import load_checkpoint
+from model.config import DecodeConfig
+from model.inference import translate
 
 SENTENCE = "We went home early because it was raining and the streets were wet and cold."  # 20 + 20 pieces
 TARGET = 10.0
 
 
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def medians(cases: dict, repeats: int) -> dict[str, float]:
-    """Median seconds of each case, the cases interleaved so that machine noise hits them alike."""
-    for fn in cases.values():  # warm-up
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(repeats):
-        for name, fn in cases.items():
-            times[name].append(timed(fn))
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def main() -> int:

@@ -15,14 +15,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
 import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from timing import medians
 
 from model.config import DecodeConfig, ModelConfig
 from model.decoding import beam_search, greedy_decode
@@ -32,18 +32,6 @@ OPUS_MT_EN_DE = dict(vocab_size=58101, d_model=512, n_heads=8, n_encoder_layers=
                      max_len=512, pad_id=58100, unk_id=1, bos_id=58100, eos_id=0, activation="swish",
                      positional_layout="halves", final_logits_bias=True, tokenizer="marian")
 
-
-def medians(cases: dict, repeats: int) -> dict[str, float]:
-    """Median seconds of each case, the cases interleaved so that machine noise hits them alike."""
-    for fn in cases.values():  # warm-up
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(repeats):
-        for name, fn in cases.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def main() -> int:
