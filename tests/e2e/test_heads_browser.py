@@ -11,9 +11,8 @@ from playwright.sync_api import expect
 
 from tests.e2e.test_browser import (
     assert_no_error,
-    choose_reverse_model,
     screenshot_whole_page,
-    sentence_box,
+    translate_reverse,
     wait_idle,
 )
 
@@ -58,17 +57,7 @@ def test_switch_a_head_off_then_compare_two_sentences(browser, streamlit_server,
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.set_default_timeout(WAIT_MS)
     try:
-        page.goto(url, wait_until="domcontentloaded")
-        page.wait_for_selector("[data-testid=stSidebarNav]", timeout=WAIT_MS)
-        sentence_box(page).wait_for(timeout=WAIT_MS)
-        wait_idle(page)
-        choose_reverse_model(page)
-        box = sentence_box(page)
-        box.fill(SENTENCE)
-        box.press("Control+Enter")
-        page.wait_for_timeout(300)
-        wait_idle(page)
-        page.get_by_role("button", name=re.compile(r"^\W*Translate\s*$")).click()
+        translate_reverse(page, url)
         page.get_by_text(REVERSED, exact=True).first.wait_for(timeout=WAIT_MS)
         wait_idle(page)
 
