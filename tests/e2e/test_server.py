@@ -47,6 +47,8 @@ def test_config_keeps_cors_and_xsrf_on_and_hides_error_details():
     # "none": an uncaught exception shows a redacted message (False would mean "stacktrace" in Streamlit 1.67)
     assert client.get("showErrorDetails") == "none"
     assert client.get("showErrorLinks") is False
+    # uploads are held in memory: the limit README states, enough for a checkpoint of the shipped size (15 MB)
+    assert server.get("maxUploadSize") == 50 and "each at most 50 MB" in (ROOT / "README.md").read_text()
 
 
 def websocket_upgrade(url: str, origin: str | None) -> tuple[int, str]:
