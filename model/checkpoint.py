@@ -275,15 +275,28 @@ def check_header(f: BinaryIO, size: int, expected: dict[str, tuple[int, ...]],
     size, and all of them must tile the data exactly up to the end of the file (so the file is as large as the
     tensors imply, no larger). Only then may safetensors read it."""
     dtypes = dtypes or {}
+    header_limit = HEADER_BASE_BYTES + HEADER_BYTES_PER_TENSOR * len(expected)
+    _check_file_size(size, expected, dtypes, header_limit)
+    entries, length = _read_header(f, size, header_limit)
+    _check_entries(entries, expected, dtypes, size, data_size=size - 8 - length)
+    return entries
+
+
+def _check_file_size(size: int, expected: dict[str, tuple[int, ...]], dtypes: dict[str, str], header_limit: int
+                     ) -> None:
+    """Refuse a file that is larger than any checkpoint of this config could be, before reading a byte of it."""
     n_values = sum(math.prod(shape) for shape in expected.values())
     most = sum(math.prod(shape) * DTYPE_BYTES.get(dtypes.get(name, "F32"), 8) for name, shape in expected.items())
-    header_limit = HEADER_BASE_BYTES + HEADER_BYTES_PER_TENSOR * len(expected)
     if size > MAX_WEIGHTS_BYTES:
         raise CheckpointError(f"{WEIGHTS} has {format_bytes(size)}, more than the limit of "
                               f"{format_bytes(MAX_WEIGHTS_BYTES)}")
     if size > 8 + header_limit + most:
         raise CheckpointError(f"{WEIGHTS} has {format_bytes(size)}, far more than the config implies "
                               f"({n_values:,} parameters take at most {format_bytes(most)}, as float32)")
+
+
+def _read_header(f: BinaryIO, size: int, header_limit: int) -> tuple[dict[str, TensorEntry], int]:
+    """The header's tensor entries and its length, after checking the length field against the file and the limit."""
     head = f.read(8)
     if len(head) < 8:
         raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file (truncated or corrupt): it has only "
@@ -297,9 +310,8 @@ def check_header(f: BinaryIO, size: int, expected: dict[str, tuple[int, ...]],
     if length > header_limit:
         raise CheckpointError(f"{WEIGHTS}: its header claims {format_bytes(length)}, more than the "
                               f"{format_bytes(header_limit)} a checkpoint of this config needs")
-    raw = f.read(length)
     try:
-        header = json.loads(raw.decode("utf-8"))
+        header = json.loads(f.read(length).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file: its header is not JSON") from None
     if not isinstance(header, dict):
@@ -307,8 +319,12 @@ def check_header(f: BinaryIO, size: int, expected: dict[str, tuple[int, ...]],
     metadata = header.pop("__metadata__", {})
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file: __metadata__ must map names to strings")
-    entries = {name: _entry(name, info) for name, info in header.items()}
-    data_size = size - 8 - length
+    return {name: _entry(name, info) for name, info in header.items()}, length
+
+
+def _check_entries(entries: dict[str, TensorEntry], expected: dict[str, tuple[int, ...]], dtypes: dict[str, str],
+                   size: int, data_size: int) -> None:
+    """Every expected tensor there with its shape, dtype and byte span, and together tiling the data exactly."""
     claimed = max((e.end for e in entries.values()), default=0)
     if claimed > data_size:
         raise CheckpointError(f"{WEIGHTS}: header claims {format_bytes(claimed)} of tensor data but the file has "
@@ -319,19 +335,8 @@ def check_header(f: BinaryIO, size: int, expected: dict[str, tuple[int, ...]],
         raise CheckpointError(f"{WEIGHTS} does not match the config: missing {missing[:5]}"
                               f"{'...' if len(missing) > 5 else ''}, unexpected "
                               f"[{', '.join(_shown(n) for n in unexpected[:5])}]{'...' if len(unexpected) > 5 else ''}")
-    for name, entry in ((name, entries[name]) for name in expected):  # in the model's order: embeddings first
-        if entry.shape != expected[name]:
-            raise CheckpointError(f"{WEIGHTS}: {name} has shape {entry.shape}, the config needs {expected[name]}")
-        exact = dtypes.get(name)
-        if exact is not None and entry.dtype != exact:
-            raise CheckpointError(f"{WEIGHTS}: {name} is {entry.dtype}, expected {exact}")
-        if exact is None and entry.dtype not in FLOAT_DTYPES:
-            raise CheckpointError(f"{WEIGHTS}: {name} is {entry.dtype} ({DTYPE_WORDS[entry.dtype]}), expected "
-                                  "floating point: float16, bfloat16 or float32")
-        needed = math.prod(entry.shape) * DTYPE_BYTES[entry.dtype]
-        if entry.end - entry.begin != needed:
-            raise CheckpointError(f"{WEIGHTS}: {name}'s data_offsets span {format_bytes(entry.end - entry.begin)}, "
-                                  f"its shape {entry.shape} as {entry.dtype} takes {format_bytes(needed)}")
+    for name in expected:  # in the model's order: embeddings first
+        _check_entry(name, entries[name], expected[name], dtypes.get(name))
     position = 0
     for entry in sorted(entries.values(), key=lambda e: (e.begin, e.end)):
         if entry.begin != position:
@@ -342,7 +347,20 @@ def check_header(f: BinaryIO, size: int, expected: dict[str, tuple[int, ...]],
         raise CheckpointError(f"{WEIGHTS} has {format_bytes(data_size - position)} of unexplained data after its "
                               f"tensors (the file has {format_bytes(size)}, the config's tensors take "
                               f"{format_bytes(position)})")
-    return entries
+
+
+def _check_entry(name: str, entry: TensorEntry, shape: tuple[int, ...], exact: str | None) -> None:
+    if entry.shape != shape:
+        raise CheckpointError(f"{WEIGHTS}: {name} has shape {entry.shape}, the config needs {shape}")
+    if exact is not None and entry.dtype != exact:
+        raise CheckpointError(f"{WEIGHTS}: {name} is {entry.dtype}, expected {exact}")
+    if exact is None and entry.dtype not in FLOAT_DTYPES:
+        raise CheckpointError(f"{WEIGHTS}: {name} is {entry.dtype} ({DTYPE_WORDS[entry.dtype]}), expected "
+                              "floating point: float16, bfloat16 or float32")
+    needed = math.prod(entry.shape) * DTYPE_BYTES[entry.dtype]
+    if entry.end - entry.begin != needed:
+        raise CheckpointError(f"{WEIGHTS}: {name}'s data_offsets span {format_bytes(entry.end - entry.begin)}, "
+                              f"its shape {entry.shape} as {entry.dtype} takes {format_bytes(needed)}")
 
 
 def read_weights(data: bytes, model: nn.Module) -> dict[str, torch.Tensor]:
