@@ -69,13 +69,15 @@ def _stack(fig: go.Figure, x0: float, x1: float, blocks: list[tuple[str, str]], 
 def architecture_diagram(cfg: dict) -> go.Figure:
     """Encoder-decoder diagram (paper figure 1) annotated with this model's sizes.
 
-    ``cfg`` needs d_model, n_heads, d_ff, n_encoder_layers, n_decoder_layers, vocab_size, norm_first.
+    ``cfg`` needs d_model, n_heads, d_ff, n_encoder_layers, n_decoder_layers, vocab_size, norm_first (and names
+    its activation: the paper's ReLU unless it says otherwise, e.g. Marian's swish).
     """
     d, h, dff, v = cfg["d_model"], cfg["n_heads"], cfg["d_ff"], cfg["vocab_size"]
     dk = d // h
     fig = go.Figure()
     att = f"{h} heads × d_k {dk}"
-    ffn = f"Feed-forward<br>{d} → {dff} → {d} (ReLU)"
+    activation = {"relu": "ReLU", "swish": "Swish", "gelu": "GELU"}.get(cfg.get("activation", "relu"), "ReLU")
+    ffn = f"Feed-forward<br>{d} → {dff} → {d} ({activation})"
     enc_top, _ = _stack(fig, 0.6, 4.2, [(f"Multi-head self-attention<br>{att}", "attention"), (ffn, "ffn")],
                         cfg["n_encoder_layers"], "Encoder", -0.35)
     dec_blocks = [(f"Masked multi-head self-attention<br>{att}", "attention"),

@@ -10,7 +10,7 @@ import streamlit as st
 from app.downloads import trace_json
 from app.examples import EXAMPLE_WHY, EXAMPLES
 from app.explorer import attention_explorer, clamp_state, pieces_html
-from app.resources import MODEL_LABELS, load_model, quality_note
+from app.resources import load_model, model_label, quality_note
 from app.state import sync_url
 from app.translation import MAX_INPUT_CHARS, SLOTS, Request, ServerBusy, current_request, store, waiting_message
 from model.checkpoint import Checkpoint
@@ -99,7 +99,7 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
     if stale:
         st.info("Settings changed — press **Translate**. Showing the last result "
                 f"(“{request.text[:80]}{'…' if len(request.text) > 80 else ''}”, beam {request.beam_size}, "
-                f"{MODEL_LABELS.get(request.model_name, request.model_name)}).", icon=":material/info:")
+                f"{model_label(request.model_name)}).", icon=":material/info:")
     dropped, n_source = translation.source.dropped, len(translation.source.ids)
     if dropped:
         st.warning(f"The input is longer than the {MAX_POSITIONS} positions this app reads (</s> included): "
@@ -144,7 +144,7 @@ def main() -> None:
         ckpt = load_model(model_name)
     except Exception:
         log.exception("could not load model %s", model_name)
-        st.error(f"The model “{MODEL_LABELS.get(model_name, model_name)}” could not be loaded. "
+        st.error(f"The model “{model_label(model_name)}” could not be loaded. "
                  "Pick another model in the sidebar.")
         return
     note = quality_note(ckpt)
