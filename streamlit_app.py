@@ -10,9 +10,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 
 from app.sidebar import render_sidebar
+from app.state import sync_url
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
-page = st.navigation([
+page = st.navigation({"Explore": [
     st.Page("app/views/translate.py", title="Translate", icon=":material/translate:", default=True),
     st.Page("app/views/decoding.py", title="Decoding, step by step", icon=":material/account_tree:"),
     st.Page("app/views/positional.py", title="Positional encoding", icon=":material/waves:"),
@@ -21,6 +22,10 @@ page = st.navigation([
     st.Page("app/views/heads.py", title="Heads and attribution", icon=":material/psychology:"),
     st.Page("app/views/training.py", title="Model and training", icon=":material/model_training:", url_path="model"),
     st.Page("app/views/vision.py", title="Vision: ViT & Swin", icon=":material/image:", url_path="vision"),
-])
+], "Lecture": [
+    st.Page("app/views/lecture.py", title="Guided tour of the paper", icon=":material/co_present:", url_path="lecture"),
+]})
+st.session_state["_page"] = page.url_path  # which parameters belong in this page's link (app.state)
 render_sidebar()
 page.run()
+sync_url()

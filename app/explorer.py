@@ -1,10 +1,10 @@
 """The attention explorer: pick a kind, layer and head of a finished translation and see its weights.
 
 Reusable by any page (``attention_explorer(translation)``). It lives in an @st.fragment, so changing
-the kind, layer, head or view redraws this panel only. It shares the session keys "kind", "layer",
-"head" (-1 = mean over heads) and "word_level" with the other pages, so a head picked here stays
-picked elsewhere. The weights drawn are the model's own (trace.weights(kind)); the only arithmetic
-here is the optional mean over heads, a view choice.
+the kind, layer, head or view redraws this panel only (and writes them into the URL). It shares the session
+keys "kind", "layer", "head" (-1 = mean over heads) and "word_level" with the other pages, so a head picked
+here stays picked elsewhere. Keys h / H and l / L step through the heads and layers. The weights drawn are
+the model's own (trace.weights(kind)); the only arithmetic here is the optional mean over heads, a view choice.
 """
 from __future__ import annotations
 
@@ -16,16 +16,18 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
+from app.browser import bind_keys
 from app.charts.attention import MIN_LINE_WEIGHT, head_stats_frame, head_view_figure, heatmap_figure, model_view_figure
 from app.charts.style import plotly_config
 from app.downloads import matrix_csv
 from app.page import to_numpy
+from app.presenter import presentable
+from app.state import VIEWS, sync_url
 from explain.heads import merge_to_words, piece_head_statistics
 from model.inference import Translation
 from model.tokenizer import SPECIAL_PIECES, word_groups, word_labels
 from model.trace import KIND_LABELS, KINDS
 
-VIEWS = ("Heatmap", "Head view", "Model view")
 KIND_SHORT = {"enc_self": "Encoder self", "dec_self": "Decoder self (masked)", "cross": "Cross (encoder-decoder)"}
 KIND_HELP = {
     "enc_self": "Every source piece looks at every source piece (no mask). Rows sum to 1.",
@@ -113,6 +115,28 @@ def layer_head_ui(n_layers: int, n_heads: int, allow_mean: bool = True, columns=
     return int(layer), int(head)
 
 
+def _cycle(key: str, options: list[int], delta: int) -> None:
+    """Move the shared key to the next (delta 1) or previous (-1) option, wrapping around."""
+    current = st.session_state.get(key)
+    index = options.index(current) if current in options else 0
+    st.session_state[key] = options[(index + delta) % len(options)]
+
+
+STEP_KEYS = {"h": ("head", 1), "H": ("head", -1), "l": ("layer", 1), "L": ("layer", -1)}
+
+
+def key_stepping_ui(key: str, n_layers: int, n_heads: int) -> None:
+    """Keyboard stepping through heads and layers (STEP_KEYS): hidden buttons that the keys press."""
+    options = {"head": [-1, *range(n_heads)], "layer": list(range(n_layers))}
+    buttons = {name: f"{key}_{'next' if delta > 0 else 'prev'}_{target}" for name, (target, delta) in STEP_KEYS.items()}
+    with st.container(key=f"{key}_keys"):
+        for name, (target, delta) in STEP_KEYS.items():
+            st.button(f"{'Next' if delta > 0 else 'Previous'} {target}", key=buttons[name], on_click=_cycle,
+                      args=(target, options[target], delta))
+    bind_keys(buttons, hide=(f"{key}_keys",))
+    st.caption("Keys: **h** / **H** next / previous head (mean first), **l** / **L** next / previous layer.")
+
+
 def attention_explorer(translation: Translation, key: str = "explorer", kinds: Sequence[str] = KINDS) -> None:
     """Draw the explorer panel for ``translation``; ``key`` prefixes its chart and local widget keys."""
     _panel(translation, key, tuple(kinds))
@@ -140,6 +164,7 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
     n_layers, n_heads = view.weights.shape[:2]
     c_layer, c_head = st.columns([1, 2])
     layer, head = layer_head_ui(n_layers, n_heads, columns=(c_layer, c_head))
+    key_stepping_ui(key, n_layers, n_heads)
     st.caption(KIND_HELP[kind] + " Pieces starting with ▁ begin a word; <s> starts the decoder input, "
                "</s> ends a sentence.")
     title = f"{KIND_LABELS[kind]} · layer {layer + 1} · {head_label(head)}"
@@ -148,7 +173,7 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
         matrix = head_matrix(view, layer, head)
         fig = heatmap_figure(matrix, view.query_labels, view.key_labels, title=title, query_title=view.query_title,
                              key_title=view.key_title, predicts=view.predicts, mask=view.mask)
-        st.plotly_chart(fig, key=f"{key}_heatmap", width="stretch", theme=None,
+        st.plotly_chart(presentable(fig), key=f"{key}_heatmap", width="stretch", theme=None,
                         config=plotly_config(f"{kind}_L{layer + 1}", fmt))
     elif view_name == "Head view":
         matrix = head_matrix(view, layer, head)
@@ -159,7 +184,8 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
                                 title=f"{KIND_LABELS[kind]}: every layer (rows) and head (columns)",
                                 selected=(layer, head) if head >= 0 else None)
         chart_key = f"{key}_model_view"
-        st.plotly_chart(fig, key=chart_key, width="stretch", theme=None, on_select=partial(_open_head, chart_key, key),
+        st.plotly_chart(presentable(fig), key=chart_key, width="stretch", theme=None,
+                        on_select=partial(_open_head, chart_key, key),
                         selection_mode="points", config=plotly_config(f"{kind}_all_heads", fmt))
         st.caption("Click a small map to open that head as a heatmap. Query rows run top to bottom, keys left to "
                    "right, as in the heatmap.")
@@ -168,6 +194,7 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
     st.download_button("Download this matrix (CSV)", data=matrix_csv(matrix, view.query_labels, view.key_labels),
                        file_name=name, mime="text/csv", key=f"{key}_csv", on_click="ignore",
                        help=f"{title}: rows = queries, columns = keys.")
+    sync_url()
 
 
 def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str, fmt: str) -> None:
@@ -192,7 +219,7 @@ def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str,
                            title=title.replace("mean over heads", "all heads"), focus=focus, min_weight=MIN_LINE_WEIGHT,
                            query_title=view.query_title.split(" (")[0], key_title=view.key_title.split(" (")[0])
     chart_key = f"{key}_head_view"
-    st.plotly_chart(fig, key=chart_key, width="stretch", theme=None,
+    st.plotly_chart(presentable(fig), key=chart_key, width="stretch", theme=None,
                     on_select=partial(_focus_token, chart_key, focus_key),
                     selection_mode="points", config=plotly_config("head_view", fmt))
     st.caption("Each line joins a query (left) to a key (right); its opacity is the weight, its colour the head "

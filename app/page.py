@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.charts.style import plotly_config
+from app.presenter import presentable
 from app.resources import load_model
 from app.translation import ServerBusy, current_request, translate_request
 from model.checkpoint import Checkpoint
@@ -40,8 +41,9 @@ def to_numpy(tensor: Any) -> np.ndarray:
 
 
 def plot(fig: go.Figure, key: str) -> None:
-    """Draw a figure full width with the download button in the chosen format (``key`` is also the file name)."""
-    st.plotly_chart(fig, key=key, width="stretch", theme=None,  # theme=None: keep the project template
+    """Draw a figure full width (restyled for the projector in presenter mode) with the download button in the
+    chosen format (``key`` is also the file name)."""
+    st.plotly_chart(presentable(fig), key=key, width="stretch", theme=None,  # theme=None: keep the project template
                     config=plotly_config(key, st.session_state["image_format"]))
 
 

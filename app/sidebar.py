@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.browser import link_box
+from app.presenter import apply_presenter
 from app.resources import MODELS, converted_models, device_label, load_upload, log, model_label
-from app.state import init_state
+from app.state import init_state, share_link
 from model.checkpoint import CheckpointError
 
 
@@ -45,3 +47,9 @@ def render_sidebar() -> None:
         st.radio("Figure download format", ["png", "svg"], key="image_format", horizontal=True,
                  help="What the camera icon in each chart's toolbar saves.")
         _upload_ui()
+        st.toggle("Presenter mode", key="presenter",
+                  help="For a projector: large text and figures that fit a 1280×720 screen, high-contrast colours, "
+                       "this sidebar folded away (open it again with the arrow at the top left).")
+        st.caption("Link to this view (page, sentence, settings, head):")
+        link_box(share_link())
+    apply_presenter()

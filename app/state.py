@@ -1,7 +1,33 @@
-"""Session-state keys, their defaults (set once per session), and the URL query parameters that mirror them."""
+"""Session-state keys, their defaults (set once per session), and the URL query parameters that mirror them,
+so that a link restores the view it was copied from: page, model, sentence, decoding settings, attention kind,
+layer, head, view, step, word level, presenter mode and lecture slide.
+
+``URL_PARAMS`` is the table: per query parameter, the session key it sets, how its text is parsed and checked
+(a ValueError names the problem), how a value is written, and on which pages it belongs in the link. A link
+is read once, on a session's first run; an unknown or invalid parameter is dropped with a notice, never an
+exception. After that the URL follows the state (``sync_url``), writing only values that differ from the
+defaults.
+"""
 from __future__ import annotations
 
+import logging
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from urllib.parse import urlencode, urlparse
+
 import streamlit as st
+
+from app.lecture import SLIDES
+from app.resources import MODELS, UPLOAD_PREFIX, converted_models, load_model
+from app.translation import MAX_INPUT_CHARS
+from model.positional import MAX_POSITIONS
+from model.trace import KINDS
+
+log = logging.getLogger("attention_explorer")
+
+VIEWS = ("Heatmap", "Head view", "Model view")  # the explorer's views, named in links by their slug
+MAX_BEAM = 8
 
 DEFAULTS = {
     "model_name": "en-de",
@@ -13,28 +39,226 @@ DEFAULTS = {
     "layer": 0,
     "head": -1,  # -1 = mean over heads (a view choice; the model keeps every head)
     "word_level": False,
+    "translate_view": VIEWS[0],
+    "step": 1,  # decoding step on the Decoding page, from 1
+    "slide": 1,  # lecture slide, from 1
+    "presenter": False,
     "image_format": "png",
 }
-URL_KEYS = ("model_name", "text")  # shareable: a lecturer can send a link to a sentence
+
+
+@dataclass(frozen=True)
+class LinkLimits:
+    """What a link's values are checked against: the models on offer and the size of the link's model."""
+
+    models: tuple[str, ...]
+    layers: Mapping[str, int] | None  # layers per attention kind (None: the model could not be read)
+    n_heads: int | None
+
+
+Parser = Callable[[str, LinkLimits, dict], object]  # (text, limits, values parsed so far) -> value
+
+
+@dataclass(frozen=True)
+class UrlParam:
+    key: str  # the session-state key it sets
+    parse: Parser  # raises ValueError with a short reason
+    show: Callable[[object], str]
+    pages: tuple[str, ...] | None = None  # url paths of the pages whose links carry it (None: every page)
+
+
+def _integer(text: str, low: int, high: int, what: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError(f"not a whole number ({what} {low}–{high})") from None
+    if not low <= value <= high:
+        raise ValueError(f"out of range ({what} {low}–{high})")
+    return value
+
+
+def _flag(text: str, *_) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("not 1 or 0")
+
+
+def _model(text: str, limits: LinkLimits, _) -> str:
+    if text not in limits.models:
+        raise ValueError(f"no such model here (choose {', '.join(limits.models)})")
+    return text
+
+
+def _text(text: str, *_) -> str:
+    if len(text) > MAX_INPUT_CHARS:
+        raise ValueError(f"longer than {MAX_INPUT_CHARS} characters")
+    return text
+
+
+def _penalty(text: str, *_) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("not a number (0–2)") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 2.0:
+        raise ValueError("out of range (0–2)")
+    return round(value, 1)  # the slider's step
+
+
+def _kind(text: str, *_) -> str:
+    if text not in KINDS:
+        raise ValueError(f"not one of {', '.join(KINDS)}")
+    return text
+
+
+def _layer(text: str, limits: LinkLimits, parsed: dict) -> int:
+    kind = parsed.get("kind", DEFAULTS["kind"])
+    high = limits.layers[kind] if limits.layers else 64
+    return _integer(text, 1, high, "layers") - 1
+
+
+def _head(text: str, limits: LinkLimits, _) -> int:
+    if text.strip().lower() == "mean":
+        return -1
+    return _integer(text, 1, limits.n_heads or 64, "heads, or mean") - 1
+
+
+def _view(text: str, *_) -> str:
+    for view in VIEWS:
+        if text.strip().lower() == view_slug(view):
+            return view
+    raise ValueError(f"not one of {', '.join(view_slug(v) for v in VIEWS)}")
+
+
+def view_slug(view: str) -> str:
+    return view.lower().replace(" ", "-")
+
+
+URL_PARAMS: dict[str, UrlParam] = {  # parsed in this order: the model first, the kind before its layer
+    "model": UrlParam(key="model_name", parse=_model, show=str),
+    "text": UrlParam(key="text", parse=_text, show=str),
+    "beam": UrlParam(key="beam_size", parse=lambda t, *_: _integer(t, 1, MAX_BEAM, "beam"), show=str),
+    "max_len": UrlParam(key="max_len", parse=lambda t, *_: _integer(t, 1, MAX_POSITIONS - 1, "pieces"), show=str),
+    "penalty": UrlParam(key="length_penalty", parse=_penalty, show=lambda v: f"{v:g}"),
+    "kind": UrlParam(key="kind", parse=_kind, show=str, pages=("",)),
+    "layer": UrlParam(key="layer", parse=_layer, show=lambda v: str(v + 1), pages=("", "decoding")),
+    "head": UrlParam(key="head", parse=_head, show=lambda v: "mean" if v < 0 else str(v + 1), pages=("", "decoding")),
+    "view": UrlParam(key="translate_view", parse=_view, show=view_slug, pages=("",)),
+    "words": UrlParam(key="word_level", parse=_flag, show=lambda v: "1" if v else "0", pages=("",)),
+    "step": UrlParam(key="step", parse=lambda t, *_: _integer(t, 1, MAX_POSITIONS, "steps"), show=str,
+                     pages=("decoding",)),
+    "slide": UrlParam(key="slide", parse=lambda t, *_: _integer(t, 1, len(SLIDES), "slides"), show=str,
+                      pages=("lecture",)),
+    "presenter": UrlParam(key="presenter", parse=_flag, show=lambda v: "1" if v else "0"),
+}
+ALIASES = {"model_name": "model"}  # links made before the table existed
+
+
+def parse_link(params: Mapping[str, str], limits_of: Callable[[str], LinkLimits]
+               ) -> tuple[dict[str, object], list[str]]:
+    """The session values a link's query parameters set, and one note per parameter it ignores.
+
+    ``limits_of(model)`` gives what the values are checked against for the link's model. Never raises."""
+    given = {ALIASES.get(name, name): value for name, value in params.items()}
+    notes = [f"{name}: unknown" for name in given if name not in URL_PARAMS]
+    values: dict[str, object] = {}
+    parsed: dict[str, object] = {}
+    limits = None
+    for name, param in URL_PARAMS.items():
+        if limits is None and name != "model":
+            limits = limits_of(str(parsed.get("model", DEFAULTS["model_name"])))
+        if name not in given:
+            continue
+        text = given[name]
+        try:
+            value = param.parse(str(text), limits or limits_of(""), parsed)
+        except (ValueError, TypeError) as exc:
+            notes.append(f"{name}={_short(text)}: {exc}")
+            continue
+        parsed[name] = value
+        values[param.key] = value
+    return values, notes
+
+
+def _short(text: object) -> str:
+    text = str(text)
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
+def model_limits(model_name: str) -> LinkLimits:
+    """LinkLimits of a model under pretrained/ ("": none chosen yet; sizes unknown if it cannot be loaded).
+    Uploaded checkpoints belong to one session, so no link can name them."""
+    models = tuple(MODELS) + tuple(converted_models())
+    if model_name not in models:
+        return LinkLimits(models=models, layers=None, n_heads=None)
+    try:
+        cfg = load_model(model_name).config
+    except Exception:  # a broken model is reported by the pages; the link check just skips the sizes
+        log.exception("reading model %r for a link failed", model_name)
+        return LinkLimits(models=models, layers=None, n_heads=None)
+    layers = {"enc_self": cfg.n_encoder_layers, "dec_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+    return LinkLimits(models=models, layers=layers, n_heads=cfg.n_heads)
 
 
 def init_state() -> None:
-    """Called at the top of every run, before any widget. Sets missing keys to their defaults (on the first
-    run, from the URL if present) and re-assigns the others: Streamlit deletes a widget's state when a page
-    without that widget runs, and re-assigning makes the value outlive the page switch."""
+    """Called at the top of every run, before any widget. Sets missing keys to their defaults, and on a session's
+    first run applies the link's parameters; re-assigns the others: Streamlit deletes a widget's state when a
+    page without that widget runs, and re-assigning makes the value outlive the page switch."""
     first = not st.session_state.get("_initialised")
-    params = st.query_params
     for key, value in DEFAULTS.items():
-        if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
-        else:
-            st.session_state[key] = params[key] if first and key in URL_KEYS and key in params else value
+        st.session_state[key] = st.session_state[key] if key in st.session_state else value
     st.session_state["_initialised"] = True
+    if first and len(st.query_params):
+        _apply_link()
+
+
+def _apply_link() -> None:
+    params = {name: st.query_params[name] for name in st.query_params}
+    values, notes = parse_link(params, model_limits)
+    st.session_state.update(values)
+    st.session_state["_from_link"] = bool(values)  # the Translate page decodes a linked view at once
+    if notes:
+        log.info("link parameters ignored: %s", "; ".join(notes))
+        st.toast("Ignored in this link: " + "; ".join(notes), icon=":material/link_off:")
+    for name in params:
+        if name not in URL_PARAMS:  # unknown, or an old alias: sync_url writes the known ones back
+            del st.query_params[name]
+
+
+def link_params(page: str | None = None) -> dict[str, str]:
+    """The query parameters of the current view on ``page`` (a url path; default: the page now running):
+    every value that differs from its default."""
+    page = st.session_state.get("_page", "") if page is None else page
+    result = {}
+    for name, param in URL_PARAMS.items():
+        if param.pages is not None and page not in param.pages:
+            continue
+        value = st.session_state.get(param.key, DEFAULTS[param.key])
+        if name == "model" and str(value).startswith(UPLOAD_PREFIX):
+            continue  # an uploaded checkpoint belongs to its session: no link can open it
+        if value != DEFAULTS[param.key]:
+            result[name] = param.show(value)
+    return result
 
 
 def sync_url() -> None:
-    """Write the shareable keys back to the URL."""
-    for key in URL_KEYS:
-        value = st.session_state.get(key)
-        if value and st.query_params.get(key) != value:
-            st.query_params[key] = value
+    """Write the current view into the URL (only changed parameters are sent); safe inside a fragment."""
+    wanted = link_params()
+    for name in URL_PARAMS:
+        if name in wanted:
+            if st.query_params.get(name) != wanted[name]:
+                st.query_params[name] = wanted[name]
+        elif name in st.query_params:
+            del st.query_params[name]
+
+
+def share_link() -> str:
+    """The app's own address of the current view (st.context.url carries the scheme, host and page path)."""
+    base = st.context.url or ""
+    if base and not urlparse(base).path:
+        base += "/"
+    query = urlencode(link_params())
+    return f"{base}?{query}" if query else base

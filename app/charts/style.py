@@ -1,7 +1,8 @@
-"""One look for every figure: a small template (projector-readable fonts, no default-template bloat)
-and one colour scale for attention weights."""
+"""One look for every figure: a small template (projector-readable fonts, no default-template bloat),
+one colour scale for attention weights, and presenter mode's restyling for a lecture hall's projector."""
 from __future__ import annotations
 
+import plotly.colors as pc
 import plotly.graph_objects as go
 
 WEIGHT_COLORSCALE = "Blues"  # every attention-weight map uses this, 0 = white
@@ -40,3 +41,58 @@ def styled(fig: go.Figure, title: str | None = None, height: int | None = None) 
     if height is not None:
         fig.update_layout(height=height)
     return fig
+
+
+# Presenter mode: the same figures, readable from the back of a lecture hall on a 1280x720 projector.
+PRESENTER_FONT = 20  # text in general, legends, hover labels
+PRESENTER_TICK_FONT = 18  # tick labels (pieces, numbers) and axis titles: at least 16 px on screen
+PRESENTER_TITLE_FONT = 26
+PRESENTER_TEXT_SCALE = 1.3  # annotations, subplot titles, token labels, numbers in cells
+PRESENTER_LINE_SCALE = 1.8  # head-view lines, curves
+PRESENTER_MAX_HEIGHT = 560  # px: a figure fits under the page header of a 720-px-high screen
+PRESENTER_COLORSCALE = "Hot_r"  # white -> yellow -> red -> black: weights survive a washed-out projector
+_WEIGHT_SCALE = tuple((float(p), c) for p, c in pc.get_colorscale(WEIGHT_COLORSCALE))
+
+
+def _is_weight_scale(scale) -> bool:
+    return scale is not None and tuple((float(p), c) for p, c in scale) == _WEIGHT_SCALE
+
+
+def presented(fig: go.Figure, max_height: int = PRESENTER_MAX_HEIGHT) -> go.Figure:
+    """Restyle a finished figure for a projector, in place: large fonts (titles, ticks, hover, legends,
+    annotations), thicker lines, the high-contrast scale for attention weights, height capped at
+    ``max_height``. Done after building, so every builder stays as it is and works in both modes."""
+    fig.update_layout(font_size=PRESENTER_FONT, title_font_size=PRESENTER_TITLE_FONT,
+                      hoverlabel_font_size=PRESENTER_FONT, legend_font_size=PRESENTER_FONT)
+    for update in (fig.update_xaxes, fig.update_yaxes):
+        update(tickfont_size=PRESENTER_TICK_FONT, title_font_size=PRESENTER_TICK_FONT)
+    for annotation in fig.layout.annotations:  # subplot titles; a diagram's labels (data coordinates) fit their boxes
+        if annotation.xref == "paper" or annotation.yref == "paper":
+            annotation.font.size = round((annotation.font.size or 15) * PRESENTER_TEXT_SCALE)
+    for trace in fig.data:
+        line = getattr(trace, "line", None)
+        if line is not None and line.width:
+            line.width = line.width * PRESENTER_LINE_SCALE
+        textfont = getattr(trace, "textfont", None)
+        if textfont is not None and textfont.size:
+            textfont.size = round(textfont.size * PRESENTER_TEXT_SCALE)
+        if _is_weight_scale(getattr(trace, "colorscale", None)):
+            trace.colorscale = PRESENTER_COLORSCALE
+        colorbar = getattr(trace, "colorbar", None)
+        if colorbar is not None:
+            colorbar.tickfont.size = PRESENTER_TICK_FONT
+    for name in [key for key in fig.layout.to_plotly_json() if key.startswith("coloraxis")]:
+        axis = fig.layout[name]
+        if _is_weight_scale(axis.colorscale):
+            axis.colorscale = PRESENTER_COLORSCALE
+        axis.colorbar.tickfont.size = PRESENTER_TICK_FONT
+    legend = fig.layout.legend
+    if legend.orientation == "h" and legend.y is not None and legend.y <= -0.1:
+        legend.y = legend.y - 0.12  # below the plot: clear of the now larger tick labels and axis title
+    fig.update_layout(margin_t=(fig.layout.margin.t or 50) + 12)
+    return capped(fig, max_height)
+
+
+def capped(fig: go.Figure, max_height: int) -> go.Figure:
+    """``fig`` (in place) no taller than ``max_height`` px, so that it fits on one screen."""
+    return fig.update_layout(height=min(fig.layout.height or 450, max_height))

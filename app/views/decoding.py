@@ -1,4 +1,5 @@
-"""Decoding, step by step: what the decoder saw and predicted at each step, and (for beam search) the tree."""
+"""Decoding, step by step: what the decoder saw and predicted at each step, and (for beam search) the tree.
+The step is in the URL (?step=3) and steps with the keys ← / → (a presentation clicker's PageUp / PageDown)."""
 from __future__ import annotations
 
 import logging
@@ -7,6 +8,7 @@ from functools import partial
 
 import streamlit as st
 
+from app.browser import bind_keys
 from app.charts.attention import plotly_text
 from app.charts.decoding import (
     TreeCandidate,
@@ -19,13 +21,16 @@ from app.charts.decoding import (
 from app.charts.style import plotly_config
 from app.explorer import clamp_state, head_label, layer_head_ui, pieces_html, point_customdata, select_head
 from app.page import TRANSLATE_PAGE, to_numpy
+from app.presenter import presentable
 from app.resources import load_model
+from app.state import sync_url
 from app.translation import Request, current_request, translate_request
 from model.decoding import Candidate, DecodeStep, length_penalty
 from model.inference import InputError, Translation
 from model.tokenizer import Tokenizer
 
 log = logging.getLogger("attention_explorer")
+STEP_KEYS = {"ArrowLeft": "prev_step", "PageUp": "prev_step", "ArrowRight": "next_step", "PageDown": "next_step"}
 
 
 def _md(text: str) -> str:
@@ -49,6 +54,8 @@ def step_ui(n_steps: int) -> int:
     if n_steps > 1:
         c_slider.slider(f"Step (of {n_steps})", 1, n_steps, key="step", persist_state="session",
                         help="Step t reads <s> and the t − 1 pieces chosen before it and predicts output piece t.")
+    bind_keys(STEP_KEYS)
+    c_slider.caption("Keys: **←** / **→** (or a clicker's PageUp / PageDown) previous / next step.")
     return int(st.session_state["step"]) - 1
 
 
@@ -98,7 +105,7 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
         ids = step.topk_ids[row].tolist()
         fig = topk_figure(tokenizer.pieces(ids), to_numpy(step.topk_probs[row]),
                           [i == chosen.token for i in ids], title=f"Top {len(ids)} next pieces at step {step.step + 1}")
-        st.plotly_chart(fig, key="decoding_topk", width="stretch", theme=None,
+        st.plotly_chart(presentable(fig), key="decoding_topk", width="stretch", theme=None,
                         config=plotly_config("next_piece_probs", fmt))
         if chosen.token not in ids:
             st.caption(f"The chosen piece {piece} is not among the top {len(ids)} of this row.")
@@ -110,13 +117,13 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
         dec_row = select_head(to_numpy(step.dec_self[layer, row]), head)
         fig = attention_row_figure(dec_row, prefix, title=f"Decoder self-attention of “{query}” · {what}",
                                    key_title="decoder input so far (earlier positions only)", query_label=prefix[-1])
-        st.plotly_chart(fig,
+        st.plotly_chart(presentable(fig),
                         key="decoding_dec_self", width="stretch", theme=None,
                         config=plotly_config("decoder_self_row", fmt))
         cross_row = select_head(to_numpy(step.cross[layer, row]), head)
-        st.plotly_chart(attention_row_figure(cross_row, list(translation.source.pieces),
-                                             title=f"Cross-attention of “{query}” over the source · {what}",
-                                             key_title="source piece", query_label=prefix[-1]),
+        st.plotly_chart(presentable(attention_row_figure(cross_row, list(translation.source.pieces),
+                                                         title=f"Cross-attention of “{query}” over the source · {what}",
+                                                         key_title="source piece", query_label=prefix[-1])),
                         key="decoding_cross", width="stretch", theme=None,
                         config=plotly_config("cross_row", fmt))
 
@@ -142,7 +149,8 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
     selected = nodes[(nodes.step == t) & (nodes.row == chosen.row) & (nodes.token == chosen.token)].id
     fig = beam_tree_figure(nodes, title=f"Beam search tree (beam {request.beam_size}): every candidate considered",
                            current_step=t, selected=int(selected.iloc[0]) if len(selected) else None)
-    st.plotly_chart(fig, key="beam_tree", width="stretch", theme=None, on_select=partial(_pick_node, "beam_tree"),
+    st.plotly_chart(presentable(fig), key="beam_tree", width="stretch", theme=None,
+                    on_select=partial(_pick_node, "beam_tree"),
                     selection_mode="points", config=plotly_config("beam_tree", st.session_state["image_format"]))
     st.caption(f"At each step the {2 * request.beam_size} best continuations of all live hypotheses are looked at: "
                f"the best {request.beam_size} that do not end are kept (circles), an ending with </s> among the best "
@@ -162,8 +170,9 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
 @st.fragment
 def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request) -> None:
     steps = translation.result.steps
-    if st.session_state.get("_step_for") != request:  # a new sentence or new settings: start at step 1
-        st.session_state["step"], st.session_state["_step_for"] = 1, request
+    if st.session_state.get("_step_for") not in (None, request):  # a new sentence or new settings: start at step 1
+        st.session_state["step"] = 1  # (on a first visit, keep the step a link asked for)
+    st.session_state["_step_for"] = request
     t = step_ui(len(steps))
     chosen = candidate_ui(translation, tokenizer, request, t)
     step_detail_ui(translation, tokenizer, steps[t], chosen)
@@ -172,6 +181,7 @@ def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request
     else:
         st.info("Greedy decoding: one hypothesis, one choice per step. Set the beam size above 1 on the Translate "
                 "page to see the beam-search tree and the n-best list.")
+    sync_url()
 
 
 def main() -> None:

@@ -54,7 +54,8 @@ def input_ui(model_name: str, model_max_len: int) -> tuple[Request, bool, bool]:
         c_lp.caption("Used only by beam search (beam size > 1).")
     slow = st.toggle("Slow motion", key="slow_motion", help="Pause briefly after each step while decoding.")
     clicked = st.button("Translate", key="translate", type="primary", icon="▶️")
-    return current_request(), clicked, slow
+    from_link = st.session_state.pop("_from_link", False)  # a shared link shows its view without a click
+    return current_request(), clicked or from_link, slow
 
 
 def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Translation:

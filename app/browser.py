@@ -1,0 +1,88 @@
+"""The little JavaScript the app runs in the page: keyboard shortcuts that press Streamlit buttons, and a box
+with a link to the current view.
+
+Both are st.html with unsafe_allow_javascript (no iframe, so they reach the page itself) and our own constant
+scripts; user text only enters as escaped attribute values. Not streamlit-shortcuts 1.2.2: in a Streamlit 1.67
+browser test its keys also fired while typing in the sentence box (and swallowed the caret move), a binding
+left over from the previous page caught the key first and stopped it, so ArrowRight did nothing on the next
+page, and it renders through the deprecated components.v1.html. Here one listener is installed per browser
+tab and reads the bindings of the elements now on the page at each key press, so nothing outlives its page.
+"""
+from __future__ import annotations
+
+import html
+import json
+
+import streamlit as st
+
+# Installed once per tab. Keys pressed in a text field, a select box or a slider belong to that widget; a key
+# with Ctrl, Alt or Meta, or held down (auto-repeat), is not ours. The first binding whose button is on the page
+# and enabled is clicked.
+_KEYS_SCRIPT = """<script>
+if (!window.__aeKeys) {
+  window.__aeKeys = true;
+  document.addEventListener('keydown', (event) => {
+    if (event.ctrlKey || event.altKey || event.metaKey || event.repeat) return;
+    const target = event.target;
+    if (target && target.closest && target.closest(
+        'input, textarea, select, [contenteditable="true"], [role="slider"], [role="combobox"], [role="listbox"]')) {
+      return;
+    }
+    for (const holder of document.querySelectorAll('[data-ae-keys]')) {
+      const widget = JSON.parse(holder.dataset.aeKeys)[event.key];
+      const button = widget && document.querySelector(`.st-key-${widget} button`);
+      if (button && !button.disabled) {
+        event.preventDefault();
+        button.click();
+        return;
+      }
+    }
+  });
+}
+</script>"""
+
+# The link shown is the page's own address (what the browser shows, query parameters included), refreshed
+# twice a second: fragments change the URL without redrawing the sidebar. The server's link is only the first
+# value, before the script runs.
+_LINK_SCRIPT = """<script>
+if (!window.__aeLink) {
+  window.__aeLink = true;
+  const refresh = () => document.querySelectorAll('input[data-ae-link]').forEach((box) => {
+    if (document.activeElement !== box) box.value = window.location.href;
+  });
+  setInterval(refresh, 500);
+  document.addEventListener('click', (event) => {
+    const button = event.target.closest && event.target.closest('[data-ae-copy]');
+    if (!button) return;
+    const box = button.parentElement.querySelector('input[data-ae-link]');
+    box.value = window.location.href;
+    box.select();
+    const done = () => { button.textContent = 'Copied'; setTimeout(() => { button.textContent = 'Copy'; }, 1500); };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(box.value).then(done, () => { document.execCommand('copy'); done(); });
+    } else {
+      document.execCommand('copy');
+      done();
+    }
+  });
+}
+</script>"""
+
+def bind_keys(bindings: dict[str, str], hide: tuple[str, ...] = ()) -> None:
+    """Press the button with widget key ``bindings[key]`` when ``key`` (a KeyboardEvent.key such as
+    "ArrowRight", "PageDown", "h", "H") is pressed anywhere on the page but in a text field or slider.
+    ``hide``: keys of containers holding buttons meant for the keyboard only."""
+    data = html.escape(json.dumps(bindings), quote=True)
+    hidden = "".join(f".st-key-{name}{{display:none}}" for name in hide)
+    st.html(f"<style>[data-testid=stElementContainer]:has([data-ae-keys]){{display:none}}{hidden}</style>"
+            f"<div data-ae-keys=\"{data}\"></div>{_KEYS_SCRIPT}", unsafe_allow_javascript=True)
+
+
+def link_box(link: str) -> None:
+    """A read-only box with the link to this view and a Copy button; ``link`` is shown until the browser's own
+    address replaces it."""
+    st.html("<div style='display:flex;gap:6px;align-items:center'>"
+            f"<input data-ae-link readonly value=\"{html.escape(link, quote=True)}\" aria-label='Link to this view' "
+            "style='flex:1;min-width:0;font:0.8rem monospace;padding:4px 6px;border:1px solid #ccc;border-radius:6px'>"
+            "<button data-ae-copy type='button' style='padding:4px 10px;border:1px solid #ccc;border-radius:6px;"
+            "background:white;cursor:pointer'>Copy</button></div>" + _LINK_SCRIPT, unsafe_allow_javascript=True)

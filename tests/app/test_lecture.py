@@ -1,0 +1,146 @@
+"""The guided tour: the slides are data (app.lecture.SLIDES), every slide draws its figure from the concept pages'
+builders on both shipped models, presenter mode makes it projector-sized, and the page steps through the slides
+with buttons, keys and ?slide=N."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from app.charts.style import PRESENTER_COLORSCALE, PRESENTER_TICK_FONT, WEIGHT_COLORSCALE, presented
+from app.lecture import SLIDES
+from app.slide_figures import MAKERS, Deck, build, card_limitation, markdown_text
+from app.translation import store
+from model.config import DecodeConfig
+from model.inference import translate
+
+LECTURE = "app/views/lecture.py"
+SENTENCES = {"en-de": "The old man who lives next door gave me the book yesterday.", "reverse": "h e l l o w o r l d"}
+SLIDE_HEIGHT = 520
+
+
+@pytest.fixture(autouse=True)
+def forget_translations():
+    """A link decodes its sentence at once, into the cache all sessions share: empty it again afterwards, other
+    tests expect a page without a result until Translate is pressed."""
+    yield
+    store.clear()
+
+
+def test_the_tour_is_an_ordered_list_of_slide_definitions():
+    assert 12 <= len(SLIDES) <= 16
+    assert SLIDES[0].figure == "architecture" and SLIDES[-1].figure == "failure"
+    for slide in SLIDES:
+        assert slide.figure in MAKERS, slide.title
+        assert 2 <= len(slide.lines) <= 3 and all(len(line) <= 200 for line in slide.lines), slide.title
+    figures = [s.figure for s in SLIDES]
+    for concept in ("embeddings", "stages", "model_view", "mask", "heatmap", "topk", "beam_tree", "importance", "lr",
+                    "label_smoothing"):
+        assert concept in figures
+
+
+@pytest.fixture(scope="module")
+def decks():
+    """Factory: decks(shipped, name) -> the Deck of the sentence in SENTENCES on that shipped model."""
+    made = {}
+
+    def make(shipped, name):
+        if name not in made:
+            ckpt = shipped(name)
+
+            def run(text, beam_size):
+                return translate(ckpt.model, ckpt.tokenizer, text, DecodeConfig(beam_size=beam_size))
+            made[name] = Deck(model_name=name, ckpt=ckpt, translation=run(SENTENCES[name], 1), translate=run)
+        return made[name]
+    return make
+
+
+@pytest.mark.parametrize("model_name", ["reverse", "en-de"])
+@pytest.mark.parametrize("index", range(len(SLIDES)))
+def test_every_slide_builds_its_figure_and_text(shipped, decks, model_name, index):
+    slide = SLIDES[index]
+    fig, facts = build(slide, decks(shipped, model_name))
+    assert isinstance(fig, go.Figure) and (len(fig.data) > 0 or len(fig.layout.shapes) > 0)  # the diagram: shapes
+    for text in (slide.title, *slide.lines, slide.notes):  # every fact a line quotes is there
+        assert "{" not in text.format_map(facts)
+    fig = presented(fig, SLIDE_HEIGHT)
+    assert fig.layout.height <= SLIDE_HEIGHT
+    for axis in [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]:
+        assert fig.layout[axis].tickfont.size >= 16
+
+
+def test_slides_show_the_models_own_numbers(shipped, decks):
+    deck = decks(shipped, "reverse")
+    weights = deck.translation.trace.weights("cross")[-1, 0].mean(0).numpy()  # last layer, mean over heads
+    cross = next(i for i, s in enumerate(SLIDES) if s.figure == "heatmap" and s.args["kind"] == "cross")
+    fig, _ = build(SLIDES[cross], deck)
+    np.testing.assert_allclose(fig.data[0].z, weights, rtol=1e-6)
+    fig, facts = build(next(s for s in SLIDES if s.figure == "failure"), deck)
+    assert facts["fail_output"] != facts["fail_reference"]  # the card's failing example does fail
+    assert facts["limitation"].startswith("Strings longer than the 12 letters")
+
+
+def test_the_limitation_comes_from_the_model_card(shipped, decks):
+    assert card_limitation(decks(shipped, "en-de")) == "It does not translate reliably."
+    assert markdown_text("a *b* [c](d) " + "x" * 200).startswith(r"a \*b\* \[c\]\(d\)")
+    assert len(markdown_text("y" * 500)) == 140
+
+
+def test_presenter_restyles_any_figure(shipped, decks):
+    fig, _ = build(next(s for s in SLIDES if s.figure == "heatmap"), decks(shipped, "reverse"))
+    assert fig.data[0].colorscale == go.Heatmap(colorscale=WEIGHT_COLORSCALE).colorscale
+    fig = presented(fig, 400)
+    assert fig.data[0].colorscale == go.Heatmap(colorscale=PRESENTER_COLORSCALE).colorscale
+    assert fig.layout.xaxis.tickfont.size == PRESENTER_TICK_FONT >= 16 and fig.layout.height == 400
+    head_view, _ = build(next(s for s in SLIDES if s.figure == "head_view"), decks(shipped, "reverse"))
+    widths = [t.line.width for t in head_view.data if t.mode == "lines"]
+    assert [t.line.width for t in presented(head_view).data if t.mode == "lines"] == [1.8 * w for w in widths]
+
+
+# --- the page --------------------------------------------------------------------------------------------
+
+def counter(at) -> str:
+    return next(m.value for m in at.markdown if "slideCounter" in m.value)
+
+
+def test_the_page_steps_through_the_tour(app_test, figures):
+    at = app_test(LECTURE, text=SENTENCES["reverse"])
+    assert not at.exception
+    assert "Slide 1 / " in counter(at) and at.button(key="lecture_prev").disabled
+    assert "lecture_figure" in figures(at)
+    assert any('data-ae-keys' in h.proto.body and "ArrowRight" in h.proto.body for h in at.get("html"))
+    at.button(key="lecture_next").click().run()
+    assert "Slide 2 / " in counter(at) and at.query_params["slide"] == "2"
+    at.button(key="lecture_prev").click().run()
+    assert "Slide 1 / " in counter(at) and "slide" not in at.query_params
+
+
+def test_the_last_slide_stops_and_every_slide_draws_on_the_page(app_test, figures):
+    at = app_test(LECTURE, text=SENTENCES["reverse"])
+    for number in range(2, len(SLIDES) + 1):
+        at.button(key="lecture_next").click().run()
+        assert not at.exception and not at.error, number
+        assert f"Slide {number} / {len(SLIDES)}" in counter(at)
+        assert "lecture_figure" in figures(at)
+    assert at.button(key="lecture_next").disabled
+
+
+def test_a_link_opens_a_slide_in_presenter_mode(app_test, figures):
+    at = app_test(run=False, model_name=None)
+    for name, value in {"model": "reverse", "text": SENTENCES["reverse"], "slide": "9", "presenter": "1"}.items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page(LECTURE)
+    at.run()
+    assert not at.exception and f"Slide 9 / {len(SLIDES)}" in counter(at)
+    fig = figures(at)["lecture_figure"]
+    assert fig["layout"]["xaxis"]["tickfont"]["size"] >= 16 and fig["layout"]["height"] <= SLIDE_HEIGHT
+    assert any("font-size: 2.4rem" in h.proto.body for h in at.get("html"))  # the page's presenter CSS
+
+
+def test_a_slide_that_does_not_exist_is_ignored(app_test):
+    at = app_test(run=False, model_name=None)
+    at.query_params["slide"] = "99"
+    at.query_params["model"] = "reverse"
+    at.run()
+    assert "slide=99" in at.toast[0].value and at.session_state["slide"] == 1 and not at.exception

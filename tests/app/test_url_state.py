@@ -1,0 +1,172 @@
+"""Links that restore a view: every query parameter is parsed and checked (app.state.URL_PARAMS), anything
+unknown or invalid is dropped with a notice and never raises, and the URL follows the state afterwards."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st_
+
+from app.lecture import SLIDES
+from app.state import DEFAULTS, URL_PARAMS, VIEWS, LinkLimits, parse_link, view_slug
+from app.translation import store
+
+DECODING = "app/views/decoding.py"
+LECTURE = "app/views/lecture.py"
+LIMITS = {"en-de": LinkLimits(models=("en-de", "reverse"), layers={"enc_self": 3, "dec_self": 3, "cross": 3},
+                              n_heads=8),
+          "reverse": LinkLimits(models=("en-de", "reverse"), layers={"enc_self": 2, "dec_self": 2, "cross": 2},
+                                n_heads=4)}
+
+
+@pytest.fixture(autouse=True)
+def forget_translations():
+    """A link decodes its sentence at once, into the cache all sessions share: empty it again afterwards, other
+    tests expect a page without a result until Translate is pressed."""
+    yield
+    store.clear()
+
+
+def limits_of(model: str) -> LinkLimits:
+    return LIMITS.get(model, LinkLimits(models=("en-de", "reverse"), layers=None, n_heads=None))
+
+
+def test_a_full_link_sets_every_value():
+    values, notes = parse_link({"model": "reverse", "text": "a b c", "beam": "3", "max_len": "120", "penalty": "1.2",
+                                "kind": "enc_self", "layer": "2", "head": "4", "view": "head-view", "words": "1",
+                                "step": "5", "slide": "7", "presenter": "true"}, limits_of)
+    assert notes == []
+    assert values == {"model_name": "reverse", "text": "a b c", "beam_size": 3, "max_len": 120, "length_penalty": 1.2,
+                      "kind": "enc_self", "layer": 1, "head": 3, "translate_view": "Head view", "word_level": True,
+                      "step": 5, "slide": 7, "presenter": True}
+
+
+@pytest.mark.parametrize("params, reason", [
+    ({"layer": "99"}, "out of range (layers 1–3)"),
+    ({"layer": "0"}, "out of range"),
+    ({"model": "reverse", "layer": "3"}, "out of range (layers 1–2)"),  # checked against the link's own model
+    ({"beam": "abc"}, "not a whole number"),
+    ({"beam": "9"}, "out of range"),
+    ({"beam": "2.5"}, "not a whole number"),
+    ({"max_len": "-4"}, "out of range"),
+    ({"penalty": "nan"}, "out of range"),
+    ({"penalty": "x"}, "not a number"),
+    ({"kind": "foo"}, "not one of enc_self, dec_self, cross"),
+    ({"head": "9"}, "out of range (heads, or mean 1–8)"),
+    ({"head": "first"}, "not a whole number"),
+    ({"view": "3d"}, "not one of heatmap, head-view, model-view"),
+    ({"words": "maybe"}, "not 1 or 0"),
+    ({"slide": "99"}, f"out of range (slides 1–{len(SLIDES)})"),
+    ({"step": ""}, "not a whole number"),
+    ({"model": "gpt-9"}, "no such model here"),
+    ({"text": "x" * 9000}, "longer than 8000 characters"),
+    ({"zzz": "1"}, "zzz: unknown"),
+])
+def test_an_invalid_or_unknown_parameter_is_ignored_with_a_reason(params, reason):
+    values, notes = parse_link(params, limits_of)
+    assert len(notes) == 1 and reason in notes[0], notes
+    assert all(key == "model_name" for key in values)  # only a valid model (given alongside) is kept
+
+
+def test_valid_parameters_survive_invalid_neighbours_and_old_names():
+    values, notes = parse_link({"model_name": "reverse", "layer": "2", "head": "mean", "kind": "x", "zzz": ""},
+                               limits_of)
+    assert values == {"model_name": "reverse", "layer": 1, "head": -1}
+    assert [n.split(":")[0] for n in notes] == ["zzz", "kind=x"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st_.dictionaries(st_.sampled_from([*URL_PARAMS, "model_name", "zzz"]), st_.text(max_size=30), max_size=8))
+def test_parsing_never_raises_and_keeps_values_in_range(params):
+    values, notes = parse_link(params, limits_of)
+    assert len(notes) + len(values) >= len(params) - 1  # every parameter is either used or reported
+    assert 1 <= values.get("beam_size", 1) <= 8 and 0 <= values.get("layer", 0) <= 2
+    assert -1 <= values.get("head", -1) <= 7 and values.get("translate_view", VIEWS[0]) in VIEWS
+
+
+def test_every_url_param_names_a_default_and_writes_what_it_reads():
+    examples = {"model": "reverse", "text": "a b", "beam": "2", "max_len": "9", "penalty": "0.3", "kind": "dec_self",
+                "layer": "2", "head": "mean", "view": "model-view", "words": "1", "step": "4", "slide": "2",
+                "presenter": "1"}
+    assert set(examples) == set(URL_PARAMS)
+    for name, param in URL_PARAMS.items():
+        assert param.key in DEFAULTS
+        value = parse_link({name: examples[name]}, limits_of)[0][param.key]
+        assert param.show(value) == examples[name], name  # what a link says is what the URL is written as
+    assert [view_slug(v) for v in VIEWS] == ["heatmap", "head-view", "model-view"]
+
+
+# --- in the app ---------------------------------------------------------------------------------------
+
+def run_link(app_test, page=None, **params):
+    at = app_test(page=None, run=False, model_name=None)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    if page is not None:
+        at.switch_page(page)
+        at.run()
+    return at
+
+
+def test_a_link_restores_the_translate_view_and_draws_it(app_test, figures):
+    at = run_link(app_test, model="reverse", text="a b c d", kind="enc_self", layer="2", head="3", view="heatmap",
+                  words="0")
+    assert not at.exception
+    assert at.text_area(key="text").value == "a b c d"
+    assert at.segmented_control(key="kind").value == "enc_self"
+    assert (at.segmented_control(key="layer").value, at.segmented_control(key="head").value) == (1, 2)
+    titles = [fig["layout"]["title"]["text"] for fig in figures(at).values()]
+    assert any(t.endswith("layer 2 · head 3") for t in titles), titles  # decoded at once, no click needed
+    assert not at.toast
+    assert dict(at.query_params) == {"model": "reverse", "text": "a b c d", "kind": "enc_self", "layer": "2",
+                                     "head": "3"}  # defaults (view heatmap, words off) stay out of the link
+
+
+def test_invalid_parameters_give_one_notice_and_the_page_still_works(app_test, figures):
+    at = run_link(app_test, model="reverse", layer="99", beam="abc", kind="foo", zzz="1", head="-3")
+    assert not at.exception
+    assert len(at.toast) == 1
+    notice = at.toast[0].value
+    for part in ("layer=99", "beam=abc", "kind=foo", "zzz", "head=-3"):
+        assert part in notice
+    assert (at.session_state["layer"], at.session_state["beam_size"], at.session_state["kind"]) == (0, 1, "cross")
+    assert dict(at.query_params) == {"model": "reverse"}  # the rejected ones are gone from the URL
+
+
+def test_the_url_follows_the_explorer_and_the_keyboard_buttons(app_test):
+    at = run_link(app_test, model="reverse", text="a b c")
+    at.button(key="translate_next_head").click().run()  # key h: mean -> head 1
+    at.button(key="translate_next_layer").click().run()  # key l: layer 1 -> 2
+    assert (at.session_state["head"], at.session_state["layer"]) == (0, 1)
+    assert at.query_params["head"] == "1" and at.query_params["layer"] == "2"
+    at.button(key="translate_prev_head").click().run()  # key H: back to the mean
+    at.button(key="translate_next_layer").click().run()  # wraps around to layer 1
+    assert (at.session_state["head"], at.session_state["layer"]) == (-1, 0)
+    assert "head" not in at.query_params and "layer" not in at.query_params and not at.exception
+
+
+def test_a_link_opens_the_decoding_page_at_its_step(app_test):
+    at = run_link(app_test, DECODING, model="reverse", text="a b c d e f", step="4")
+    assert not at.exception
+    assert at.slider(key="step").value == 4
+    at.button(key="next_step").click().run()
+    assert at.query_params["step"] == "5"
+    assert "kind" not in at.query_params  # only what this page shows
+
+
+def test_the_link_box_carries_the_apps_own_address(app_test):
+    at = app_test(run=False, model_name=None)
+    at.context["url"] = "http://lecture-hall.example:8501"
+    at.query_params["model"] = "reverse"
+    at.query_params["beam"] = "2"
+    at.run()
+    boxes = [h.proto.body for h in at.get("html") if "data-ae-link" in h.proto.body]
+    assert len(boxes) == 1
+    assert 'value="http://lecture-hall.example:8501/?model=reverse&amp;beam=2"' in boxes[0]
+
+
+def test_a_text_with_url_characters_round_trips(app_test):
+    text = "Tom & Jerry say: 50% off? <b>yes</b> #1"
+    at = run_link(app_test, text=text, model="en-de")
+    assert at.text_area(key="text").value == text and not at.exception
+    assert at.query_params["text"] == text
