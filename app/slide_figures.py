@@ -18,9 +18,10 @@ import plotly.graph_objects as go
 
 from app.charts import positional as positional_charts
 from app.charts.attention import MIN_LINE_WEIGHT, head_view_figure, heatmap_figure, model_view_figure
+from app.charts.axes import plotly_text
 from app.charts.decoding import TreeCandidate, beam_tree_figure, beam_tree_nodes, topk_figure
 from app.charts.heads import importance_figure
-from app.charts.masks import esc, mask_grid
+from app.charts.masks import mask_grid
 from app.charts.mechanics import stage_bars
 from app.charts.training import architecture_diagram, label_smoothing_bars, lr_schedule
 from app.explorer import attention_view, head_label, head_matrix
@@ -105,7 +106,7 @@ def stages(deck: Deck, kind: str, layer: int, head: int) -> Made:
     query = len(queries) // 2
     parts = [(f"scores QKᵀ / √{it.d_k}", to_numpy(it.scaled[head, query])),
              ("softmax = weights", to_numpy(it.weights[head, query]))]
-    title = f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}: query {query} · {esc([queries[query]])[0]}"
+    title = f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}: query {query} · {plotly_text([queries[query]])[0]}"
     return stage_bars(parts, keys, to_numpy(it.mask[query]), title, masked_from=len(parts)), {}
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import html
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .axes import plotly_text
 from .style import HEAD_COLORS, MASKED_COLOR, WEIGHT_COLORSCALE, styled
 
 OPACITY_STEP = 0.05  # head view: line opacity is the weight rounded to this
@@ -34,11 +34,6 @@ STAT_COLUMNS = {  # model.analysis.head_statistics key -> table column
     "max_weight": "max weight",
     "special_share": "share on special tokens",
 }
-
-
-def plotly_text(labels: Sequence[str]) -> list[str]:
-    """Pieces as Plotly text: Plotly reads text as HTML, so "<s>" would start strike-through and vanish."""
-    return [html.escape(str(label), quote=False) for label in labels]
 
 
 def _height(rows: int, per_row: int = 26, extra: int = 190, minimum: int = 360) -> int:

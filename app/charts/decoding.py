@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .attention import plotly_text
+from .axes import plotly_text
 from .style import styled
 
 CHOSEN_COLOR, OTHER_COLOR = "#d62728", "#9ecae1"

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.charts.masks import esc, matrix_height, token_axes
+from app.charts.axes import matrix_height, plotly_text, token_axes
 from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, WEIGHT_COLORSCALE, styled
 
 OFF_COLOR = "#d62728"  # a switched-off head, a changed piece
@@ -165,5 +165,5 @@ def chips_html(pieces: Sequence[str], changed: Sequence[bool]) -> str:
         colour, background = (OFF_COLOR, "#fde0dd") if is_changed else ("#1f4e79", "#e8f1fa")
         chips.append(f"<span style='display:inline-block;margin:2px 3px;padding:1px 7px;border-radius:6px;"
                      f"border:1px solid {colour};color:{colour};background:{background};font-family:monospace;"
-                     f"font-size:1.05rem'>{esc([piece])[0]}</span>")
+                     f"font-size:1.05rem'>{plotly_text([piece])[0]}</span>")
     return "<div style='line-height:2.0'>" + "".join(chips) + "</div>"

@@ -6,7 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.charts.masks import indexed_labels, masked_weights, matrix_height, pair_labels, token_axes
+from app.charts.axes import indexed_labels, matrix_height, pair_labels, token_axes
+from app.charts.masks import masked_weights
 from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, MASKED_COLOR, styled
 
 HIGHLIGHT = "#e6550d"

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.charts.masks import indexed_labels, token_axes
+from app.charts.axes import indexed_labels, token_axes
 from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, styled
 
 

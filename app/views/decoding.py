@@ -9,7 +9,7 @@ from functools import partial
 import streamlit as st
 
 from app.browser import bind_keys
-from app.charts.attention import plotly_text
+from app.charts.axes import plotly_text
 from app.charts.decoding import (
     TreeCandidate,
     attention_row_figure,

@@ -10,7 +10,8 @@ import numpy as np
 import streamlit as st
 
 from app.charts import mechanics as charts
-from app.charts.masks import esc, mask_grid
+from app.charts.axes import plotly_text
+from app.charts.masks import mask_grid
 from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
 from explain.mechanics import (
     attention_internals,
@@ -104,7 +105,7 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
               (f"÷ √{it.d_k}", to_numpy(it.scaled[head, query])),
               ("masked", to_numpy(it.scaled[head, query])),
               ("softmax", trace_weights[query])]
-    title = f"Query {query} · {esc([qs[query]])[0]} through the stages"
+    title = f"Query {query} · {plotly_text([qs[query]])[0]} through the stages"
     plot(charts.stage_bars(stages, ks, mask[query], title), "mech_stages")
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.charts.attention import plotly_text
+from app.charts.axes import plotly_text
 from model.config import DecodeConfig
 from model.inference import translate
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from app.charts.attention import OPACITY_STEP, plotly_text
+from app.charts.attention import OPACITY_STEP
+from app.charts.axes import plotly_text
 from app.explorer import point_customdata
 from app.translation import MAX_INPUT_CHARS
 from explain.heads import merge_to_words
