@@ -29,6 +29,25 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def require_positive_ints(owner: str, **values: Any) -> None:
+    """Each value an int >= 1 (bool is not an int here), else a ValueError naming ``owner.name``."""
+    for name, value in values.items():
+        if not _is_int(value) or value < 1:
+            raise ValueError(f"{owner}.{name} must be a positive integer, got {value!r}")
+
+
+def known_keys(cls: type, data: Any) -> dict[str, Any]:
+    """``data`` checked to be a JSON object holding only field names of the dataclass ``cls`` (unknown keys named,
+    instead of a TypeError from the constructor)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"the {cls.__name__} config must be a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - {f.name for f in fields(cls)})
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} keys: {', '.join(repr(str(k)[:40]) for k in unknown[:5])}"
+                         f"{'...' if len(unknown) > 5 else ''}")
+    return data
+
+
 def format_bytes(n: int) -> str:
     """A size for a message: "22 bytes", "3.1 kB", "12 GB"."""
     for unit, scale in (("EB", 2**60), ("TB", 2**40), ("GB", 2**30), ("MB", 2**20), ("kB", 2**10)):
@@ -74,10 +93,9 @@ class ModelConfig:
         """Types, ranges, consistency and the size limits above, so that nothing absurd is ever allocated."""
         if self.decoder_start_id is None:
             object.__setattr__(self, "decoder_start_id", self.bos_id)
+        require_positive_ints("ModelConfig", **{name: getattr(self, name) for name in LIMITS})
         for name, limit in LIMITS.items():
             value = getattr(self, name)
-            if not _is_int(value) or value < 1:
-                raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
             if value > limit:
                 raise ValueError(f"ModelConfig.{name} is {value}, more than the limit of {limit}")
         if self.d_model % self.n_heads:
@@ -147,11 +165,7 @@ class ModelConfig:
         """Rebuild from JSON, naming unknown or missing keys instead of failing with a TypeError."""
         if not isinstance(data, dict):
             raise ValueError(f"the model config must be a JSON object, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown ModelConfig keys: {', '.join(repr(k[:40]) for k in unknown[:5])}"
-                             f"{'...' if len(unknown) > 5 else ''}")
+        data = known_keys(cls, data)
         if "vocab_size" not in data:
             raise ValueError("ModelConfig needs vocab_size")
         return cls(**data)

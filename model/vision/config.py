@@ -2,25 +2,17 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
+
+from model.config import known_keys, require_positive_ints
 
 N_CLASSES = 10
 
 
-def _positive(owner: str, **values: int) -> None:
-    for name, value in values.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{owner}.{name} must be a positive integer, got {value!r}")
-
-
 def _from_dict(cls, data: dict[str, Any]):
     """Rebuild from JSON, naming unknown keys; JSON lists become the tuples the dataclass holds."""
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ValueError(f"unknown {cls.__name__} keys: {', '.join(unknown)}")
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in known_keys(cls, data).items()})
 
 
 @dataclass(frozen=True)
@@ -40,7 +32,7 @@ class ViTConfig:
     n_classes: int = N_CLASSES
 
     def __post_init__(self) -> None:
-        _positive("ViTConfig", image_size=self.image_size, patch_size=self.patch_size, d_model=self.d_model,
+        require_positive_ints("ViTConfig", image_size=self.image_size, patch_size=self.patch_size, d_model=self.d_model,
                   n_heads=self.n_heads, n_layers=self.n_layers, d_ff=self.d_ff, n_classes=self.n_classes)
         if self.image_size % self.patch_size:
             raise ValueError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
@@ -88,14 +80,14 @@ class SwinConfig:
     n_classes: int = N_CLASSES
 
     def __post_init__(self) -> None:
-        _positive("SwinConfig", image_size=self.image_size, upsample=self.upsample, patch_size=self.patch_size,
+        require_positive_ints("SwinConfig", image_size=self.image_size, upsample=self.upsample, patch_size=self.patch_size,
                   d_model=self.d_model, window=self.window, mlp_ratio=self.mlp_ratio, n_classes=self.n_classes)
         if not isinstance(self.depths, tuple) or not isinstance(self.heads, tuple):
             raise ValueError("depths and heads must be tuples (one entry per stage)")
         if not self.depths or len(self.depths) != len(self.heads):
             raise ValueError(f"depths {self.depths} and heads {self.heads} need one entry per stage each")
         for i, (depth, heads) in enumerate(zip(self.depths, self.heads, strict=True)):
-            _positive("SwinConfig", **{f"depths[{i}]": depth, f"heads[{i}]": heads})
+            require_positive_ints("SwinConfig", **{f"depths[{i}]": depth, f"heads[{i}]": heads})
             if self.dims[i] % heads:
                 raise ValueError(f"stage {i + 1}: width {self.dims[i]} is not divisible by {heads} heads")
         if (self.image_size * self.upsample) % self.patch_size:
