@@ -22,7 +22,7 @@ from app.page import keep_valid, plot, require_checkpoint, require_translation, 
 from app.resources import load_model
 from app.translation import Request, current_request, translate_request
 from explain.ablation import ablate, changed_pieces, importance_over_sentences, map_difference
-from explain.attribution import NORM_BASED, ROLLOUT, SALIENCY, attribute
+from explain.attribution import MAX_FLOW_PIECES, NORM_BASED, ROLLOUT, SALIENCY, attribute
 from explain.heads import all_heads, head_importance, n_layers_of
 from model.config import DecodeConfig
 from model.inference import InputError, Translation
@@ -98,6 +98,7 @@ def attribution_arrays(model_name: str, source_ids: tuple[int, ...], output_ids:
     return {
         "maps": {name: to_numpy(m) for name, m in result.maps.items()},
         "rollout": to_numpy(result.source_rollout),
+        "flow": None if result.source_flow is None else to_numpy(result.source_flow),
         "weights": {k: to_numpy(v) for k, v in norms.weights.items()},  # [L, H, Q, K]
         "per_head": {k: to_numpy(v) for k, v in norms.per_head.items()},  # [L, H, Q, K]
         "heads": {k: to_numpy(v) for k, v in norms.heads.items()},  # [L, Q, K]
@@ -374,15 +375,7 @@ def attribution_section(translation: Translation, request: Request) -> None:
                + ", ".join(f"{methods[i]} – {methods[j]} {pairwise[i, j]:.0%}"
                            for i in range(len(methods)) for j in range(i + 1, len(methods))) + ".")
 
-    st.markdown("##### 2 · Rollout through the encoder")
-    c_fig, c_text = st.columns([3, 2])
-    with c_fig:
-        plot(charts.matrix_figure(data["rollout"], src, src, title="Encoder attention rollout R = Â_L ⋯ Â_1",
-                                  value_name="rollout", row_title="encoder output position", col_title="input token"),
-             "heads_rollout")
-    c_text.markdown("Row *i*: how much of each input token reaches encoder output position *i* if attention (with "
-                    "the residual as ½ I) were all that mixed tokens. Rows sum to 1. A strong diagonal means the "
-                    "positions keep their own token; the cross-attention reads these positions.")
+    encoder_section(data, src)
 
     st.markdown("##### 3 · Raw weights or weighted vectors (Kobayashi et al., 2020)")
     st.markdown("The same attention call twice: the weights α the softmax gave, and ‖α f(x_j)‖, the length of what "
@@ -405,6 +398,31 @@ def attribution_section(translation: Translation, request: Request) -> None:
              "heads_norm_bars")
     c_note.caption("‖f(x_j)‖ is the length of the vector that key j hands on when it is attended to (its value "
                    "through Wᴼ). Where it is short, a large weight passes on little and the norm-based map fades.")
+
+
+def encoder_section(data: dict, src: list[str]) -> None:
+    """Rollout and attention flow of the encoder side by side (both Abnar & Zuidema, 2020)."""
+    st.markdown("##### 2 · Rollout and flow through the encoder (Abnar & Zuidema, 2020)")
+    st.markdown("Both read each encoder layer as Â = ½ I + ½ A (the residual carries a token past attention). "
+                "**Rollout** multiplies them, R = Â_L ⋯ Â_1: every path from input token *j* to position *i* "
+                "counts with the product of its weights. **Flow** reads the same Â as pipe capacities and asks how "
+                "much can reach position *i* from token *j* at most (a maximum-flow problem per cell), rows then "
+                "scaled to sum to 1. Flow spreads credit more evenly and ties more; where both put a token first, "
+                "the answer does not hang on how paths are combined.")
+    panels = [("rollout", data["rollout"], False, None)]
+    if data["flow"] is not None:
+        panels.append(("flow", data["flow"], False, None))
+    plot(charts.panels_figure(panels, src, src, row_title="encoder output position", col_title="input token",
+                              title="Encoder attention rollout R = Â_L ⋯ Â_1" +
+                                    (" · attention flow" if data["flow"] is not None else "")), "heads_rollout")
+    if data["flow"] is None:
+        st.caption(f"Attention flow solves one maximum-flow problem per cell (S² of them); it is shown for inputs "
+                   f"of up to {MAX_FLOW_PIECES} pieces, this one has {len(src)}.")
+    else:
+        same = int((data["rollout"].argmax(-1) == data["flow"].argmax(-1)).sum())
+        st.caption(f"Row *i*: how much of each input token reaches encoder output position *i*; rows sum to 1. "
+                   f"Rollout and flow put the same input token first for {same} of {len(src)} positions. "
+                   "The cross-attention reads these positions.")
 
 
 # --- 3. two sentences side by side ------------------------------------------------------------------------

@@ -1,25 +1,32 @@
-"""Attribution through the layers: rollout and its composition with the cross-attention, norm-based attention
-against a slow per-head loop, gradient x input against finite differences (float64 copy of the tiny model)."""
+"""Attribution through the layers: rollout and its composition with the cross-attention, attention flow against
+a brute-force minimum cut, norm-based attention against a slow per-head loop, gradient x input against finite
+differences (float64 copy of the tiny model)."""
 from __future__ import annotations
 
 import copy
+import itertools
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
 from explain.attribution import (
+    MAX_FLOW_PIECES,
     NORM_BASED,
     ROLLOUT,
     SALIENCY,
     agreement,
+    attention_flow,
     attention_modules,
     attribute,
     decoder_source_attribution,
     decoder_states_from_source_embeddings,
+    flow_values,
     gradient_x_input,
     norm_based,
+    residual_attention,
     rollout,
     rollout_attribution,
     shares,
@@ -75,6 +82,57 @@ def test_rollout_is_the_product_of_residual_maps_from_layer_one_up():
     cross = random_weights(4, 2, 2, 4, 5)
     expected = (cross[0].mean(0) @ (a3 @ a2 @ a1) + cross[1].mean(0) @ (a3 @ a2 @ a1)) / 2
     assert torch.allclose(decoder_source_attribution(cross, rollout(weights)), expected)
+
+
+def minimum_cut(residual: np.ndarray, source: int, sink: int) -> float:
+    """The smallest total capacity of edges leaving a node set that holds the last-layer ``source`` and not the
+    input ``sink``, over every such set: by the max-flow min-cut theorem, the maximum flow (slow, tiny graphs)."""
+    n_layers, length, _ = residual.shape
+    nodes = [(layer, i) for layer in range(n_layers + 1) for i in range(length)]
+    s, t = (n_layers, source), (0, sink)
+    free = [node for node in nodes if node not in (s, t)]
+    best = float("inf")
+    for chosen in itertools.product((False, True), repeat=len(free)):
+        inside = {s} | {node for node, keep in zip(free, chosen, strict=True) if keep}
+        cut = sum(residual[layer - 1, i, j] for layer, i in inside if layer > 0
+                  for j in range(length) if (layer - 1, j) not in inside)
+        best = min(best, cut)
+    return best
+
+
+@given(seed=st.integers(0, 10_000), layers=st.integers(1, 2), length=st.integers(1, 3))
+def test_attention_flow_is_the_minimum_cut_of_the_attention_graph(seed, layers, length):
+    residual = residual_attention(random_weights(seed, layers, 2, length, length)).numpy()  # [L, S, S]
+    values = flow_values(residual)  # [S, S]
+    for i, j in itertools.product(range(length), repeat=2):
+        assert values[i, j] == pytest.approx(minimum_cut(residual, i, j), abs=1e-5)
+
+
+@given(seed=st.integers(0, 10_000), layers=st.integers(1, 4), heads=st.integers(1, 3), length=st.integers(1, 8),
+       padded=st.integers(0, 3))
+def test_every_attention_flow_row_sums_to_one(seed, layers, heads, length, padded):
+    padded = min(padded, length - 1)
+    flow = attention_flow(random_weights(seed, layers, heads, length, length, padded, self_attention=True))
+    assert flow.shape == (length, length) and (flow >= 0).all()
+    assert torch.allclose(flow.sum(-1), torch.ones(length, dtype=torch.float64))
+
+
+@given(layers=st.integers(1, 4), heads=st.integers(1, 3), length=st.integers(1, 8))
+def test_attention_flow_of_identity_attention_is_identity(layers, heads, length):
+    eye = torch.eye(length, dtype=torch.float64).expand(layers, heads, length, length)
+    assert torch.equal(attention_flow(eye), torch.eye(length, dtype=torch.float64))
+
+
+@given(seed=st.integers(0, 10_000), heads=st.integers(1, 3), length=st.integers(1, 8))
+def test_one_layer_of_flow_is_that_layers_residual_map(seed, heads, length):
+    """One layer: the only path from position i to token j is the edge i -> j, so flow = Â = rollout."""
+    weights = random_weights(seed, 1, heads, length, length)
+    assert torch.allclose(attention_flow(weights), rollout(weights), atol=1e-5)
+
+
+def test_attention_flow_refuses_more_pieces_than_it_can_solve_quickly():
+    with pytest.raises(ValueError, match=str(MAX_FLOW_PIECES)):
+        attention_flow(torch.eye(MAX_FLOW_PIECES + 1).expand(1, 1, -1, -1))
 
 
 def test_rollout_attribution_reads_a_translations_trace(tiny_model, tokenizer):
@@ -199,3 +257,10 @@ def test_attribute_puts_the_three_views_side_by_side(tiny_model):
     source_rollout, composed = rollout_attribution(trace)
     assert torch.allclose(result.source_rollout, source_rollout) and torch.allclose(result.maps[ROLLOUT], composed)
     assert result.agreement.top.shape == (3, t)
+    assert torch.allclose(result.source_flow, attention_flow(trace.weights("enc_self")[:, 0]))
+
+
+def test_attribute_leaves_flow_out_past_its_piece_limit(tiny_model):
+    long_source = [5, 6, 7, 8] * (MAX_FLOW_PIECES // 4) + [3]  # MAX_FLOW_PIECES + 1 pieces
+    result = attribute(tiny_model, long_source, OUTPUT)
+    assert result.source_flow is None and result.source_rollout.shape == (len(long_source), len(long_source))
