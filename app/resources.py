@@ -16,6 +16,7 @@ from model.checkpoint import (
     WEIGHTS,
     Checkpoint,
     CheckpointError,
+    checkpoint_snapshots,
     load_checkpoint,
     peek_checkpoint,
 )
@@ -62,6 +63,20 @@ def load_model(name: str) -> Checkpoint:
     if name in uploads:
         return uploads[name]
     raise CheckpointError(f"unknown model {name!r}")
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def snapshots_of(name: str) -> dict[str, tuple[Path, dict]]:
+    """Earlier stages of a shipped or converted model's training shipped beside it (pretrained/NAME/snapshots/),
+    snapshot name -> (path, meta), in training order; {} for other models."""
+    path = MODELS.get(name) or converted_models().get(name, (None,))[0]
+    return checkpoint_snapshots(path) if path is not None else {}
+
+
+@st.cache_resource(show_spinner="Loading an earlier checkpoint…", max_entries=8)
+def load_snapshot(name: str, snapshot: str) -> Checkpoint:
+    """One snapshot of model ``name`` (cached like the shipped models: shared read-only by every session)."""
+    return load_checkpoint(snapshots_of(name)[snapshot][0], resolve_device("auto"))
 
 
 def model_label(name: str) -> str:

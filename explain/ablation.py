@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from explain.heads import head_importance, n_layers_of, sequence_log_probs
+from explain.heads import head_importance, n_layers_of, sequence_log_probs, teacher_forced
 from model.config import DecodeConfig
 from model.decoding import DecodeResult, decode_steps
 from model.inference import Translation, prepare_source, translate
@@ -60,20 +60,12 @@ def switched_off(model: Transformer, heads: Iterable[Head]) -> HeadMask:
     return HeadMask.switched_off(heads, n_layers_of(model), model.config.n_heads)
 
 
-@torch.no_grad()
 def teacher_forced_pair(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int],
                         heads: Sequence[Head]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """One forward of the output with every head on (row 0) and with ``heads`` off (row 1): per-piece
     log-probs [2, T] and, per kind, the weights [L, 2, H, Q, K] (on the CPU)."""
-    device = model.embed.token.weight.device
-    layers, n_heads = n_layers_of(model), model.config.n_heads
-    mask = HeadMask.rows([[], list(heads)], layers, n_heads).to(device)
-    src = torch.tensor([list(source_ids)], device=device).expand(2, -1)  # [2, S]
-    tgt = torch.tensor([[model.config.bos_id, *output_ids[:-1]]], device=device).expand(2, -1)  # [2, T]
-    target = torch.tensor(list(output_ids), device=device).expand(2, -1)  # [2, T]
-    logits, trace = model(src, tgt, return_attention=True, head_mask=mask)  # [2, T, V]
-    pieces = logits.float().log_softmax(dim=-1).gather(-1, target[..., None])[..., 0]  # [2, T]
-    return pieces.cpu(), {kind: trace.weights(kind).float().cpu() for kind in KINDS}
+    mask = HeadMask.rows([[], list(heads)], n_layers_of(model), model.config.n_heads)
+    return teacher_forced(model, source_ids, output_ids, mask)
 
 
 def ablate(model: Transformer, tokenizer: Tokenizer, original: Translation, heads: Iterable[Head],

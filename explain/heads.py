@@ -111,6 +111,23 @@ def sequence_log_probs(model: Transformer, source_ids: Sequence[int], output_ids
     return torch.cat(totals)  # [B]
 
 
+@torch.no_grad()
+def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int],
+                   head_mask: HeadMask | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """One forward of ``output_ids`` (ending with EOS, as decoded) after ``source_ids``, a row per row of
+    ``head_mask`` (1 without one): the log-prob of each output piece [B, T] and, per kind, the weights
+    [L, B, H, Q, K] (float32, on the CPU). The decoder reads BOS + output[:-1]."""
+    device = model.embed.token.weight.device
+    rows = 1 if head_mask is None else head_mask.enc_self.size(1)
+    src = torch.tensor([list(source_ids)], device=device).expand(rows, -1)  # [B, S]
+    tgt = torch.tensor([[model.config.bos_id, *output_ids[:-1]]], device=device).expand(rows, -1)  # [B, T]
+    target = torch.tensor(list(output_ids), device=device).expand(rows, -1)  # [B, T]
+    mask = None if head_mask is None else head_mask.to(device)
+    logits, trace = model(src, tgt, return_attention=True, head_mask=mask)  # [B, T, V]
+    pieces = logits.float().log_softmax(dim=-1).gather(-1, target[..., None])[..., 0]  # [B, T]
+    return pieces.cpu(), {kind: trace.weights(kind).float().cpu() for kind in KINDS}
+
+
 def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int]
                     ) -> dict[str, torch.Tensor]:
     """For every head, how much the log-probability of the model's own output drops when only that head is

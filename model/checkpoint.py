@@ -116,6 +116,7 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "lr_factor": Number, "max_tokens": (int,), "label_smoothing": Number, "bf16": (bool,),
     "valid_loss": Number, "valid_bleu": Number, "averaged": (list,), "continued_from": (dict,),
     "source_lang": (str,), "target_lang": (str,), "converted_from": (str,),  # a converted model (model.marian)
+    "snapshot": (str,),  # one line on what an earlier stage of a model's training is (see checkpoint_snapshots)
 }
 MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
@@ -208,6 +209,19 @@ def peek_checkpoint(directory: Path) -> tuple[ModelConfig, dict[str, Any]] | Non
         return None
     names = (WEIGHTS, *tokenizer_files(config))
     return (config, meta) if all((Path(directory) / name).is_file() for name in names) else None
+
+
+SNAPSHOTS = "snapshots"
+
+
+def checkpoint_snapshots(directory: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Earlier stages of a checkpoint's training shipped beside it, <directory>/snapshots/<name>/ (each a checkpoint
+    of its own): name -> (path, meta), in training order (by the steps in their meta). Reads only config.json."""
+    root = Path(directory) / SNAPSHOTS
+    found = [(path, peek_checkpoint(path)) for path in sorted(root.iterdir())] if root.is_dir() else []
+    ordered = sorted(((path, peeked[1]) for path, peeked in found if peeked is not None),
+                     key=lambda item: (item[1].get("steps", 0), item[0].name))
+    return {path.name: (path, meta) for path, meta in ordered}
 
 
 def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:

@@ -115,6 +115,51 @@ def panels_figure(panels: Sequence[tuple[str, np.ndarray, bool, float | None]], 
     return styled(fig, title, matrix_height(len(row_labels), base=230, per_row=24, cap=900))
 
 
+def checkpoints_figure(maps: Sequence[tuple[str, np.ndarray]], row_labels: Sequence[str],
+                       col_labels: Sequence[str], *, title: str, row_title: str, col_title: str) -> go.Figure:
+    """One map per checkpoint [rows, cols] side by side on shared axes and ONE weight scale (0 to 1), so that a
+    flat early map and a sharp late one are compared by eye: ``maps`` are (checkpoint name, weights)."""
+    n = len(maps)
+    gap = 0.03
+    fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=gap,
+                        subplot_titles=[name for name, _ in maps])
+    for c, (name, z) in enumerate(maps, 1):
+        fig.add_trace(go.Heatmap(
+            z=np.asarray(z, dtype=np.float32), coloraxis="coloraxis", xgap=1, ygap=1, name=name,
+            hovertemplate=f"{plotly_text([name])[0]}<br>{row_title}: <b>%{{y}}</b> (position %{{y:d}})<br>{col_title}: "
+                          f"<b>%{{x}}</b> (position %{{x:d}})<br>weight: <b>%{{z:.4f}}</b><extra></extra>"),
+            row=1, col=c)
+        token_axes(fig, list(col_labels), list(row_labels) if c == 1 else None, col_title,
+                   row_title if c == 1 else None, row=1, col=c)
+    fig.update_layout(coloraxis=dict(cmin=0.0, cmax=1.0, colorscale=WEIGHT_COLORSCALE,
+                                     colorbar=dict(title=dict(text="weight"), thickness=12)))
+    fig.update_yaxes(range=[len(row_labels) - 0.5, -0.5], showgrid=False, zeroline=False)
+    for c in range(2, n + 1):
+        fig.update_yaxes(ticks="", showticklabels=False, row=1, col=c)
+    return styled(fig, title, matrix_height(len(row_labels), base=230, per_row=24, cap=900))
+
+
+def spread_figure(steps: Sequence[int], names: Sequence[str], spread: np.ndarray, uniform: float, *, title: str,
+                  kind_label: str) -> go.Figure:
+    """How flat one kind's heads are at each checkpoint: spread [C, L] (mean row entropy in nats, one line per
+    layer) over training steps, with the entropy of a uniform row as a dotted line to compare with."""
+    spread = np.asarray(spread, dtype=np.float32)
+    fig = go.Figure()
+    x = np.asarray(steps, dtype=np.int32)
+    for layer in range(spread.shape[1]):
+        fig.add_trace(go.Scatter(
+            x=x, y=spread[:, layer], mode="lines+markers", name=f"layer {layer + 1}", customdata=plotly_text(names),
+            line=dict(color=HEAD_COLORS[layer % len(HEAD_COLORS)], width=3), marker=dict(size=9),
+            hovertemplate=f"%{{customdata}} (step %{{x}})<br>{kind_label}, layer {layer + 1}<br>"
+                          "mean row entropy: <b>%{y:.3f}</b> nats<extra></extra>"))
+    fig.add_hline(y=uniform, line=dict(dash="dot", color="#888"), annotation_text="uniform (no focus)",
+                  annotation_position="top right")
+    fig.update_xaxes(title_text="training step")
+    fig.update_yaxes(title_text="mean row entropy (nats)", rangemode="tozero")
+    fig.update_layout(legend=dict(orientation="h", y=-0.25, yanchor="top", x=0))
+    return styled(fig, title, 380)
+
+
 def piece_log_prob_figure(before: np.ndarray, after: np.ndarray, pieces: Sequence[str], *, title: str) -> go.Figure:
     """The change of each output piece's log-probability under teacher forcing, heads off minus on (nats):
     bars below 0 are pieces the switched-off heads were helping to predict."""

@@ -1,6 +1,6 @@
 """The Heads and attribution page in a real browser, on the reversal model: translate, switch a head off from the
 importance table and from the checklist and see both translations side by side, read a difference map's tooltip,
-open the attribution and the comparison of two sentences.
+open the attribution, the comparison of two sentences and the shipped snapshots (watch attention learn).
 Full-page screenshots stay behind ($E2E_SCREENSHOTS)."""
 from __future__ import annotations
 
@@ -108,6 +108,19 @@ def test_switch_a_head_off_then_compare_two_sentences(browser, streamlit_server,
         expect(page.locator(".st-key-heads_cmp_diff .gtitle").first).to_contain_text("Second − first")
         assert_no_error(page, "Heads: compare")
         screenshot_whole_page(page, screenshot_dir / "heads_3_compare.png")
+
+        # watch attention learn: the shipped snapshots and the model, one panel each, the same cross-attention map
+        section(page, "Watch attention learn").click()
+        chart(page, "heads_ckpt_maps").wait_for(timeout=WAIT_MS)
+        chart(page, "heads_ckpt_spread").wait_for(timeout=WAIT_MS)
+        wait_idle(page)
+        titles = [t.text_content() for t in page.locator(".st-key-heads_ckpt_maps .infolayer .annotation-text").all()]
+        assert titles[-1] == "this model (epoch 19)" and len(titles) >= 3, titles
+        assert all(re.fullmatch(r"epoch \d+", t) for t in titles[:-1]), titles
+        expect(page.locator(".st-key-heads_ckpt_maps .gtitle").first).to_contain_text("The same map as training goes on")
+        expect(page.locator("[data-testid=stDataFrame]").last).to_be_visible()  # one row per checkpoint
+        assert_no_error(page, "Heads: watch attention learn")
+        screenshot_whole_page(page, screenshot_dir / "heads_4_learn.png")
     except Exception:
         try:
             screenshot_whole_page(page, screenshot_dir / "heads_failure.png")

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoint import CheckpointError, checkpoint_snapshots, load_checkpoint, save_checkpoint
 from model.transformer import Transformer
 from tests.conftest import tiny_config
 from tests.training.test_train import TINY
@@ -55,3 +55,28 @@ def test_training_keeps_the_last_epochs_and_their_average_can_be_shipped(tmp_pat
     assert [a["epochs"] for a in shipped.meta["averaged"]] == [2, 3]
     assert json.loads((tmp_path / "shipped" / "config.json").read_text())["meta"]["epochs"] == 3
     assert (tmp_path / "shipped" / "epochs.csv").exists()  # the run's curves travel with it
+
+
+def test_epochs_ship_as_snapshots_listed_in_training_order(tmp_path, tokenizer, capsys):
+    run = tmp_path / "run"
+    for epoch in (1, 2):
+        _saved(run / "epochs", tokenizer, str(epoch), seed=epoch, steps=10 * epoch)
+    (run / "epochs.csv").write_text("epoch,step,train_loss,valid_loss\n1,10,5.0,4.5\n2,20,4.0,3.25\n")
+    (run / "log.csv").write_text("step,loss\n")
+    shipped = tmp_path / "pretrained" / "m"
+    for epoch, name in ((2, "late"), (1, "early")):  # names out of training order on purpose
+        assert export_main(["--run", str(run), "--which", f"epochs/{epoch}", "--out", str(shipped / "snapshots" / name),
+                            "--snapshot", f"Epoch {epoch} of a test run"]) == 0
+    (shipped / "snapshots" / "broken").mkdir()  # not a checkpoint: not listed
+    listed = checkpoint_snapshots(shipped)
+    assert list(listed) == ["early", "late"]
+    assert [meta["valid_loss"] for _, meta in listed.values()] == [4.5, 3.25]
+    assert listed["late"][1]["snapshot"] == "Epoch 2 of a test run"
+    late = load_checkpoint(listed["late"][0])
+    for name, tensor in late.model.state_dict().items():  # fp16 on disk, the same weights to fp16 precision
+        torch.testing.assert_close(tensor, load_checkpoint(run / "epochs" / "2").model.state_dict()[name].half().float())
+    assert sorted(p.name for p in listed["late"][0].iterdir()) == ["config.json", "model.safetensors", "tokenizer.model"]
+    assert checkpoint_snapshots(tmp_path / "pretrained" / "none") == {}
+    with pytest.raises(SystemExit):  # a description the app would drop (over 100 characters) is refused up front
+        export_main(["--run", str(run), "--which", "epochs/1", "--out", str(tmp_path / "x"), "--snapshot", "a" * 101])
+    assert not (tmp_path / "x").exists()
