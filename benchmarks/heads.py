@@ -6,10 +6,12 @@ On the shipped en-de model (pretrained/en-de, CPU) and a sentence of 20 source p
 is 20 pieces (</s> counted in both). Measured, interleaved and repeated, medians reported:
   * forward: Transformer.forward(src, decoder input) without capture, no gradient (the unit)
   * head importance: explain.heads.head_importance, every head of the model switched off alone in one batched
-    teacher-forced pass (1 + 72 rows, run in chunks that keep the logits under 2^22 floats); target <= 10x
+    teacher-forced pass (1 + 72 rows; the output layer in chunks of 2^20 logits); target <= 10x
   * head importance, one head at a time: 73 separate teacher-forced passes (the loop the batch replaces)
   * output layer alone, 73 rows: the shared output layer and log-softmax over the vocabulary for 1 + 72 rows of
     decoder states, precomputed: what exact drops cost even if every encoder and decoder layer were free
+  * decoder states alone, 73 rows: the batched pass up to the output layer (Transformer.teacher_forced_hidden with
+    the 73-row head mask): the other part of the importance's cost, compute-bound (one row costs a 73rd of it)
   * attribution: explain.attribution.attribute (one forward at the "internals" level for rollout and norms, one
     batched forward and backward for gradient x input), the Attribution section's whole cost
 The app runs each session's model calls on one intra-op thread (streamlit_app.py), so 1 thread is the default.
@@ -38,6 +40,7 @@ from explain.heads import all_heads, head_importance, n_layers_of, sequence_log_
 from model.checkpoint import load_checkpoint
 from model.config import DecodeConfig
 from model.inference import translate
+from model.trace import HeadMask
 
 SENTENCE = "We went home early because it was raining and the streets were wet and cold."  # 20 + 20 pieces
 TARGET = 10.0
@@ -60,6 +63,7 @@ def main() -> int:
     layers, n_heads = n_layers_of(model), model.config.n_heads
     heads = all_heads(layers, n_heads)
     masks = [switched_off(model, [head]) for head in heads]
+    table_mask = HeadMask.rows([[]] + [[head] for head in heads], layers, n_heads)
 
     @torch.no_grad()
     def forward() -> None:
@@ -74,6 +78,10 @@ def main() -> int:
     def output_layer() -> None:
         model.logits(rows).log_softmax(-1).gather(-1, target[..., None])
 
+    @torch.no_grad()
+    def decoder_states() -> None:
+        model.teacher_forced_hidden(src.expand(rows.size(0), -1), tgt.expand(rows.size(0), -1), head_mask=table_mask)
+
     def one_at_a_time() -> None:
         sequence_log_probs(model, source, output)
         for mask in masks:
@@ -84,6 +92,7 @@ def main() -> int:
         "head importance (batched)": lambda: head_importance(model, source, output),
         "head importance, one head at a time": one_at_a_time,
         "output layer alone, 73 rows": output_layer,
+        "decoder states alone, 73 rows": decoder_states,
         "attribution (rollout, norms, gradient x input)": lambda: attribute(model, source, output),
     }
     print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, torch {torch.__version__}, "

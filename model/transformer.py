@@ -171,15 +171,23 @@ class Transformer(nn.Module):
         """Teacher-forced pass. src [B, S], tgt [B, T] (decoder input, starting with bos_id) -> logits [B, T, V],
         plus an AttentionTrace when ``return_attention`` (True: weights and scores; "internals": also Q, K, V,
         the unmasked scores and the context of every attention call). ``head_mask`` switches heads off."""
+        hidden, trace = self.teacher_forced_hidden(src, tgt, return_attention, head_mask)  # [B, T, D]
+        logits = self.logits(hidden)  # [B, T, V]
+        return logits if not return_attention else (logits, trace)
+
+    def teacher_forced_hidden(self, src: torch.Tensor, tgt: torch.Tensor, return_attention: Capture = False,
+                              head_mask: HeadMask | None = None) -> tuple[torch.Tensor, AttentionTrace | None]:
+        """``forward`` up to the output layer: the decoder's last hidden states [B, T, D] and the trace (None
+        without ``return_attention``). For callers that want the log-probs of a few tokens and can run the output
+        layer, the largest matmul, in chunks that stay in cache (explain.heads.sequence_log_probs)."""
         memory, src_mask, enc_attn = self.encode(src, return_attention, head_mask)
         tgt_mask = self.target_mask(tgt)  # [B, 1, T, T]
         heads = None if head_mask is None else (head_mask.dec_self, head_mask.cross)
         hidden, self_attn, cross_attn = self.decoder(
             self.embed(tgt), self.memory_key_values(memory), tgt_mask, src_mask, None, return_attention, heads)
-        logits = self.logits(hidden)  # [B, T, V]
         if not return_attention:
-            return logits
-        return logits, AttentionTrace.from_outputs(enc_attn, self_attn, cross_attn, src_mask, tgt_mask)
+            return hidden, None
+        return hidden, AttentionTrace.from_outputs(enc_attn, self_attn, cross_attn, src_mask, tgt_mask)
 
     def start(self, src: torch.Tensor, return_attention: Capture = False, head_mask: HeadMask | None = None
               ) -> tuple[DecoderState, list[AttentionOutput]]:

@@ -25,5 +25,8 @@ def test_sequence_log_prob_is_the_sum_of_the_teacher_forced_log_probs_and_chunks
     layers = n_layers_of(tiny_model)
     mask = HeadMask.rows([[], [("cross", 0, 1)], [("enc_self", 1, 0)]], layers, 2)
     whole = sequence_log_probs(tiny_model, SOURCE, OUTPUT, mask)
-    one_row_at_a_time = sequence_log_probs(tiny_model, SOURCE, OUTPUT, mask, max_logits=1)
+    one_row_at_a_time = sequence_log_probs(tiny_model, SOURCE, OUTPUT, mask, activation_budget=1, logit_chunk=1)
     assert torch.allclose(whole, one_row_at_a_time, atol=1e-5) and whole.shape == (3,)
+    rows = [sequence_log_probs(tiny_model, SOURCE, OUTPUT, HeadMask.rows([off], layers, 2))[0]
+            for off in ([], [("cross", 0, 1)], [("enc_self", 1, 0)])]
+    assert torch.allclose(whole, torch.stack(rows), atol=1e-5)
