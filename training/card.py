@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoint import load_checkpoint
+from model.checkpoint import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
 from model.config import DecodeConfig
 from model.inference import translate
 from model.quality import WEAK_BLEU
@@ -170,6 +170,20 @@ def _attention_spread(entropy: dict | None) -> list[str]:
     return lines
 
 
+def snapshots_section(checkpoint: Path) -> list[str]:
+    """The card's list of the snapshots shipped beside the model (earlier stages of training for the Heads page's
+    "Watch attention learn"), from their configs; nothing when there are none."""
+    snapshots = checkpoint_snapshots(checkpoint)
+    if not snapshots:
+        return []
+    rows = [f"| `{SNAPSHOTS}/{name}` | {meta.get('epochs')} | {meta.get('steps')} | {meta.get('valid_loss')} | "
+            f"{meta.get('snapshot', '')} |" for name, (_, meta) in snapshots.items()]
+    return ["## Snapshots of earlier training", "",
+            "Earlier stages of training, shipped in float16 beside the model so the Heads page can show the same "
+            "sentence's attention as it formed (\"Watch attention learn\"). Not for translating.", "",
+            "| directory | epoch | step | valid loss | what it is |", "|---|---|---|---|---|", *rows, ""]
+
+
 def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 10) -> str:
     ckpt = load_checkpoint(checkpoint)
     cfg, meta = ckpt.config, ckpt.meta
@@ -232,6 +246,7 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         *rows,
         "",
         *_diagnostics(report),
+        *snapshots_section(checkpoint),
         "## Known limitations",
         (_weak_model(epochs) if report.get("beam4", report["greedy"])["overall"]["bleu"] < WEAK_BLEU else "") + LIMITATIONS,
     ]

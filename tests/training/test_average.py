@@ -12,6 +12,7 @@ from tests.conftest import tiny_config
 from tests.training.test_train import TINY
 from training.average import average_checkpoints
 from training.average import main as average_main
+from training.card import snapshots_section
 from training.export import main as export_main
 from training.train import main as train_main
 
@@ -77,6 +78,11 @@ def test_epochs_ship_as_snapshots_listed_in_training_order(tmp_path, tokenizer, 
         torch.testing.assert_close(tensor, load_checkpoint(run / "epochs" / "2").model.state_dict()[name].half().float())
     assert sorted(p.name for p in listed["late"][0].iterdir()) == ["config.json", "model.safetensors", "tokenizer.model"]
     assert checkpoint_snapshots(tmp_path / "pretrained" / "none") == {}
+    card = snapshots_section(shipped)  # the model card's table: one row per snapshot, in training order
+    assert card[0] == "## Snapshots of earlier training"
+    assert [line.split("|")[1].strip() for line in card if line.startswith("| `")] == ["`snapshots/early`",
+                                                                                    "`snapshots/late`"]
+    assert snapshots_section(tmp_path / "pretrained" / "none") == []
     with pytest.raises(SystemExit):  # a description the app would drop (over 100 characters) is refused up front
         export_main(["--run", str(run), "--which", "epochs/1", "--out", str(tmp_path / "x"), "--snapshot", "a" * 101])
     assert not (tmp_path / "x").exists()
