@@ -6,6 +6,7 @@ import pytest
 
 from app.charts.attention import (
     CLICK_TARGET_PX,
+    GAP_MAX_PIECES,
     MIN_LINE_WEIGHT,
     OPACITY_STEP,
     STAT_COLUMNS,
@@ -72,6 +73,24 @@ def test_heatmap_masked_cells_are_grey_and_weights_untouched():
     assert fig.data[1].hoverinfo == "skip"  # a masked cell hovers the map below it: weight 0.000
     assert "masked" in fig.data[0].hovertemplate
     assert len(heatmap_figure(w, PIECES_Q, PIECES_Q, title="x", mask=np.ones((4, 4), bool)).data) == 1
+
+
+def test_heatmap_cells_have_gaps_only_while_a_gap_stays_small():
+    # past GAP_MAX_PIECES a 1-px gap would take a fifth of a cell, and Plotly draws a gapped heatmap cell by cell
+    # instead of as one image (benchmarks/browser_draw.py)
+    for n, gap in ((GAP_MAX_PIECES, 1), (GAP_MAX_PIECES + 1, 0)):
+        pieces = ["▁a"] * n
+        mask = np.tril(np.ones((n, n), dtype=bool))
+        fig = heatmap_figure(np.tril(_weights((n, n))), pieces, pieces, title="t", mask=mask, predicts=pieces)
+        assert [(t.xgap, t.ygap) for t in fig.data if t.type == "heatmap"] == [(gap, gap)] * 2  # map and mask alike
+
+
+def test_tick_labels_are_never_measured_label_by_label():
+    # Plotly's default for numeric axes, ticklabeloverflow "hide past div", measures every tick label again after
+    # placing each one: quadratic, 3 s for a 200-piece heatmap and 19 s for 500 in Chromium
+    fig = heatmap_figure(_weights((4, 5)), PIECES_Q, PIECES_K, title="t")  # the template every figure shares
+    for axis in (fig.layout.template.layout.xaxis, fig.layout.template.layout.yaxis):
+        assert axis.ticklabeloverflow == "allow"
 
 
 def _lines(fig):
