@@ -25,6 +25,10 @@ from .style import HEAD_COLORS, MASKED_COLOR, WEIGHT_COLORSCALE, styled
 OPACITY_STEP = 0.05  # head view: line opacity is the weight rounded to this
 MIN_LINE_WEIGHT = 0.02  # head view: lines lighter than this are not drawn (invisible anyway)
 MODEL_VIEW_LEVELS = 255  # model view: a weight w is drawn as uint8 z = round(255 * w)
+# model view: a map has at most this many rows and columns; past it a cell is the maximum of a block of weights.
+# A map is some 90-150 px wide (8 heads in a row, Streamlit's full-screen view included), so a browser would drop
+# most of 500 columns anyway, nearest-neighbour, peaks with them; at 500 pieces the figure is 0.5 MB instead of 8 MB
+MODEL_VIEW_MAX_CELLS = 160
 CLICK_TARGET_PX = 4000  # model view: one transparent square this wide per map (clipped to its map)
 # heatmap: 1-px gaps between cells up to this many pieces on an axis. Past it a gap would take a fifth or more of a
 # cell on a 1280-px screen, and Plotly draws a gapped heatmap cell by cell (1.2 s at 500 pieces in Chromium)
@@ -178,13 +182,17 @@ def model_view_figure(weights: np.ndarray, query_labels: Sequence[str], key_labe
     centre (customdata [[layer, head]]), CLICK_TARGET_PX wide and clipped to the map, so hovering or
     clicking anywhere on the map hits it (Plotly returns no point for a click on a heatmap); its hover
     names the head. The maps draw no tick labels (too small): the labels only have to match the weights'
-    query and key lengths. ``selected`` (layer, head) gets a frame.
+    query and key lengths. ``selected`` (layer, head) gets a frame. Past MODEL_VIEW_MAX_CELLS queries or
+    keys a map shows block maxima (``_block_max``): a cell spans f queries or keys (dy / dx = f), so the axes
+    and the click targets stay in piece positions.
     """
     weights = np.asarray(weights)
     n_layers, n_heads, n_q, n_k = weights.shape
     if (len(query_labels), len(key_labels)) != (n_q, n_k):
         raise ValueError(f"{len(query_labels)} query and {len(key_labels)} key labels for weights [.., {n_q}, {n_k}]")
-    levels = np.rint(np.clip(weights, 0.0, 1.0) * MODEL_VIEW_LEVELS).astype(np.uint8)
+    levels, f_q, f_k = _block_max(np.rint(np.clip(weights, 0.0, 1.0) * MODEL_VIEW_LEVELS).astype(np.uint8),
+                                  MODEL_VIEW_MAX_CELLS)
+    cells = {} if f_q == f_k == 1 else dict(x0=(f_k - 1) / 2, dx=f_k, y0=(f_q - 1) / 2, dy=f_q)
     layout = copy.deepcopy(_grid_layout(n_layers, n_heads))
     heads = [(l, h) for l in range(n_layers) for h in range(n_heads)]
     suffixes = ["" if n == 0 else str(n + 1) for n in range(len(heads))]  # subplot n: axes x{n+1}, y{n+1}
@@ -194,7 +202,7 @@ def model_view_figure(weights: np.ndarray, query_labels: Sequence[str], key_labe
     hidden = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False, fixedrange=True)
     for (l, h), a in zip(heads, suffixes, strict=True):
         maps.append(dict(type="heatmap", z=levels[l, h], coloraxis="coloraxis", name=f"L{l + 1} H{h + 1}",
-                         hoverinfo="skip", xaxis=f"x{a}", yaxis=f"y{a}"))
+                         hoverinfo="skip", xaxis=f"x{a}", yaxis=f"y{a}", **cells))
         clicks.append(dict(
             type="scatter", x=[(n_k - 1) / 2], y=[(n_q - 1) / 2], mode="markers", showlegend=False,
             customdata=[[l, h]], marker=dict(size=CLICK_TARGET_PX, symbol="square", color="rgba(0,0,0,0)"),
@@ -217,6 +225,20 @@ def model_view_figure(weights: np.ndarray, query_labels: Sequence[str], key_labe
         fig.add_shape(type="rect", xref=f"x{suffix} domain", yref=f"y{suffix} domain", x0=-0.04, x1=1.04,
                       y0=-0.04, y1=1.04, line=dict(color="#d62728", width=3))
     return styled(fig, title, max(320, min(1300, 150 * n_layers + 90)))
+
+
+def _block_max(levels: np.ndarray, cells: int) -> tuple[np.ndarray, int, int]:
+    """[.., Q, K] -> (the maxima of f_q x f_k blocks, f_q, f_k), f = ceil(n / cells): at most ``cells`` rows and
+    columns. Maxima, not means: a head's sharp weight stays as dark as it is (a mean would fade it f_q * f_k times).
+    The last blocks are padded with zeros."""
+    *lead, n_q, n_k = levels.shape
+    f_q, f_k = -(-n_q // cells), -(-n_k // cells)
+    if f_q == f_k == 1:
+        return levels, 1, 1
+    rows, cols = -(-n_q // f_q), -(-n_k // f_k)
+    padded = np.zeros((*lead, rows * f_q, cols * f_k), dtype=levels.dtype)
+    padded[..., :n_q, :n_k] = levels
+    return padded.reshape(*lead, rows, f_q, cols, f_k).max(axis=(-3, -1)), f_q, f_k
 
 
 def head_stats_frame(stats: dict[str, np.ndarray]) -> pd.DataFrame:

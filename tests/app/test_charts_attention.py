@@ -8,6 +8,7 @@ from app.charts.attention import (
     CLICK_TARGET_PX,
     GAP_MAX_PIECES,
     MIN_LINE_WEIGHT,
+    MODEL_VIEW_MAX_CELLS,
     OPACITY_STEP,
     STAT_COLUMNS,
     head_stats_frame,
@@ -160,6 +161,22 @@ def test_model_view_has_every_head_in_order():
     assert fig.layout.shapes[0].xref == "x6 domain"  # the selected head (layer 2, head 3) is framed
     with pytest.raises(ValueError):
         model_view_figure(w, PIECES_Q[:3], PIECES_K, title="labels do not match")
+
+
+def test_model_view_maps_past_the_cell_limit_show_block_maxima_in_piece_positions():
+    n_q, n_k = MODEL_VIEW_MAX_CELLS + 1, 2 * MODEL_VIEW_MAX_CELLS + 1  # blocks of 2 x 3 pieces
+    w = np.zeros((1, 2, n_q, n_k), dtype=np.float32)
+    w[0, 1, 5, 7] = 1.0  # one sharp weight stays as dark as it is: block (2, 2)
+    w[0, 1, n_q - 1, n_k - 1] = 0.5  # the last, padded block keeps its weight
+    fig = model_view_figure(w, ["▁a"] * n_q, ["▁b"] * n_k, title="mv")
+    small, sharp = [np.asarray(t.z) for t in fig.data if t.type == "heatmap"]
+    assert sharp.shape == (-(-n_q // 2), -(-n_k // 3)) == (81, 107) and sharp.max() == 255 and sharp[2, 2] == 255
+    assert sharp[-1, -1] == 128 and (small == 0).all()
+    for trace in (t for t in fig.data if t.type == "heatmap"):  # cell (i, j) covers pieces 2i..2i+1, 3j..3j+2
+        assert (trace.x0, trace.dx, trace.y0, trace.dy) == (1.0, 3, 0.5, 2)
+    assert tuple(fig.layout.xaxis.range) == (-0.5, n_k - 0.5) and tuple(fig.layout.yaxis.range) == (n_q - 0.5, -0.5)
+    clicks = [t for t in fig.data if t.type == "scatter"]
+    assert (list(clicks[0].x), list(clicks[0].y)) == ([(n_k - 1) / 2], [(n_q - 1) / 2])  # the map's centre
 
 
 def test_head_stats_frame_rows_follow_layer_and_head():
