@@ -128,7 +128,8 @@ SETTLED = """([d0, m0, c0, key, before, quietMs]) => {
   if (first < 0) return false;
   const mine = draws.slice(first).filter((d) => d.key === key);
   if (mine[mine.length - 1].painted === null || !document.querySelector('%s')) return false;
-  const last = Math.max(draws[draws.length - 1].at, log.messages.length > m0 ? log.messages[log.messages.length - 1].at : 0);
+  const message = log.messages.length > m0 ? log.messages[log.messages.length - 1].at : 0;
+  const last = Math.max(draws[draws.length - 1].at, message);
   return performance.now() - last >= quietMs;
 }""" % IDLE
 

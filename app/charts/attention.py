@@ -34,6 +34,9 @@ CLICK_TARGET_PX = 4000  # model view: one transparent square this wide per map (
 # cell on a 1280-px screen, and Plotly draws a gapped heatmap cell by cell (1.2 s at 500 pieces in Chromium)
 # instead of as one image
 GAP_MAX_PIECES = 120
+# heatmap: up to this many pieces every one is a tick label; past it every k-th, at most LABELS_LONG_AXIS of them
+# (500 labels on a 650-px axis are an unreadable smear and take Plotly a quarter of a second to place)
+LABELLED_MAX_PIECES, LABELS_LONG_AXIS = 120, 60
 
 STAT_COLUMNS = {  # model.analysis.head_statistics key -> table column
     "entropy": "entropy (nats)",
@@ -60,8 +63,10 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
     Decoder rows also say what they predict: then the maps sit on a second y axis (yaxis2, matched to
     yaxis, no tick labels) whose tick text is each row's hover label "piece (position i)<br>this row
     predicts: piece" (no bold: every tag costs ~16 bytes of escaped JSON per row), and an empty scatter
-    keeps yaxis, the visible pieces, drawn. The mask is a uint8 overlay on top (1 = masked: grey, 0 =
-    transparent) without a hover of its own: a masked cell shows the map's hover, weight 0.000.
+    keeps yaxis, the visible pieces, drawn. An axis of more than LABELLED_MAX_PIECES pieces labels every k-th
+    piece only (``_label_step``); the map then sits on a second axis of that direction too (xaxis2 / yaxis2,
+    every piece, no tick labels), so the hover still names every piece. The mask is a uint8 overlay on top (1 =
+    masked: grey, 0 = transparent) without a hover of its own: a masked cell shows the map's hover, weight 0.000.
     """
     weights = np.asarray(weights, dtype=np.float32)
     n_q, n_k = weights.shape
@@ -69,34 +74,54 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
     masked = None if mask is None else ~np.asarray(mask, dtype=bool)
     if masked is not None and not masked.any():
         masked = None
-    on = "y" if predicts is None else "y2"
+    step_q, step_k = _label_step(n_q), _label_step(n_k)
+    hover_x, hover_y = step_k > 1, predicts is not None or step_q > 1  # the map on a second, unlabelled axis
+    on = dict(xaxis="x2" if hover_x else "x", yaxis="y2" if hover_y else "y")
     template = (("query: <b>%{y}</b> (position %{y:d})" if predicts is None else "query: %{y}")
                 + "<br>key: <b>%{x}</b> (position %{x:d})<br>weight: <b>%{z:.3f}</b>")
     if masked is not None:
         template += "<br><i>grey cells are masked (weight exactly 0)</i>"
     fig = go.Figure(go.Heatmap(
-        z=weights, colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0, xgap=gap, ygap=gap, yaxis=on,
+        z=weights, colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0, xgap=gap, ygap=gap, **on,
         colorbar=dict(title=dict(text="weight", side="right"), thickness=14),
         hovertemplate=template + "<extra></extra>", name="attention"))
     if masked is not None:
-        fig.add_trace(go.Heatmap(z=masked.astype(np.uint8), zmin=0, zmax=1, xgap=gap, ygap=gap, yaxis=on,
+        fig.add_trace(go.Heatmap(z=masked.astype(np.uint8), zmin=0, zmax=1, xgap=gap, ygap=gap, **on,
                                  colorscale=[[0, "rgba(0,0,0,0)"], [1, MASKED_COLOR]], showscale=False,
                                  hoverinfo="skip", name="masked"))
-    rows = dict(tickmode="array", tickvals=list(range(n_q)), showgrid=False, zeroline=False)
+    q_text, k_text = plotly_text(query_labels), plotly_text(key_labels)
+    plain = dict(tickmode="array", showgrid=False, zeroline=False)
     fig.update_layout(
-        xaxis=dict(automargin=True, title_text=key_title, tickmode="array", tickvals=list(range(n_k)),
-                   ticktext=plotly_text(key_labels), side="bottom", showgrid=False, zeroline=False),
-        yaxis=dict(automargin=True, title_text=query_title, ticktext=plotly_text(query_labels), **rows))
-    if predicts is None:
-        fig.update_layout(yaxis_autorange="reversed")
+        xaxis=dict(automargin=True, title_text=key_title, side="bottom", **_labels(k_text, step_k), **plain),
+        yaxis=dict(automargin=True, title_text=query_title, **_labels(q_text, step_q), **plain))
+    hidden = dict(showticklabels=False, ticks="", **plain)
+    if hover_x:
+        fig.update_layout(xaxis_range=[-0.5, n_k - 0.5], xaxis2=dict(
+            overlaying="x", matches="x", side="bottom", tickvals=list(range(n_k)), ticktext=k_text, **hidden))
+    if hover_y:
+        rows = q_text if predicts is None else [
+            f"{q} (position {i})<br>this row predicts: {p}" for i, (q, p) in enumerate(zip(q_text, plotly_text(
+                predicts), strict=True))]
+        fig.update_layout(yaxis_range=[n_q - 0.5, -0.5], yaxis2=dict(
+            overlaying="y", matches="y", tickvals=list(range(n_q)), ticktext=rows, **hidden))
     else:
-        hover_rows = [f"{q} (position {i})<br>this row predicts: {p}"
-                      for i, (q, p) in enumerate(zip(plotly_text(query_labels), plotly_text(predicts), strict=True))]
-        fig.add_trace(go.Scatter(x=[], y=[], yaxis="y", hoverinfo="skip", showlegend=False, name="query axis"))
-        fig.update_layout(yaxis_range=[n_q - 0.5, -0.5],
-                          yaxis2=dict(overlaying="y", matches="y", ticktext=hover_rows, showticklabels=False,
-                                      ticks="", **rows))
+        fig.update_layout(yaxis_autorange="reversed")
+    if hover_x or hover_y:
+        fig.add_trace(go.Scatter(x=[], y=[], xaxis="x", yaxis="y", hoverinfo="skip", showlegend=False,
+                                 name="piece axes"))  # keeps the labelled axes drawn
     return styled(fig, title, _height(n_q, per_row=34, minimum=420))
+
+
+def _label_step(n: int) -> int:
+    """Every how many pieces an axis of n pieces has a tick label: 1 up to LABELLED_MAX_PIECES."""
+    return 1 if n <= LABELLED_MAX_PIECES else -(-n // LABELS_LONG_AXIS)
+
+
+def _labels(text: list[str], step: int) -> dict:
+    """tickvals / ticktext of every ``step``-th piece; when some are skipped, each label says its position
+    ("45 · ▁the")."""
+    positions = range(0, len(text), step)
+    return dict(tickvals=list(positions), ticktext=text if step == 1 else [f"{i} · {text[i]}" for i in positions])
 
 
 def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Sequence[str],

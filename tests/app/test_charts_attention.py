@@ -7,6 +7,8 @@ import pytest
 from app.charts.attention import (
     CLICK_TARGET_PX,
     GAP_MAX_PIECES,
+    LABELLED_MAX_PIECES,
+    LABELS_LONG_AXIS,
     MIN_LINE_WEIGHT,
     MODEL_VIEW_MAX_CELLS,
     OPACITY_STEP,
@@ -84,6 +86,26 @@ def test_heatmap_cells_have_gaps_only_while_a_gap_stays_small():
         mask = np.tril(np.ones((n, n), dtype=bool))
         fig = heatmap_figure(np.tril(_weights((n, n))), pieces, pieces, title="t", mask=mask, predicts=pieces)
         assert [(t.xgap, t.ygap) for t in fig.data if t.type == "heatmap"] == [(gap, gap)] * 2  # map and mask alike
+
+
+def test_a_long_axis_labels_every_kth_piece_and_the_hover_still_names_every_piece():
+    n_q, n_k = LABELLED_MAX_PIECES, 5 * LABELS_LONG_AXIS  # queries all labelled, keys every 5th
+    queries, keys = [f"q{i}" for i in range(n_q)], [f"k{j}" for j in range(n_k)]
+    fig = heatmap_figure(_weights((n_q, n_k)), queries, keys, title="t")
+    heat = fig.data[0]
+    assert list(fig.layout.yaxis.ticktext) == queries and heat.yaxis == "y"
+    assert list(fig.layout.xaxis.tickvals) == list(range(0, n_k, 5)) and len(fig.layout.xaxis.ticktext) == 60
+    assert fig.layout.xaxis.ticktext[3] == "15 · k15"  # a skipping axis says where its labels are
+    # the map sits on an unlabelled second x axis with every piece: %{x} in the hover names the cell's own piece
+    assert heat.xaxis == "x2" and fig.layout.xaxis2.matches == "x" and fig.layout.xaxis2.overlaying == "x"
+    assert list(fig.layout.xaxis2.ticktext) == keys and not fig.layout.xaxis2.showticklabels
+    assert tuple(fig.layout.xaxis.range) == (-0.5, n_k - 0.5)
+    assert [(t.xaxis, t.yaxis) for t in fig.data[1:]] == [("x", "y")]  # keeps the labelled axes drawn
+    long = heatmap_figure(_weights((n_k, n_k)), keys, keys, title="t", predicts=keys,
+                          mask=np.tril(np.ones((n_k, n_k), dtype=bool)))
+    assert [(t.xaxis, t.yaxis) for t in long.data if t.type == "heatmap"] == [("x2", "y2")] * 2
+    assert len(long.layout.yaxis.ticktext) == 60
+    assert long.layout.yaxis2.ticktext[7] == "k7 (position 7)<br>this row predicts: k7"
 
 
 def test_tick_labels_are_never_measured_label_by_label():
