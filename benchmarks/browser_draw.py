@@ -1,6 +1,7 @@
 """Draw time of the attention explorer's figures in a real Chromium, at about 20, 200 and 500 source pieces.
 
-    python benchmarks/browser_draw.py [--tokens 20 200 500] [--repeats 5] [--kind enc_self] [--url URL]
+    python benchmarks/browser_draw.py [--tokens 20 200 500] [--repeats 5] [--kind enc_self] [--presenter]
+                                      [--url URL] [--profile DIR]
 
 It starts its own `streamlit run streamlit_app.py` on 127.0.0.1 (or uses --url), opens Debian's Chromium
 (/usr/bin/chromium, through Playwright) at a projector's 1280x720, and for each length opens the Translate page
@@ -17,7 +18,10 @@ What is timed, all on the page's clock (performance.now()), from the click event
   * drawn: the chart's last `plotly_afterplot` (Plotly finished drawing, auto-margin redraws included), after
     which the page stayed idle (script not running, no message, no draw) for --quiet-ms;
   * painted: the first task after the next animation frame once drawn (the browser has laid out and painted).
-Draw s = painted - click: what a person waits. Hooks (an init script): every Plotly graph div's `emit` is wrapped
+Printed per length and view: open s / switch s = painted - click (what a person waits), split into server (click ->
+message), browser (message -> drawn: protobuf, React, Plotly) and paint, and "draws", the afterplots per action
+(Streamlit 1.67 draws every new chart twice). --profile DIR saves the page's CPU profile of each length (open it
+in Chromium's DevTools) to see which Plotly or Streamlit functions the browser time goes to. Hooks (an init script): every Plotly graph div's `emit` is wrapped
 when Plotly's Events.init registers its passive wheel listener (that happens before the first draw), and every
 WebSocket message is logged with its size. Payload = the figure's JSON in the Streamlit message (len(spec), the
 same measure as figures.py's len(fig.to_json())), read by Playwright from the WebSocket frames. A figure the
