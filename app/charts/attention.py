@@ -25,7 +25,18 @@ from .style import HEAD_COLORS, MASKED_COLOR, WEIGHT_COLORSCALE, styled
 OPACITY_STEP = 0.05  # head view: line opacity is the weight rounded to this
 MIN_LINE_WEIGHT = 0.02  # head view: lines lighter than this are not drawn (invisible anyway)
 MODEL_VIEW_LEVELS = 255  # model view: a weight w is drawn as uint8 z = round(255 * w)
+# model view: a map has at most this many rows and columns; past it a cell is the maximum of a block of weights.
+# A map is some 90-150 px wide (8 heads in a row, Streamlit's full-screen view included), so a browser would drop
+# most of 500 columns anyway, nearest-neighbour, peaks with them; at 500 pieces the figure is 0.5 MB instead of 8 MB
+MODEL_VIEW_MAX_CELLS = 160
 CLICK_TARGET_PX = 4000  # model view: one transparent square this wide per map (clipped to its map)
+# heatmap: 1-px gaps between cells up to this many pieces on an axis. Past it a gap would take a fifth or more of a
+# cell on a 1280-px screen, and Plotly draws a gapped heatmap cell by cell (1.2 s at 500 pieces in Chromium)
+# instead of as one image
+GAP_MAX_PIECES = 120
+# heatmap: up to this many pieces every one is a tick label; past it every k-th, at most LABELS_LONG_AXIS of them
+# (500 labels on a 650-px axis are an unreadable smear and take Plotly a quarter of a second to place)
+LABELLED_MAX_PIECES, LABELS_LONG_AXIS = 120, 60
 
 STAT_COLUMNS = {  # model.analysis.head_statistics key -> table column
     "entropy": "entropy (nats)",
@@ -52,42 +63,65 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
     Decoder rows also say what they predict: then the maps sit on a second y axis (yaxis2, matched to
     yaxis, no tick labels) whose tick text is each row's hover label "piece (position i)<br>this row
     predicts: piece" (no bold: every tag costs ~16 bytes of escaped JSON per row), and an empty scatter
-    keeps yaxis, the visible pieces, drawn. The mask is a uint8 overlay on top (1 = masked: grey, 0 =
-    transparent) without a hover of its own: a masked cell shows the map's hover, weight 0.000.
+    keeps yaxis, the visible pieces, drawn. An axis of more than LABELLED_MAX_PIECES pieces labels every k-th
+    piece only (``_label_step``); the map then sits on a second axis of that direction too (xaxis2 / yaxis2,
+    every piece, no tick labels), so the hover still names every piece. The mask is a uint8 overlay on top (1 =
+    masked: grey, 0 = transparent) without a hover of its own: a masked cell shows the map's hover, weight 0.000.
     """
     weights = np.asarray(weights, dtype=np.float32)
     n_q, n_k = weights.shape
+    gap = 1 if max(n_q, n_k) <= GAP_MAX_PIECES else 0
     masked = None if mask is None else ~np.asarray(mask, dtype=bool)
     if masked is not None and not masked.any():
         masked = None
-    on = "y" if predicts is None else "y2"
+    step_q, step_k = _label_step(n_q), _label_step(n_k)
+    hover_x, hover_y = step_k > 1, predicts is not None or step_q > 1  # the map on a second, unlabelled axis
+    on = dict(xaxis="x2" if hover_x else "x", yaxis="y2" if hover_y else "y")
     template = (("query: <b>%{y}</b> (position %{y:d})" if predicts is None else "query: %{y}")
                 + "<br>key: <b>%{x}</b> (position %{x:d})<br>weight: <b>%{z:.3f}</b>")
     if masked is not None:
         template += "<br><i>grey cells are masked (weight exactly 0)</i>"
     fig = go.Figure(go.Heatmap(
-        z=weights, colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0, xgap=1, ygap=1, yaxis=on,
+        z=weights, colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0, xgap=gap, ygap=gap, **on,
         colorbar=dict(title=dict(text="weight", side="right"), thickness=14),
         hovertemplate=template + "<extra></extra>", name="attention"))
     if masked is not None:
-        fig.add_trace(go.Heatmap(z=masked.astype(np.uint8), zmin=0, zmax=1, xgap=1, ygap=1, yaxis=on,
+        fig.add_trace(go.Heatmap(z=masked.astype(np.uint8), zmin=0, zmax=1, xgap=gap, ygap=gap, **on,
                                  colorscale=[[0, "rgba(0,0,0,0)"], [1, MASKED_COLOR]], showscale=False,
                                  hoverinfo="skip", name="masked"))
-    rows = dict(tickmode="array", tickvals=list(range(n_q)), showgrid=False, zeroline=False)
+    q_text, k_text = plotly_text(query_labels), plotly_text(key_labels)
+    plain = dict(tickmode="array", showgrid=False, zeroline=False)
     fig.update_layout(
-        xaxis=dict(automargin=True, title_text=key_title, tickmode="array", tickvals=list(range(n_k)),
-                   ticktext=plotly_text(key_labels), side="bottom", showgrid=False, zeroline=False),
-        yaxis=dict(automargin=True, title_text=query_title, ticktext=plotly_text(query_labels), **rows))
-    if predicts is None:
-        fig.update_layout(yaxis_autorange="reversed")
+        xaxis=dict(automargin=True, title_text=key_title, side="bottom", **_labels(k_text, step_k), **plain),
+        yaxis=dict(automargin=True, title_text=query_title, **_labels(q_text, step_q), **plain))
+    hidden = dict(showticklabels=False, ticks="", **plain)
+    if hover_x:
+        fig.update_layout(xaxis_range=[-0.5, n_k - 0.5], xaxis2=dict(
+            overlaying="x", matches="x", side="bottom", tickvals=list(range(n_k)), ticktext=k_text, **hidden))
+    if hover_y:
+        rows = q_text if predicts is None else [
+            f"{q} (position {i})<br>this row predicts: {p}" for i, (q, p) in enumerate(zip(q_text, plotly_text(
+                predicts), strict=True))]
+        fig.update_layout(yaxis_range=[n_q - 0.5, -0.5], yaxis2=dict(
+            overlaying="y", matches="y", tickvals=list(range(n_q)), ticktext=rows, **hidden))
     else:
-        hover_rows = [f"{q} (position {i})<br>this row predicts: {p}"
-                      for i, (q, p) in enumerate(zip(plotly_text(query_labels), plotly_text(predicts), strict=True))]
-        fig.add_trace(go.Scatter(x=[], y=[], yaxis="y", hoverinfo="skip", showlegend=False, name="query axis"))
-        fig.update_layout(yaxis_range=[n_q - 0.5, -0.5],
-                          yaxis2=dict(overlaying="y", matches="y", ticktext=hover_rows, showticklabels=False,
-                                      ticks="", **rows))
+        fig.update_layout(yaxis_autorange="reversed")
+    if hover_x or hover_y:
+        fig.add_trace(go.Scatter(x=[], y=[], xaxis="x", yaxis="y", hoverinfo="skip", showlegend=False,
+                                 name="piece axes"))  # keeps the labelled axes drawn
     return styled(fig, title, _height(n_q, per_row=34, minimum=420))
+
+
+def _label_step(n: int) -> int:
+    """Every how many pieces an axis of n pieces has a tick label: 1 up to LABELLED_MAX_PIECES."""
+    return 1 if n <= LABELLED_MAX_PIECES else -(-n // LABELS_LONG_AXIS)
+
+
+def _labels(text: list[str], step: int) -> dict:
+    """tickvals / ticktext of every ``step``-th piece; when some are skipped, each label says its position
+    ("45 · ▁the")."""
+    positions = range(0, len(text), step)
+    return dict(tickvals=list(positions), ticktext=text if step == 1 else [f"{i} · {text[i]}" for i in positions])
 
 
 def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Sequence[str],
@@ -173,13 +207,17 @@ def model_view_figure(weights: np.ndarray, query_labels: Sequence[str], key_labe
     centre (customdata [[layer, head]]), CLICK_TARGET_PX wide and clipped to the map, so hovering or
     clicking anywhere on the map hits it (Plotly returns no point for a click on a heatmap); its hover
     names the head. The maps draw no tick labels (too small): the labels only have to match the weights'
-    query and key lengths. ``selected`` (layer, head) gets a frame.
+    query and key lengths. ``selected`` (layer, head) gets a frame. Past MODEL_VIEW_MAX_CELLS queries or
+    keys a map shows block maxima (``_block_max``): a cell spans f queries or keys (dy / dx = f), so the axes
+    and the click targets stay in piece positions.
     """
     weights = np.asarray(weights)
     n_layers, n_heads, n_q, n_k = weights.shape
     if (len(query_labels), len(key_labels)) != (n_q, n_k):
         raise ValueError(f"{len(query_labels)} query and {len(key_labels)} key labels for weights [.., {n_q}, {n_k}]")
-    levels = np.rint(np.clip(weights, 0.0, 1.0) * MODEL_VIEW_LEVELS).astype(np.uint8)
+    levels, f_q, f_k = _block_max(np.rint(np.clip(weights, 0.0, 1.0) * MODEL_VIEW_LEVELS).astype(np.uint8),
+                                  MODEL_VIEW_MAX_CELLS)
+    cells = {} if f_q == f_k == 1 else dict(x0=(f_k - 1) / 2, dx=f_k, y0=(f_q - 1) / 2, dy=f_q)
     layout = copy.deepcopy(_grid_layout(n_layers, n_heads))
     heads = [(l, h) for l in range(n_layers) for h in range(n_heads)]
     suffixes = ["" if n == 0 else str(n + 1) for n in range(len(heads))]  # subplot n: axes x{n+1}, y{n+1}
@@ -189,7 +227,7 @@ def model_view_figure(weights: np.ndarray, query_labels: Sequence[str], key_labe
     hidden = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False, fixedrange=True)
     for (l, h), a in zip(heads, suffixes, strict=True):
         maps.append(dict(type="heatmap", z=levels[l, h], coloraxis="coloraxis", name=f"L{l + 1} H{h + 1}",
-                         hoverinfo="skip", xaxis=f"x{a}", yaxis=f"y{a}"))
+                         hoverinfo="skip", xaxis=f"x{a}", yaxis=f"y{a}", **cells))
         clicks.append(dict(
             type="scatter", x=[(n_k - 1) / 2], y=[(n_q - 1) / 2], mode="markers", showlegend=False,
             customdata=[[l, h]], marker=dict(size=CLICK_TARGET_PX, symbol="square", color="rgba(0,0,0,0)"),
@@ -212,6 +250,20 @@ def model_view_figure(weights: np.ndarray, query_labels: Sequence[str], key_labe
         fig.add_shape(type="rect", xref=f"x{suffix} domain", yref=f"y{suffix} domain", x0=-0.04, x1=1.04,
                       y0=-0.04, y1=1.04, line=dict(color="#d62728", width=3))
     return styled(fig, title, max(320, min(1300, 150 * n_layers + 90)))
+
+
+def _block_max(levels: np.ndarray, cells: int) -> tuple[np.ndarray, int, int]:
+    """[.., Q, K] -> (the maxima of f_q x f_k blocks, f_q, f_k), f = ceil(n / cells): at most ``cells`` rows and
+    columns. Maxima, not means: a head's sharp weight stays as dark as it is (a mean would fade it f_q * f_k times).
+    The last blocks are padded with zeros."""
+    *lead, n_q, n_k = levels.shape
+    f_q, f_k = -(-n_q // cells), -(-n_k // cells)
+    if f_q == f_k == 1:
+        return levels, 1, 1
+    rows, cols = -(-n_q // f_q), -(-n_k // f_k)
+    padded = np.zeros((*lead, rows * f_q, cols * f_k), dtype=levels.dtype)
+    padded[..., :n_q, :n_k] = levels
+    return padded.reshape(*lead, rows, f_q, cols, f_k).max(axis=(-3, -1)), f_q, f_k
 
 
 def head_stats_frame(stats: dict[str, np.ndarray]) -> pd.DataFrame:

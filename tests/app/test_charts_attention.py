@@ -6,7 +6,11 @@ import pytest
 
 from app.charts.attention import (
     CLICK_TARGET_PX,
+    GAP_MAX_PIECES,
+    LABELLED_MAX_PIECES,
+    LABELS_LONG_AXIS,
     MIN_LINE_WEIGHT,
+    MODEL_VIEW_MAX_CELLS,
     OPACITY_STEP,
     STAT_COLUMNS,
     head_stats_frame,
@@ -72,6 +76,44 @@ def test_heatmap_masked_cells_are_grey_and_weights_untouched():
     assert fig.data[1].hoverinfo == "skip"  # a masked cell hovers the map below it: weight 0.000
     assert "masked" in fig.data[0].hovertemplate
     assert len(heatmap_figure(w, PIECES_Q, PIECES_Q, title="x", mask=np.ones((4, 4), bool)).data) == 1
+
+
+def test_heatmap_cells_have_gaps_only_while_a_gap_stays_small():
+    # past GAP_MAX_PIECES a 1-px gap would take a fifth of a cell, and Plotly draws a gapped heatmap cell by cell
+    # instead of as one image (benchmarks/browser_draw.py)
+    for n, gap in ((GAP_MAX_PIECES, 1), (GAP_MAX_PIECES + 1, 0)):
+        pieces = ["▁a"] * n
+        mask = np.tril(np.ones((n, n), dtype=bool))
+        fig = heatmap_figure(np.tril(_weights((n, n))), pieces, pieces, title="t", mask=mask, predicts=pieces)
+        assert [(t.xgap, t.ygap) for t in fig.data if t.type == "heatmap"] == [(gap, gap)] * 2  # map and mask alike
+
+
+def test_a_long_axis_labels_every_kth_piece_and_the_hover_still_names_every_piece():
+    n_q, n_k = LABELLED_MAX_PIECES, 5 * LABELS_LONG_AXIS  # queries all labelled, keys every 5th
+    queries, keys = [f"q{i}" for i in range(n_q)], [f"k{j}" for j in range(n_k)]
+    fig = heatmap_figure(_weights((n_q, n_k)), queries, keys, title="t")
+    heat = fig.data[0]
+    assert list(fig.layout.yaxis.ticktext) == queries and heat.yaxis == "y"
+    assert list(fig.layout.xaxis.tickvals) == list(range(0, n_k, 5)) and len(fig.layout.xaxis.ticktext) == 60
+    assert fig.layout.xaxis.ticktext[3] == "15 · k15"  # a skipping axis says where its labels are
+    # the map sits on an unlabelled second x axis with every piece: %{x} in the hover names the cell's own piece
+    assert heat.xaxis == "x2" and fig.layout.xaxis2.matches == "x" and fig.layout.xaxis2.overlaying == "x"
+    assert list(fig.layout.xaxis2.ticktext) == keys and not fig.layout.xaxis2.showticklabels
+    assert tuple(fig.layout.xaxis.range) == (-0.5, n_k - 0.5)
+    assert [(t.xaxis, t.yaxis) for t in fig.data[1:]] == [("x", "y")]  # keeps the labelled axes drawn
+    long = heatmap_figure(_weights((n_k, n_k)), keys, keys, title="t", predicts=keys,
+                          mask=np.tril(np.ones((n_k, n_k), dtype=bool)))
+    assert [(t.xaxis, t.yaxis) for t in long.data if t.type == "heatmap"] == [("x2", "y2")] * 2
+    assert len(long.layout.yaxis.ticktext) == 60
+    assert long.layout.yaxis2.ticktext[7] == "k7 (position 7)<br>this row predicts: k7"
+
+
+def test_tick_labels_are_never_measured_label_by_label():
+    # Plotly's default for numeric axes, ticklabeloverflow "hide past div", measures every tick label again after
+    # placing each one: quadratic, 3 s for a 200-piece heatmap and 19 s for 500 in Chromium
+    fig = heatmap_figure(_weights((4, 5)), PIECES_Q, PIECES_K, title="t")  # the template every figure shares
+    for axis in (fig.layout.template.layout.xaxis, fig.layout.template.layout.yaxis):
+        assert axis.ticklabeloverflow == "allow"
 
 
 def _lines(fig):
@@ -141,6 +183,22 @@ def test_model_view_has_every_head_in_order():
     assert fig.layout.shapes[0].xref == "x6 domain"  # the selected head (layer 2, head 3) is framed
     with pytest.raises(ValueError):
         model_view_figure(w, PIECES_Q[:3], PIECES_K, title="labels do not match")
+
+
+def test_model_view_maps_past_the_cell_limit_show_block_maxima_in_piece_positions():
+    n_q, n_k = MODEL_VIEW_MAX_CELLS + 1, 2 * MODEL_VIEW_MAX_CELLS + 1  # blocks of 2 x 3 pieces
+    w = np.zeros((1, 2, n_q, n_k), dtype=np.float32)
+    w[0, 1, 5, 7] = 1.0  # one sharp weight stays as dark as it is: block (2, 2)
+    w[0, 1, n_q - 1, n_k - 1] = 0.5  # the last, padded block keeps its weight
+    fig = model_view_figure(w, ["▁a"] * n_q, ["▁b"] * n_k, title="mv")
+    small, sharp = [np.asarray(t.z) for t in fig.data if t.type == "heatmap"]
+    assert sharp.shape == (-(-n_q // 2), -(-n_k // 3)) == (81, 107) and sharp.max() == 255 and sharp[2, 2] == 255
+    assert sharp[-1, -1] == 128 and (small == 0).all()
+    for trace in (t for t in fig.data if t.type == "heatmap"):  # cell (i, j) covers pieces 2i..2i+1, 3j..3j+2
+        assert (trace.x0, trace.dx, trace.y0, trace.dy) == (1.0, 3, 0.5, 2)
+    assert tuple(fig.layout.xaxis.range) == (-0.5, n_k - 0.5) and tuple(fig.layout.yaxis.range) == (n_q - 0.5, -0.5)
+    clicks = [t for t in fig.data if t.type == "scatter"]
+    assert (list(clicks[0].x), list(clicks[0].y)) == ([(n_k - 1) / 2], [(n_q - 1) / 2])  # the map's centre
 
 
 def test_head_stats_frame_rows_follow_layer_and_head():
