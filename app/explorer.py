@@ -17,7 +17,14 @@ import numpy as np
 import streamlit as st
 
 from app.browser import bind_keys
-from app.charts.attention import MIN_LINE_WEIGHT, head_stats_frame, head_view_figure, heatmap_figure, model_view_figure
+from app.charts.attention import (
+    MIN_LINE_WEIGHT,
+    default_min_weight,
+    head_stats_frame,
+    head_view_figure,
+    heatmap_figure,
+    model_view_figure,
+)
 from app.charts.style import plotly_config
 from app.downloads import matrix_csv
 from app.page import to_numpy
@@ -209,21 +216,30 @@ def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str,
         side, i = option[0], int(option[1:])
         return f"query {i}: {view.query_labels[i]}" if side == "q" else f"key {i}: {view.key_labels[i]}"
 
-    st.selectbox("Highlight the lines of one token (or click a token in the chart)", options, key=focus_key,
-                 format_func=describe)
+    c_focus, c_min = st.columns([3, 2])
+    c_focus.selectbox("Highlight the lines of one token (or click a token in the chart)", options, key=focus_key,
+                      format_func=describe)
+    pieces = max(len(view.query_labels), len(view.key_labels))
+    min_key = f"{key}_min_line_{'long' if default_min_weight(pieces) != MIN_LINE_WEIGHT else 'short'}"
+    st.session_state.setdefault(min_key, default_min_weight(pieces))  # long inputs start higher: fewer lines
+    min_weight = c_min.slider("Hide lines lighter than", 0.0, 0.5, step=0.01, key=min_key, format="%.2f",
+                              help="Only weights at or above this are drawn. Raise it to see the strongest links of "
+                                   "a long input (and to draw faster); the heatmap shows every weight.")
     focus_opt = st.session_state[focus_key]
     focus = None if not focus_opt else ("query" if focus_opt[0] == "q" else "key", int(focus_opt[1:]))
     heads = list(range(view.weights.shape[1])) if head < 0 else [head]
     weights = view.weights[layer][heads]  # [h, Q, K]
     fig = head_view_figure(weights, heads, view.query_labels, view.key_labels,
-                           title=title.replace("mean over heads", "all heads"), focus=focus, min_weight=MIN_LINE_WEIGHT,
+                           title=title.replace("mean over heads", "all heads"), focus=focus, min_weight=min_weight,
                            query_title=view.query_title.split(" (")[0], key_title=view.key_title.split(" (")[0])
     chart_key = f"{key}_head_view"
     st.plotly_chart(presentable(fig), key=chart_key, width="stretch", theme=None,
                     on_select=partial(_focus_token, chart_key, focus_key),
                     selection_mode="points", config=plotly_config("head_view", fmt))
+    drawn, total = int((weights >= min_weight).sum()), int((weights > 0).sum())
     st.caption("Each line joins a query (left) to a key (right); its opacity is the weight, its colour the head "
-               f"(click a head in the legend to hide it). Lines under {MIN_LINE_WEIGHT:g} are not drawn.")
+               f"(click a head in the legend to hide it). {drawn:,} of the {total:,} non-zero weights are at or "
+               f"above {min_weight:.2f}" + (", drawn for the highlighted token only." if focus else " and drawn."))
 
 
 def point_customdata(point: dict) -> list | None:

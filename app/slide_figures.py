@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.charts import positional as positional_charts
-from app.charts.attention import MIN_LINE_WEIGHT, head_view_figure, heatmap_figure, model_view_figure
+from app.charts.attention import default_min_weight, head_view_figure, heatmap_figure, model_view_figure
 from app.charts.axes import plotly_text
 from app.charts.decoding import TreeCandidate, beam_tree_figure, beam_tree_nodes, topk_figure
 from app.charts.heads import importance_figure
@@ -120,7 +120,8 @@ def head_view(deck: Deck, kind: str, layer: int) -> Made:
     view, layer = attention_view(deck.translation, kind), _layer(deck, kind, layer)
     heads = list(range(view.weights.shape[1]))
     fig = head_view_figure(view.weights[layer], heads, view.query_labels, view.key_labels,
-                           title=f"{KIND_LABELS[kind]} · layer {layer + 1} · all heads", min_weight=MIN_LINE_WEIGHT,
+                           title=f"{KIND_LABELS[kind]} · layer {layer + 1} · all heads",
+                           min_weight=default_min_weight(max(len(view.query_labels), len(view.key_labels))),
                            query_title=view.query_title.split(" (")[0], key_title=view.key_title.split(" (")[0])
     return fig, {}
 

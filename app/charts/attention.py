@@ -24,6 +24,13 @@ from .style import HEAD_COLORS, MASKED_COLOR, WEIGHT_COLORSCALE, styled
 
 OPACITY_STEP = 0.05  # head view: line opacity is the weight rounded to this
 MIN_LINE_WEIGHT = 0.02  # head view: lines lighter than this are not drawn (invisible anyway)
+LONG_INPUT_PIECES, LONG_MIN_LINE_WEIGHT = 120, 0.1  # past 120 pieces the head view starts at 0.1: 8 heads of a
+# 500-piece input draw ~20,000 lines at 0.02, 2.2 s in Chromium, and ~3,000 at 0.1 (benchmarks/browser_draw.py)
+
+
+def default_min_weight(pieces: int) -> float:
+    """The head view's starting threshold for a map with ``pieces`` queries or keys (the larger)."""
+    return LONG_MIN_LINE_WEIGHT if pieces > LONG_INPUT_PIECES else MIN_LINE_WEIGHT
 MODEL_VIEW_LEVELS = 255  # model view: a weight w is drawn as uint8 z = round(255 * w)
 # model view: a map has at most this many rows and columns; past it a cell is the maximum of a block of weights.
 # A map is some 90-150 px wide (8 heads in a row, Streamlit's full-screen view included), so a browser would drop

@@ -9,10 +9,13 @@ from app.charts.attention import (
     GAP_MAX_PIECES,
     LABELLED_MAX_PIECES,
     LABELS_LONG_AXIS,
+    LONG_INPUT_PIECES,
+    LONG_MIN_LINE_WEIGHT,
     MIN_LINE_WEIGHT,
     MODEL_VIEW_MAX_CELLS,
     OPACITY_STEP,
     STAT_COLUMNS,
+    default_min_weight,
     head_stats_frame,
     head_view_figure,
     heatmap_figure,
@@ -254,3 +257,8 @@ def test_head_view_payload_at_200_pieces_at_the_default_threshold():
     fig = head_view_figure(w, list(range(8)), _pieces(N_TOKENS, 1), _pieces(N_TOKENS, 2), title="all heads")
     assert len(_lines(fig)) == int((w >= MIN_LINE_WEIGHT).sum())  # every line at or above the threshold is drawn
     assert len(fig.to_json()) <= 1.5e6
+
+
+def test_a_long_input_starts_the_head_view_at_a_higher_threshold():
+    assert default_min_weight(LONG_INPUT_PIECES) == MIN_LINE_WEIGHT
+    assert default_min_weight(LONG_INPUT_PIECES + 1) == LONG_MIN_LINE_WEIGHT > MIN_LINE_WEIGHT

@@ -110,6 +110,10 @@ def test_head_view_and_model_view(app_test, figures, shipped):
     assert sorted((i, j) for i, j, _ in lines) == [tuple(p) for p in np.argwhere(weights >= 0.02).tolist()]
     for i, j, opacity in lines:
         assert opacity == pytest.approx(max(weights[i, j], OPACITY_STEP), abs=OPACITY_STEP / 2 + 1e-6)
+    at.slider(key="translate_min_line_short").set_value(0.3).run()  # the threshold slider: only strong lines left
+    traces = [t for t in figures(at)["translate_head_view"]["data"] if t.get("mode") == "lines"]
+    strong = sorted(tuple(p) for t in traces for p in t["meta"]["lines"])
+    assert strong == [tuple(p) for p in np.argwhere(weights >= 0.3).tolist()] and len(strong) < len(lines)
     at.segmented_control(key="translate_view").set_value("Model view").run()
     heatmaps = [t for t in figures(at)["translate_model_view"]["data"] if t["type"] == "heatmap"]
     all_weights = direct.trace.weights("cross")[:, 0].double().numpy()  # [L, H, T, S]
