@@ -93,7 +93,7 @@ def test_the_model_page_names_marians_options_and_counts_every_parameter(on_mari
     assert marian.path is not None and not (marian.path / "log.csv").exists()
     assert "cannot read" not in caplog.text  # a converted model has no training logs: a note, not a traceback
     table = at.dataframe[0].value.set_index("setting")["this model"]
-    assert (table["FFN activation"], table["Positional encoding"]) == ("Swish (SiLU)", "all sines, then all cosines")
+    assert (table["FFN activation"], table["Positional encoding"]) == ("Swish (SiLU)", "sines, then cosines")
     bars = figures(at)["model_parameters"]["data"][0]
     assert int(np.sum(bars["x"])) == sum(p.numel() for p in marian.model.parameters())
     assert any("swish" in latex.value for latex in at.latex)
