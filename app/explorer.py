@@ -111,12 +111,12 @@ def layer_head_ui(n_layers: int, n_heads: int, allow_mean: bool = True, columns=
     c_layer, c_head = columns if columns is not None else (st.container(), st.container())
     layer = c_layer.segmented_control(
         "Layer", list(range(n_layers)), key="layer", persist_state="session", format_func=lambda l: f"{l + 1}",
-        required=True,
+        required=True, wrap=True,  # in a column the options would scroll sideways, hiding the last ones
         help="Layer 1 reads the embeddings; higher layers read the layer below.")
     heads = ([-1] if allow_mean else []) + list(range(n_heads))
     head = c_head.segmented_control(
         "Head", heads, key="head", persist_state="session", format_func=lambda h: "mean" if h < 0 else f"{h + 1}",
-        required=True,
+        required=True, wrap=True,  # 16 heads and the mean do not fit one row of a column
         help="Each head has its own query/key projections and attends on its own. 'mean' averages the heads' "
              "maps for display only; the model never does.")
     return int(layer), int(head)
@@ -172,7 +172,8 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
     c_layer, c_head = st.columns([1, 2])
     layer, head = layer_head_ui(n_layers, n_heads, columns=(c_layer, c_head))
     key_stepping_ui(key, n_layers, n_heads)
-    st.caption(KIND_HELP[kind] + " Pieces starting with ▁ begin a word; <s> starts the decoder input, "
+    start = translation.target_input_pieces[0]  # <s>, or <pad> for Marian
+    st.caption(KIND_HELP[kind] + f" Pieces starting with ▁ begin a word; {start} starts the decoder input, "
                "</s> ends a sentence.")
     title = f"{KIND_LABELS[kind]} · layer {layer + 1} · {head_label(head)}"
     fmt = st.session_state.get("image_format", "png")

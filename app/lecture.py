@@ -19,7 +19,7 @@ class Slide:
     notes: str = ""  # speaker notes, shown collapsed
 
 
-# What the cross-attention of each shipped model should look like (a fact for the lines).
+# What the cross-attention should look like, by task or language pair (a fact for the lines).
 REORDER_HINT = {
     "en-de": "German often moves the verb to the end of a clause: look for weight leaving the diagonal.",
     "reverse": "To reverse, output letter t must read the mirrored source letter: the map is an anti-diagonal.",
@@ -87,7 +87,7 @@ SLIDES: tuple[Slide, ...] = (
           notes="One convention in this code: a bool grid, True = may attend; padding [B, 1, 1, S] and causal "
                 "[1, 1, T, T] combined with AND. The Masks page pads two sentences into one batch."),
     Slide(title="Masked decoder self-attention",
-          lines=("The decoder reads `<s>` and the pieces written so far; row t predicts output piece t.",
+          lines=("The decoder reads `{start}` and the pieces written so far; row t predicts output piece t.",
                  "Grey cells are masked: the upper triangle is exactly 0."),
           figure="heatmap", args={"kind": "dec_self", "layer": 0, "head": -1},
           notes="Training feeds the whole reference shifted right at once (teacher forcing); the mask makes that "

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from app.examples import language_name, languages, pair_label
 from model.checkpoint import (
     CONFIG,
     PICKLE_SUFFIXES,
@@ -19,9 +20,12 @@ from model.checkpoint import (
     checkpoint_snapshots,
     load_checkpoint,
     peek_checkpoint,
+    read_config,
+    tokenizer_files,
 )
 from model.device import describe, resolve_device
 from model.quality import is_weak, test_bleu
+from model.tokenizer import MARIAN_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = {
@@ -85,15 +89,21 @@ def model_label(name: str) -> str:
     converted = converted_models().get(name)
     if converted is not None:  # languages from the checkpoint's meta (model.marian records them)
         meta = converted[1]
-        languages = f"{meta['source_lang']} → {meta['target_lang']}: " if "target_lang" in meta else ""
-        return f"{languages}{name} ({'converted' if 'converted_from' in meta else 'checkpoint in pretrained/'})"
+        pair = pair_label(meta)
+        return f"{pair + ': ' if pair else ''}{name} " \
+               f"({'converted' if 'converted_from' in meta else 'checkpoint in pretrained/'})"
     ckpt = st.session_state.get("uploads", {}).get(name)
-    cfg = ckpt.config if ckpt else None
-    return f"Uploaded checkpoint ({cfg.d_model}-wide, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers)" \
-        if cfg else name
+    if ckpt is None:
+        return name
+    cfg, pair = ckpt.config, pair_label(ckpt.meta)
+    return f"Uploaded{' ' + pair if pair else ''} ({cfg.d_model}-wide, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} " \
+           f"layers, {cfg.n_heads} heads)"
 
 
 ARCHIVE_SUFFIXES = {".zip", ".tar", ".gz", ".tgz", ".bz2", ".tbz2", ".xz", ".txz", ".7z", ".rar", ".zst"}
+# What a checkpoint is uploaded as, for messages: the weights, the config and one of the two tokenizer layouts.
+UPLOAD_FILES = f"{WEIGHTS}, {CONFIG} and the tokenizer ({TOKENIZER}, or Marian's {', '.join(MARIAN_FILES)})"
+BY_SUFFIX = {".safetensors": WEIGHTS, ".json": CONFIG, ".model": TOKENIZER}  # a browser may rename a file "x (1).json"
 
 
 def _shown(name: str) -> str:
@@ -102,39 +112,71 @@ def _shown(name: str) -> str:
     return name if len(name) <= 60 else name[:57] + "..."
 
 
-def load_upload(files: list) -> str:
-    """Validate uploaded checkpoint files (weights .safetensors, config .json, tokenizer .model) and keep the
-    model in this session. Returns its name; raises CheckpointError with a message for the user.
+def _upload_target(name: str) -> str:
+    """The checkpoint file an uploaded file is: Marian's tokenizer files by their exact names (two .spm files differ
+    only by name), the others by suffix. Archives, pickles and anything else are refused by name, never opened."""
+    suffixes = [s.lower() for s in Path(name).suffixes]
+    suffix = suffixes[-1] if suffixes else ""
+    if ARCHIVE_SUFFIXES & set(suffixes):
+        raise CheckpointError(f"{_shown(name)}: archives are not accepted; upload {UPLOAD_FILES} as separate files")
+    if suffix in PICKLE_SUFFIXES:
+        raise CheckpointError(f"{_shown(name)}: refused, only safetensors weights are read ({suffix} files are "
+                              f"pickles, which can run code); upload {UPLOAD_FILES}")
+    if Path(name).name.lower() in MARIAN_FILES:
+        return Path(name).name.lower()
+    if suffix == ".spm":
+        raise CheckpointError(f"{_shown(name)}: a Marian tokenizer file must keep its name, {MARIAN_FILES[0]} or "
+                              f"{MARIAN_FILES[1]} (which side it is)")
+    if suffix not in BY_SUFFIX:
+        raise CheckpointError(f"{_shown(name)}: not a checkpoint file; upload {UPLOAD_FILES}")
+    return BY_SUFFIX[suffix]
 
-    Nothing an upload holds is run or unpacked: archives and pickles (.bin, .pt, ...) are refused by name, and
-    the three files go through load_checkpoint's checks (sizes, config limits, the safetensors header)."""
-    by_suffix = {".safetensors": WEIGHTS, ".json": CONFIG, ".model": TOKENIZER}
+
+def _chosen_files(files: list) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Checkpoint file name -> bytes, and -> the name the user's file had; one file of each kind."""
     chosen: dict[str, bytes] = {}
     sources: dict[str, str] = {}
     for f in files:
-        suffixes = [s.lower() for s in Path(f.name).suffixes]
-        suffix = suffixes[-1] if suffixes else ""
-        if ARCHIVE_SUFFIXES & set(suffixes):
-            raise CheckpointError(f"{_shown(f.name)}: archives are not accepted; upload {WEIGHTS}, {CONFIG} and "
-                                  f"{TOKENIZER} as three separate files")
-        if suffix in PICKLE_SUFFIXES:
-            raise CheckpointError(f"{_shown(f.name)}: refused, only safetensors weights are read ({suffix} files are "
-                                  f"pickles, which can run code); upload {WEIGHTS}, {CONFIG} and {TOKENIZER}")
-        target = by_suffix.get(suffix)
-        if target is None:
-            raise CheckpointError(f"{_shown(f.name)}: expected a .safetensors, a .json and a .model file")
+        target = _upload_target(f.name)
         if target in chosen:
-            raise CheckpointError(f"{_shown(sources[target])} and {_shown(f.name)}: two {suffix} files; upload one "
-                                  "weights, one config and one tokenizer file")
+            raise CheckpointError(f"{_shown(sources[target])} and {_shown(f.name)}: two files for {target}; "
+                                  "upload one of each")
         chosen[target], sources[target] = f.getvalue(), f.name
-    missing = [name for name in (WEIGHTS, CONFIG, TOKENIZER) if name not in chosen]
+    return chosen, sources
+
+
+def _check_complete(chosen: dict[str, bytes], folder: Path) -> None:
+    """Every file the uploaded config's tokenizer needs is there, and nothing else (the config, written to
+    ``folder``, is read and checked first)."""
+    if CONFIG not in chosen:
+        raise CheckpointError(f"missing {CONFIG}: upload {UPLOAD_FILES} together")
+    config, _ = read_config(folder)
+    needed = (WEIGHTS, CONFIG, *tokenizer_files(config))
+    kind = f"Marian's {', '.join(MARIAN_FILES)}" if config.tokenizer == "marian" else TOKENIZER
+    missing = [name for name in needed if name not in chosen]
     if missing:
-        raise CheckpointError(f"missing {', '.join(missing)}: upload the weights, config and tokenizer together")
+        raise CheckpointError(f"missing {', '.join(missing)}: upload {WEIGHTS}, {CONFIG} and the tokenizer "
+                              f"together (this config's tokenizer is {kind})")
+    extra = sorted(set(chosen) - set(needed))
+    if extra:
+        raise CheckpointError(f"{', '.join(extra)}: not part of this checkpoint (its config's tokenizer is {kind})")
+
+
+def load_upload(files: list) -> str:
+    """Validate uploaded checkpoint files and keep the model in this session. Returns its name; raises
+    CheckpointError with a message for the user.
+
+    A checkpoint is its weights (.safetensors), its config (.json) and the tokenizer its config names: this
+    project's tokenizer.model, or a converted Marian model's source.spm, target.spm and vocab.json. Nothing an
+    upload holds is run or unpacked: archives and pickles (.bin, .pt, ...) are refused by name, and the files go
+    through load_checkpoint's checks (sizes, config limits, tokenizer ids, the safetensors header)."""
+    chosen, sources = _chosen_files(files)
     digest = hashlib.sha256(b"".join(chosen[k] for k in sorted(chosen))).hexdigest()[:12]
     with tempfile.TemporaryDirectory() as tmp:
         for name, data in chosen.items():
             (Path(tmp) / name).write_bytes(data)
         try:
+            _check_complete(chosen, Path(tmp))
             ckpt = load_checkpoint(tmp, resolve_device("auto"))
         except CheckpointError as exc:  # name the files as the user called them
             message = str(exc)
@@ -159,8 +201,10 @@ def quality_note(ckpt: Checkpoint) -> str | None:
     if not is_weak(scores):
         return None
     listed = ", ".join(f"{k} {bleu:.1f}" for k, bleu in scores.items())
+    pair = languages(ckpt.meta)
+    output = f"Its {language_name(pair[1])}" if pair else "Its output"
     return (f"This small model, trained for a few hours on a 2-core CPU, translates poorly (test BLEU: {listed}; "
-            "see Model and training). Its German is often wrong, but every attention weight shown is exactly the "
+            f"see Model and training). {output} is often wrong, but every attention weight shown is exactly the "
             "one it used.")
 
 

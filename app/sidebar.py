@@ -4,19 +4,24 @@ from __future__ import annotations
 import streamlit as st
 
 from app.browser import link_box
+from app.examples import first_sentence, is_example
 from app.presenter import apply_presenter
-from app.resources import MODELS, converted_models, device_label, load_upload, log, model_label
-from app.state import init_state, share_link
+from app.resources import MODELS, converted_models, device_label, load_model, load_upload, log, model_label
+from app.state import DEFAULTS, init_state, share_link
 from model.checkpoint import CheckpointError
 
 
 def _upload_ui() -> None:
     with st.expander("Use your own checkpoint"):
-        st.caption("Upload the three files of a checkpoint made by `python -m training.train`: "
-                   "model.safetensors, config.json and tokenizer.model, as separate files (not an archive). "
-                   "Weights are read only as safetensors, never as a pickle (.bin, .pt), and checked against "
-                   "the config before anything is built. It stays in your session only.")
-        files = st.file_uploader("Checkpoint files", type=["safetensors", "json", "model"],
+        st.caption("Upload every file of a checkpoint directory together, as separate files (not an archive): "
+                   "model.safetensors, config.json and its tokenizer, tokenizer.model (`python -m training.train`) "
+                   "or source.spm, target.spm and vocab.json (`python -m model convert-marian`). Weights are read "
+                   "only as safetensors, never as a pickle (.bin, .pt), and checked against the config before "
+                   f"anything is built. It stays in your session only. At most {st.get_option('server.maxUploadSize')} "
+                   "MB per file: a "
+                   "converted opus-mt model (200-300 MB) goes under pretrained/ on the server instead, where it "
+                   "appears in the model list.")
+        files = st.file_uploader("Checkpoint files", type=["safetensors", "json", "model", "spm"],
                                  accept_multiple_files=True, key="upload_files")
         if st.button("Load checkpoint", key="upload_load", disabled=not files):
             try:
@@ -31,6 +36,20 @@ def _upload_ui() -> None:
                 st.rerun()
 
 
+def _follow_language() -> None:
+    """On a change of model: a stock sentence in the box (the default or an example) becomes one the new model reads
+    (app.examples.first_sentence), so an English sentence is not fed to a French model; a typed one stays."""
+    text = st.session_state.get("text", "")
+    if text != DEFAULTS["text"] and not is_example(text):
+        return
+    try:
+        meta = load_model(st.session_state["model_name"]).meta
+    except Exception:  # the page says that the model cannot be loaded
+        log.exception("reading model %r for its example sentence failed", st.session_state.get("model_name"))
+        return
+    st.session_state["text"] = first_sentence(meta, DEFAULTS["text"])
+
+
 def render_sidebar() -> None:
     init_state()
     options = list(MODELS) + list(converted_models()) + list(st.session_state.get("uploads", {}))
@@ -39,10 +58,11 @@ def render_sidebar() -> None:
     if st.session_state["model_name"] not in options:
         st.session_state["model_name"] = "en-de"
     with st.sidebar:
-        st.selectbox("Model", options, key="model_name", format_func=model_label,
-                     help="The English→German model translates; the letter-reversal model has a known correct "
-                          "attention pattern (each output letter must look at its mirror position). Models converted "
-                          "into pretrained/ (python -m model convert-marian) are listed by their languages.")
+        st.selectbox("Model", options, key="model_name", format_func=model_label, on_change=_follow_language,
+                     help="Translation models are listed by their languages (as their checkpoints record them); the "
+                          "letter-reversal model has a known correct attention pattern (each output letter must look "
+                          "at its mirror position). Models converted into pretrained/ (python -m model "
+                          "convert-marian) appear here too.")
         st.caption(f"Running on **{device_label()}**")
         st.radio("Figure download format", ["png", "svg"], key="image_format", horizontal=True,
                  help="What the camera icon in each chart's toolbar saves.")

@@ -24,6 +24,7 @@ from app.charts.heads import importance_figure
 from app.charts.masks import mask_grid
 from app.charts.mechanics import stage_bars
 from app.charts.training import architecture_diagram, label_smoothing_bars, lr_schedule
+from app.examples import languages
 from app.explorer import attention_view, head_label, head_matrix
 from app.lecture import FAILURES, REORDER_HINT, Slide
 from app.page import to_numpy
@@ -72,7 +73,14 @@ def facts(deck: Deck) -> dict:
                 n_src=len(t.source.ids), n_out=len(t.target_ids), d_model=cfg.d_model, sqrt_d=math.sqrt(cfg.d_model),
                 n_heads=cfg.n_heads, d_k=cfg.d_k, n_enc=cfg.n_encoder_layers, n_dec=cfg.n_decoder_layers,
                 vocab=cfg.vocab_size, epsilon=eps, true_target=1 - eps + eps / cfg.vocab_size,
-                reorder_hint=REORDER_HINT.get(deck.model_name, "Look for the source pieces each output piece reads."))
+                start=t.target_input_pieces[0], reorder_hint=reorder_hint(deck.ckpt.meta))
+
+
+def reorder_hint(meta: dict) -> str:
+    """REORDER_HINT of the checkpoint's task (a model trained here) or language pair (any translation model)."""
+    pair = languages(meta)
+    key = meta.get("task") if meta.get("task") in REORDER_HINT else f"{pair[0]}-{pair[1]}" if pair else None
+    return REORDER_HINT.get(key, "Look for the source pieces each output piece reads.")
 
 
 def build(slide: Slide, deck: Deck) -> tuple[go.Figure, dict]:
@@ -87,7 +95,7 @@ def _layer(deck: Deck, kind: str, layer: int) -> int:
 
 
 def architecture(deck: Deck) -> Made:
-    return architecture_diagram(deck.ckpt.config.to_dict()), {}
+    return architecture_diagram(deck.ckpt.config.to_dict(), deck.translation.target_input_pieces[0]), {}
 
 
 def embeddings(deck: Deck, parts: tuple[str, ...]) -> Made:

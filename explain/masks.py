@@ -12,7 +12,7 @@ import torch
 from model.attention import INTERNALS
 from model.config import DecodeConfig
 from model.inference import pad_batch, prepare_source, translate
-from model.masks import causal_mask, padding_mask
+from model.masks import causal_mask, padding_mask, target_padding_mask
 from model.positional import MAX_POSITIONS
 from model.tokenizer import Tokenizer
 from model.trace import AttentionTrace
@@ -47,15 +47,16 @@ def padded_batch_trace(model: Transformer, tokenizer: Tokenizer, texts: list[str
 
 
 def mask_parts(src: torch.Tensor, tgt_in: torch.Tensor, pad_id: int) -> dict[str, torch.Tensor]:
-    """The pieces every attention mask is made of, each expanded to a [B, Q, K] bool grid (True = may attend).
+    """The pieces every attention mask is made of, each expanded to a [B, Q, K] bool grid (True = may attend),
+    built with the model's own mask functions, so they combine to the masks the forward pass used.
 
-    "source padding" [B, S, S] (encoder self-attention), "target padding" [B, T, T], "causal"
-    [B, T, T], "target padding & causal" [B, T, T] (decoder self-attention), "cross" [B, T, S]
-    (source padding seen from each decoder position).
+    "source padding" [B, S, S] (encoder self-attention), "target padding" [B, T, T] (the start token at position 0
+    is never padding, though Marian's is the pad id), "causal" [B, T, T], "target padding & causal" [B, T, T]
+    (decoder self-attention), "cross" [B, T, S] (source padding seen from each decoder position).
     """
     b, s, t = src.size(0), src.size(1), tgt_in.size(1)
     src_pad = padding_mask(src, pad_id)[:, 0]  # [B, 1, S]
-    tgt_pad = padding_mask(tgt_in, pad_id)[:, 0]  # [B, 1, T]
+    tgt_pad = target_padding_mask(tgt_in, pad_id)[:, 0]  # [B, 1, T]
     causal = causal_mask(t, tgt_in.device)[0]  # [1, T, T]
     return {
         "source padding": src_pad.expand(b, s, s),

@@ -49,6 +49,8 @@ def parameter_counts(model: Transformer) -> list[tuple[str, int]]:
     final = count_parameters(model.encoder.final_norm) + count_parameters(model.decoder.final_norm)
     if final:
         rows.append(("Final LayerNorms (pre-norm only)", final))
+    if model.final_logits_bias is not None:
+        rows.append(("Final logits bias (Marian)", model.final_logits_bias.numel()))
     return rows
 
 

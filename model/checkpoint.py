@@ -157,12 +157,24 @@ def _read_file(path: Path, limit: int) -> bytes:
     return data
 
 
+def _refuse_foreign_config(payload: Any) -> None:
+    """A Hugging Face config.json (a "model_type", no "model" section) is named as such, with the way to convert a
+    Marian one, instead of "no usable 'model' section"."""
+    if isinstance(payload, dict) and "model" not in payload and isinstance(payload.get("model_type"), str):
+        raise CheckpointError(f"{CONFIG} is a Hugging Face config (model_type {_shown(payload['model_type'])}), not "
+                              "this project's checkpoint; convert a Marian (opus-mt) folder first: python -m model "
+                              "convert-marian FOLDER --out pretrained/NAME")
+
+
 def read_config(directory: Path) -> tuple[ModelConfig, dict[str, Any]]:
     """The validated ModelConfig (types, ranges and size limits: see model.config) and the cleaned meta."""
     data = _read_file(Path(directory) / CONFIG, MAX_CONFIG_BYTES)
     try:
         payload = json.loads(data.decode("utf-8"))
+        _refuse_foreign_config(payload)
         return ModelConfig.from_dict(payload["model"]), clean_meta(payload.get("meta", {}))
+    except CheckpointError:
+        raise
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{CONFIG} is not valid JSON ({exc})") from None
     except RecursionError:

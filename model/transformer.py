@@ -161,10 +161,7 @@ class Transformer(nn.Module):
     def target_mask(self, tgt: torch.Tensor) -> torch.Tensor:
         """Decoder self-attention mask of teacher-forced inputs tgt [B, T]: padding AND causal -> [B, 1, T, T].
         Position 0 is the start token, never padding, even when it is the pad id (Marian starts the decoder with it)."""
-        mask = decoder_self_mask(tgt, self.config.pad_id)  # [B, 1, T, T]
-        if self.config.decoder_start_id == self.config.pad_id:
-            mask[:, :, :, 0] = True
-        return mask
+        return decoder_self_mask(tgt, self.config.pad_id)  # [B, 1, T, T]
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor, return_attention: Capture = False,
                 head_mask: HeadMask | None = None) -> torch.Tensor | tuple[torch.Tensor, AttentionTrace]:

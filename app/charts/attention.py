@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -195,12 +196,23 @@ def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Se
     return styled(fig, title, _height(max(n_q, n_k), per_row=36, extra=170, minimum=440))
 
 
+def head_titles(n_heads: int) -> list[str]:
+    """Model-view column titles short enough not to overlap on a laptop screen: "Head h" up to 8 heads, "Hh" up to 16
+    (16 "Head h" ran into each other), beyond that the number of every few heads (each map's hover names its head)."""
+    if n_heads <= 8:
+        return [f"Head {h + 1}" for h in range(n_heads)]
+    if n_heads <= 16:
+        return [f"H{h + 1}" for h in range(n_heads)]
+    step = math.ceil(n_heads / 16)
+    return [str(h + 1) if h % step == 0 else "" for h in range(n_heads)]
+
+
 @functools.lru_cache(maxsize=16)
 def _grid_layout(n_layers: int, n_heads: int) -> dict:
     """The layers x heads subplot grid as a plain layout dict: make_subplots validates every axis and takes most
     of a model view's build time, and the grid depends on the model's shape only."""
     return make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.012, vertical_spacing=0.03,
-                         column_titles=[f"Head {h + 1}" for h in range(n_heads)],
+                         column_titles=head_titles(n_heads),
                          row_titles=[f"Layer {l + 1}" for l in range(n_layers)]).layout.to_plotly_json()
 
 

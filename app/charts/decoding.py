@@ -137,8 +137,9 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
                                  showlegend=False, name=name))
     root = nodes[nodes.status == "root"]
     fig.add_trace(go.Scatter(x=root.x, y=root.y, mode="markers+text", text=root.piece, textposition="top center",
-                             marker=dict(color="#444", size=14, symbol="square"), name="start <s>",
-                             customdata=root[["id", "step"]].to_numpy(), hovertemplate="start: <s><extra></extra>"))
+                             marker=dict(color="#444", size=14, symbol="square"), name=f"start {root.piece.iloc[0]}",
+                             customdata=root[["id", "step"]].to_numpy(),
+                             hovertemplate=f"start: {root.piece.iloc[0]}<extra></extra>"))
     for name, select, marker, show_text in _NODE_STYLES:
         part = nodes[select(nodes)]
         line = dict(width=2, color="#111") if name in ("best translation", "other n-best") else dict(width=0)

@@ -1,6 +1,8 @@
 """Figures for the Masks page: the padded batch, the masks as grids, scores before and after masking, weights."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -9,7 +11,6 @@ from app.charts.axes import matrix_height, pair_labels, token_axes
 from app.charts.style import MASKED_COLOR, WEIGHT_COLORSCALE, styled
 
 ALLOWED_COLOR = "#3a78b5"
-PAD_PIECE = "<pad>"
 
 
 
@@ -105,12 +106,13 @@ def batch_table(rows: dict[str, list[str]]) -> pd.DataFrame:
                         columns=[str(i) for i in range(width)])
 
 
-def highlight_pads(table: pd.DataFrame):
-    """Styler: <pad> cells in the masked grey, specials in bold, so padding stands out on a projector."""
-    def style(cell: str) -> str:
-        if cell == PAD_PIECE:
-            return f"background-color: {MASKED_COLOR}; color: #555"
-        if cell in ("<s>", "</s>"):
-            return "font-weight: bold"
-        return ""
-    return table.style.map(style)
+def highlight_pads(table: pd.DataFrame, padded: Sequence[Sequence[bool]], bold: Sequence[str] = ("<s>", "</s>")):
+    """Styler: padded cells in the masked grey, the ``bold`` pieces (start and end) in bold, so padding stands out
+    on a projector. ``padded`` holds one flag per piece of each row (True = padding), taken from the masks, not
+    from the piece: Marian's decoder starts with a <pad> that is no padding."""
+    if len(padded) != len(table) or any(len(flags) > table.shape[1] for flags in padded):
+        raise ValueError(f"padding flags for {len(padded)} rows do not fit a table of shape {table.shape}")
+    grid = np.array([list(flags) + [False] * (table.shape[1] - len(flags)) for flags in padded], dtype=bool)
+    grey, strong = f"background-color: {MASKED_COLOR}; color: #555", "font-weight: bold"
+    css = np.where(grid, grey, np.where(table.isin(list(bold)).to_numpy(), strong, ""))
+    return table.style.apply(lambda _: pd.DataFrame(css, index=table.index, columns=table.columns), axis=None)

@@ -9,30 +9,36 @@ from plotly.subplots import make_subplots
 from app.charts.axes import indexed_labels, token_axes
 from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, styled
 
+LAYOUT_AXIS = {"interleaved": "dimension (even = sin, odd = cos)",
+               "halves": "dimension (first half sin, second half cos: Marian's layout)"}
 
-def pe_heatmap(pe: np.ndarray, title: str = "Sinusoidal positional encoding PE[position, dimension]") -> go.Figure:
-    """PE [P, D] with position down and dimension across; fast columns on the left, slow on the right."""
+
+def pe_heatmap(pe: np.ndarray, title: str = "Sinusoidal positional encoding PE[position, dimension]",
+               layout: str = "interleaved") -> go.Figure:
+    """PE [P, D] with position down and dimension across; fast columns on the left (of each half, in Marian's
+    ``layout`` "halves"), slow on the right."""
     pe = np.asarray(pe)
     fig = go.Figure(go.Heatmap(
         z=pe, zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING_COLORSCALE, colorbar=dict(title=dict(text="value")),
         hovertemplate="position %{y}<br>dimension %{x}<br>PE %{z:.3f}<extra></extra>"))
-    fig.update_xaxes(title_text="dimension (even = sin, odd = cos)", showgrid=False)
+    fig.update_xaxes(title_text=LAYOUT_AXIS[layout], showgrid=False)
     fig.update_yaxes(title_text="position", autorange="reversed", showgrid=False)
     return styled(fig, title, 460)
 
 
-def dimension_label(dim: int, wavelength: float) -> str:
-    return f"dim {dim} ({'sin' if dim % 2 == 0 else 'cos'}, λ ≈ {wavelength:,.1f})"
+def dimension_label(dim: int, wavelength: float, sine: bool) -> str:
+    return f"dim {dim} ({'sin' if sine else 'cos'}, λ ≈ {wavelength:,.1f})"
 
 
-def pe_curves(pe: np.ndarray, dims: list[int], wavelengths: list[float]) -> go.Figure:
-    """One line per chosen dimension over position; ``wavelengths`` are those dimensions' wavelengths."""
+def pe_curves(pe: np.ndarray, dims: list[int], wavelengths: list[float], sines: list[bool]) -> go.Figure:
+    """One line per chosen dimension over position; ``wavelengths`` are those dimensions' wavelengths and ``sines``
+    whether each is a sine (which dimensions are depends on the model's layout: model.positional.pair_dimensions)."""
     pe = np.asarray(pe)
     fig = go.Figure()
     positions = np.arange(pe.shape[0])
-    for i, (dim, lam) in enumerate(zip(dims, wavelengths, strict=True)):
+    for i, (dim, lam, sine) in enumerate(zip(dims, wavelengths, sines, strict=True)):
         fig.add_trace(go.Scatter(x=positions, y=pe[:, dim], mode="lines+markers", marker=dict(size=4),
-                                 name=dimension_label(dim, lam), line=dict(color=HEAD_COLORS[i % len(HEAD_COLORS)]),
+                                 name=dimension_label(dim, lam, sine), line=dict(color=HEAD_COLORS[i % len(HEAD_COLORS)]),
                                  hovertemplate=f"dim {dim}<br>position %{{x}}<br>PE %{{y:.3f}}<extra></extra>"))
     fig.update_xaxes(title_text="position")
     fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1])

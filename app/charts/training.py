@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.charts.axes import plotly_text
 from app.charts.style import HEAD_COLORS, styled
 
 INK = "#1a1a1a"  # explicit: Streamlit's chart theme would grey out annotation text
@@ -66,11 +67,12 @@ def _stack(fig: go.Figure, x0: float, x1: float, blocks: list[tuple[str, str]], 
     return top, centres
 
 
-def architecture_diagram(cfg: dict) -> go.Figure:
+def architecture_diagram(cfg: dict, start_piece: str = "<s>") -> go.Figure:
     """Encoder-decoder diagram (paper figure 1) annotated with this model's sizes.
 
     ``cfg`` needs d_model, n_heads, d_ff, n_encoder_layers, n_decoder_layers, vocab_size, norm_first (and names
-    its activation: the paper's ReLU unless it says otherwise, e.g. Marian's swish).
+    its activation: the paper's ReLU unless it says otherwise, e.g. Marian's swish). ``start_piece`` is what the
+    decoder input begins with (Marian's is <pad>).
     """
     d, h, dff, v = cfg["d_model"], cfg["n_heads"], cfg["d_ff"], cfg["vocab_size"]
     dk = d // h
@@ -83,7 +85,7 @@ def architecture_diagram(cfg: dict) -> go.Figure:
     dec_blocks = [(f"Masked multi-head self-attention<br>{att}", "attention"),
                   ("Multi-head cross-attention<br>Q: decoder · K, V: encoder", "attention"), (ffn, "ffn")]
     dec_top, centres = _stack(fig, 5.6, 9.2, dec_blocks, cfg["n_decoder_layers"], "Decoder", 0.35)
-    target = "Target so far, shifted right: &lt;s&gt; y<sub>1</sub> … y<sub>t−1</sub>"
+    target = f"Target so far, shifted right: {plotly_text([start_piece])[0]} y<sub>1</sub> … y<sub>t−1</sub>"
     for x0, x1, label in ((0.6, 4.2, "Source pieces (S)"), (5.6, 9.2, target)):
         _box(fig, x0 + 0.2, x1 - 0.2, 1.0, 1.8, f"Embedding × √{d} + positional encoding", COLORS["embed"], 14)
         fig.add_annotation(x=(x0 + x1) / 2, y=0.35, text=label, showarrow=False, font=dict(size=14, color=INK))

@@ -42,9 +42,10 @@ def _move_step(delta: int, n_steps: int) -> None:
     st.session_state["step"] = min(max(int(st.session_state.get("step", 1)) + delta, 1), n_steps)
 
 
-def step_ui(n_steps: int) -> int:
+def step_ui(n_steps: int, start: str) -> int:
     """Previous / Next buttons and a slider over the steps, numbered from 1 like layers and heads (the widget
-    key "step" holds that number); returns the 0-based index into the decode steps."""
+    key "step" holds that number); returns the 0-based index into the decode steps. ``start`` is the piece every
+    decoder input begins with."""
     clamp_state("step", 1, n_steps, 1)
     c_prev, c_slider, c_next = st.columns([1, 6, 1], vertical_alignment="bottom")
     c_prev.button("◀ Previous", key="prev_step", on_click=_move_step, args=(-1, n_steps),
@@ -53,7 +54,7 @@ def step_ui(n_steps: int) -> int:
                   disabled=st.session_state["step"] == n_steps, width="stretch")
     if n_steps > 1:
         c_slider.slider(f"Step (of {n_steps})", 1, n_steps, key="step", persist_state="session",
-                        help="Step t reads <s> and the t − 1 pieces chosen before it and predicts output piece t.")
+                        help=f"Step t reads {start} and the t − 1 pieces chosen before it and predicts output piece t.")
     bind_keys(STEP_KEYS)
     c_slider.caption("Keys: **←** / **→** (or a clicker's PageUp / PageDown) previous / next step.")
     return int(st.session_state["step"]) - 1
@@ -145,7 +146,8 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
     tree = [[TreeCandidate(row=c.row, token=c.token, piece=tokenizer.id_to_piece(c.token), log_prob=c.log_prob,
                            status=c.status)
              for c in s.candidates] for s in steps]
-    nodes = beam_tree_nodes(tree, [(h.tokens, h.path) for h in translation.result.hypotheses])
+    nodes = beam_tree_nodes(tree, [(h.tokens, h.path) for h in translation.result.hypotheses],
+                            root_piece=translation.target_input_pieces[0])
     selected = nodes[(nodes.step == t) & (nodes.row == chosen.row) & (nodes.token == chosen.token)].id
     fig = beam_tree_figure(nodes, title=f"Beam search tree (beam {request.beam_size}): every candidate considered",
                            current_step=t, selected=int(selected.iloc[0]) if len(selected) else None)
@@ -173,7 +175,7 @@ def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request
     if st.session_state.get("_step_for") not in (None, request):  # a new sentence or new settings: start at step 1
         st.session_state["step"] = 1  # (on a first visit, keep the step a link asked for)
     st.session_state["_step_for"] = request
-    t = step_ui(len(steps))
+    t = step_ui(len(steps), translation.target_input_pieces[0])
     chosen = candidate_ui(translation, tokenizer, request, t)
     step_detail_ui(translation, tokenizer, steps[t], chosen)
     if request.beam_size > 1:
@@ -205,7 +207,8 @@ def main() -> None:
     search = "greedy" if request.beam_size == 1 else f"beam search, beam {request.beam_size}"
     st.markdown(f"Source: **{_md(translation.source.text)}** → **{_md(translation.text) or '(empty output)'}** "
                 f"({search}, {len(translation.result.steps)} steps).")
-    st.caption("Each step runs the decoder once: it reads <s> and the pieces chosen so far, attends to itself "
+    st.caption(f"Each step runs the decoder once: it reads {translation.target_input_pieces[0]} (the start piece) "
+               "and the pieces chosen so far, attends to itself "
                "(masked: earlier positions only) and to the encoded source, and outputs a probability for every "
                "piece of the vocabulary.")
     steps_panel(translation, ckpt.tokenizer, request)

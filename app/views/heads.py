@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from app.charts import heads as charts
-from app.examples import EXAMPLES
+from app.examples import compare_pair, examples_for
 from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
 from app.resources import load_model, load_snapshot, snapshots_of
 from app.translation import Request, current_request, translate_request
@@ -34,11 +34,6 @@ from model.trace import KIND_LABELS, KINDS
 log = logging.getLogger("attention_explorer")
 SECTIONS = ("Switch heads off", "Attribution", "Compare two sentences", "Watch attention learn")
 KIND_SHORT = {"enc_self": "Encoder self", "dec_self": "Decoder self", "cross": "Cross"}
-COMPARE_DEFAULTS = {  # (first, second) sentence per model: one piece apart, so the maps line up ("tired" is 2 pieces)
-    "en-de": ("The animal didn't cross the street because it was too weak.",
-              "The animal didn't cross the street because it was too narrow."),
-    "reverse": ("s t r e e t", "s t r e a m"),
-}
 REVERSE_EXPECT = (
     "**What to expect on the reversal model.** The output is the input backwards, so output piece *t* must read "
     "source piece *S − 2 − t* (before </s>): its cross-attention should be the **anti-diagonal**, and the "
@@ -78,11 +73,11 @@ def sentence_importance(model_name: str, source_ids: tuple[int, ...], output_ids
 @st.cache_data(show_spinner="Summing head importance over the example sentences (once per model)…")
 def examples_importance(model_name: str) -> dict[str, np.ndarray] | None:
     """Head importance summed over the Translate page's examples for this model (greedy), or None without any."""
-    texts = EXAMPLES.get(model_name)
-    if not texts:
-        return None
     ckpt = load_model(model_name)
-    total = importance_over_sentences(ckpt.model, ckpt.tokenizer, texts, DecodeConfig())
+    examples = examples_for(ckpt.meta)  # in the model's source language
+    if examples is None:
+        return None
+    total = importance_over_sentences(ckpt.model, ckpt.tokenizer, list(examples.sentences), DecodeConfig())
     return {kind: to_numpy(v) for kind, v in total.items()}
 
 
@@ -139,7 +134,8 @@ def map_picker(prefix: str, layers: dict[str, int], n_heads: int, head_label: st
     keep_valid(f"{prefix}_head", options)
     st.session_state.setdefault(f"{prefix}_head", -1)
     head = c_head.segmented_control("Head", options, key=f"{prefix}_head", required=True,
-                                    format_func=lambda h: head_label if h < 0 else str(h + 1), persist_state="session")
+                                    format_func=lambda h: head_label if h < 0 else str(h + 1), persist_state="session",
+                                    wrap=True)  # 16 heads do not fit one row
     return kind, int(layer), int(head)
 
 
@@ -226,7 +222,8 @@ def checklist_ui(layers: dict[str, int], n_heads: int, importance: dict[str, np.
         cols = st.columns(layers[kind])
         for layer, col in enumerate(cols):
             col.pills(f"{KIND_SHORT[kind]} · layer {layer + 1}", list(range(n_heads)), selection_mode="multi",
-                      key=checklist_key(kind, layer), format_func=lambda h: str(h + 1), persist_state="session")
+                      key=checklist_key(kind, layer), format_func=lambda h: str(h + 1), persist_state="session",
+                      wrap=True)  # in a column the pills would scroll sideways: 6 layers x 8 heads hid heads 5-8
     return heads_off(layers, n_heads)
 
 
@@ -301,7 +298,8 @@ def ablation_section(translation: Translation, request: Request) -> None:
     source, output = tuple(translation.source.ids), tuple(translation.target_ids)
     importance = sentence_importance(request.model_name, source, output)
     summed = examples_importance(request.model_name)
-    n_examples = len(EXAMPLES.get(request.model_name, []))
+    examples = examples_for(load_model(request.model_name).meta)
+    n_examples = len(examples.sentences) if examples else 0
     st.markdown("##### Which heads matter?")
     forget_missing_heads(layers, n_heads)
     off = heads_off(layers, n_heads)
@@ -434,7 +432,7 @@ def encoder_section(data: dict, src: list[str]) -> None:
 def compare_section(request: Request) -> None:
     model = load_model(request.model_name).model
     layers, n_heads = n_layers_of(model), model.config.n_heads
-    first, second = COMPARE_DEFAULTS.get(request.model_name, COMPARE_DEFAULTS["en-de"])
+    first, second = compare_pair(load_model(request.model_name).meta, request.text)  # one word apart
     if st.session_state.get("heads_cmp_model") != request.model_name:  # new model: its own default pair
         st.session_state["heads_cmp_model"] = request.model_name
         st.session_state["heads_cmp_a"], st.session_state["heads_cmp_b"] = first, second

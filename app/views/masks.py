@@ -9,6 +9,7 @@ import numpy as np
 import streamlit as st
 
 from app.charts import masks as charts
+from app.examples import mask_pair
 from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
 from app.translation import Request, translate_request
 from explain.masks import mask_parts, padded_batch_trace, unmasked_scores
@@ -16,11 +17,6 @@ from model.inference import InputError
 from model.trace import KIND_LABELS, KINDS
 
 log = logging.getLogger("attention_explorer")
-EXAMPLES = {  # (shorter, longer) second sentence per model
-    "en-de": ("Thank you very much.", "On Sunday the weather was so bad that we stayed at home and read "
-                                      "books all afternoon."),
-    "reverse": ("x y z", "a b c d e f g h i j k l m n"),
-}
 KIND_MASK = {"enc_self": "source padding", "dec_self": "target padding AND causal", "cross": "source padding"}
 
 
@@ -28,8 +24,10 @@ def _set_other(text: str) -> None:
     st.session_state["mask_other"] = text
 
 
-def other_ui(model_name: str) -> str:
-    short, long = EXAMPLES.get(model_name, EXAMPLES["en-de"])
+def other_ui(model_name: str, meta: dict, text: str) -> str:
+    """The second sentence of the batch, in the model's source language (app.examples), with a shorter and a longer
+    example to pick."""
+    short, long = mask_pair(meta, text)
     if "mask_other" not in st.session_state or st.session_state.get("_mask_other_for") != model_name:
         st.session_state["mask_other"] = short
         st.session_state["_mask_other_for"] = model_name
@@ -42,13 +40,19 @@ def other_ui(model_name: str) -> str:
     return text
 
 
-def batch_panel(pieces: dict[str, list[str]], max_len: int) -> None:
+def batch_panel(pieces: dict[str, list[str]], padded: list[list[bool]], tokens: dict[str, str], max_len: int) -> None:
+    """The batch as a table, padding (``padded``, from the masks) in grey; ``tokens`` names the pad and start pieces
+    ("pad", "pad_id", "start")."""
     st.subheader("1 · The padded batch")
-    st.dataframe(charts.highlight_pads(charts.batch_table(pieces)), width="stretch")
-    st.caption("Shorter rows are filled with **<pad>** (id 0) up to the longest row. The decoder input is "
-               "<s> followed by the output shifted right (teacher forcing), padded the same way. The other "
-               f"direction: a sentence longer than the model's {max_len} positions is truncated to fit (the "
-               "Translate page says by how much).")
+    table = charts.batch_table(pieces)
+    st.dataframe(charts.highlight_pads(table, padded, bold=(tokens["start"], "</s>")), width="stretch")
+    start = tokens["start"]
+    same = (f" This model starts its decoder with {start}, the pad piece itself, as Marian's models do: that first "
+            "position is never masked as padding.") if start == tokens["pad"] else ""
+    st.caption(f"Shorter rows are filled with **{tokens['pad']}** (id {tokens['pad_id']}) up to the longest row. The "
+               f"decoder input is {start} followed by the output shifted right (teacher forcing), padded the same "
+               f"way.{same} The other direction: a sentence longer than the model's {max_len} positions is truncated "
+               "to fit (the Translate page says by how much).")
 
 
 def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) -> None:
@@ -131,7 +135,7 @@ def render() -> None:
         return
     sentence_caption(translation)
     model_name = st.session_state["model_name"]
-    other = other_ui(model_name)
+    other = other_ui(model_name, ckpt.meta, translation.source.text)
     try:
         other_translation = translate_request(Request(model_name=model_name, text=other))
         src, tgt_in, trace = padded_batch_trace(
@@ -144,16 +148,20 @@ def render() -> None:
         log.exception("padded batch trace failed")
         st.error("The model could not run this batch. Try a different second sentence.")
         return
-    tok = ckpt.tokenizer
+    tok, cfg = ckpt.tokenizer, ckpt.config
     src_pieces = [tok.pieces(r.tolist()) for r in src.cpu()]
     tgt_pieces = [tok.pieces(r.tolist()) for r in tgt_in.cpu()]
+    parts = mask_parts(src, tgt_in, cfg.pad_id)
+    src_pad = ~to_numpy(parts["source padding"][:, 0])  # [B, S]: True = padding
+    tgt_pad = ~to_numpy(parts["target padding"][:, 0])  # [B, T]
     batch_panel({"source · sentence 1": src_pieces[0], "source · sentence 2": src_pieces[1],
                  "decoder input · sentence 1": tgt_pieces[0], "decoder input · sentence 2": tgt_pieces[1]},
-                ckpt.config.max_len)
-    padded = int(src_pieces[1].count("<pad>") > src_pieces[0].count("<pad>"))  # open on the padded sentence
+                [*src_pad.tolist(), *tgt_pad.tolist()],
+                {"pad": tok.id_to_piece(cfg.pad_id), "pad_id": str(cfg.pad_id), "start": tok.id_to_piece(cfg.bos_id)},
+                cfg.max_len)
+    padded = int(src_pad[1].sum() + tgt_pad[1].sum() > src_pad[0].sum() + tgt_pad[0].sum())  # open on the padded one
     row = st.radio("Show the masks of", [0, 1], index=padded, key="mask_row", horizontal=True,
                    format_func=lambda r: f"sentence {r + 1} ({'current' if r == 0 else 'second'})")
-    parts = mask_parts(src, tgt_in, ckpt.config.pad_id)
     masks_panel(parts, trace, row, src_pieces[row], tgt_pieces[row])
     labels = {"enc_self": (src_pieces[row], src_pieces[row]), "dec_self": (tgt_pieces[row], tgt_pieces[row]),
               "cross": (tgt_pieces[row], src_pieces[row])}

@@ -12,6 +12,13 @@ from app.page import plot, require_checkpoint, require_translation, sentence_cap
 from explain.positional import embedding_parts, offset_error, pe_similarity
 from model.positional import frequency_index, pair_dimensions, sinusoidal_encoding, wavelengths
 
+PE_LATEX = {  # the formula in the model's own dimension order
+    "interleaved": r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\qquad "
+                   r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)",
+    "halves": r"PE_{(pos,\,i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\qquad "
+              r"PE_{(pos,\,d_{model}/2\,+\,i)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)",
+}
+
 
 def positions_ui(max_len: int) -> int:
     return st.slider("Number of positions", 2, max_len, min(60, max_len), key="pe_positions",
@@ -30,15 +37,20 @@ def dimensions_ui(d_model: int, layout: str) -> list[int]:
 def matrix_panel(d_model: int, max_len: int, layout: str) -> None:
     n = positions_ui(max_len)
     pe = to_numpy(sinusoidal_encoding(n, d_model, layout))
-    plot(charts.pe_heatmap(pe, f"PE for the first {n} positions × d_model = {d_model} dimensions"), "pe_matrix")
+    plot(charts.pe_heatmap(pe, f"PE for the first {n} positions × d_model = {d_model} dimensions", layout),
+         "pe_matrix")
     lam = to_numpy(wavelengths(d_model))
+    sin_dims, cos_dims = (to_numpy(t).astype(int) for t in pair_dimensions(d_model, layout))
     st.markdown(f"Each (sin, cos) pair is a wave. Wavelengths grow geometrically, from **2π ≈ {lam[0]:.2f}** "
-                f"positions (dimensions 0, 1) to **{lam[-1]:,.0f}** positions (the last pair; the formula's limit "
-                f"is 10000·2π ≈ {10000 * 2 * math.pi:,.0f}). Left columns change every position; right columns "
-                "barely change over a whole sentence, so together they give each position a unique code.")
+                f"positions (dimensions {sin_dims[0]}, {cos_dims[0]}) to **{lam[-1]:,.0f}** positions (the last "
+                "pair; the formula's limit "
+                f"is 10000·2π ≈ {10000 * 2 * math.pi:,.0f}). Left columns{' of each half' if layout == 'halves' else ''} "
+                "change every position; right columns barely change over a whole sentence, so together they give "
+                "each position a unique code.")
     dims = dimensions_ui(d_model, layout)
     if dims:
-        plot(charts.pe_curves(pe, dims, [float(lam[frequency_index(d, d_model, layout)]) for d in dims]), "pe_curves")
+        plot(charts.pe_curves(pe, dims, [float(lam[frequency_index(d, d_model, layout)]) for d in dims],
+                              [d in set(sin_dims.tolist()) for d in dims]), "pe_curves")
     else:
         st.info("Pick at least one dimension to draw its wave.")
 
@@ -80,13 +92,15 @@ def render() -> None:
     st.title("Positional encoding")
     st.markdown("Attention on its own ignores order: shuffle the keys and values and every output stays the same. "
                 "So the model **adds** a position code to each token embedding before the first layer:")
-    st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\qquad "
-             r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
     ckpt = require_checkpoint()
     if ckpt is None:
         return
     d_model, max_len = ckpt.config.d_model, ckpt.config.max_len
     layout = ckpt.config.positional_layout  # the paper interleaves sin/cos; Marian puts them in two halves
+    st.latex(PE_LATEX[layout])
+    if layout == "halves":
+        st.caption("The paper's formula interleaves sines and cosines (dimensions 2i and 2i + 1); this model (Marian) "
+                   "stores the same values as all sines, then all cosines: the same code, its dimensions reordered.")
     matrix_panel(d_model, max_len, layout)
     relative_panel(d_model, max_len, layout)
     st.info("**Learned vs fixed.** The paper also tried learned positional embeddings and got nearly identical "

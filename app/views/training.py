@@ -19,6 +19,13 @@ from training.schedule import noam_lr, training_segments
 log = logging.getLogger("attention_explorer")
 LOG_COLUMNS = {"step", "loss", "lr"}
 EPOCH_COLUMNS = {"epoch", "train_loss", "valid_loss", "valid_bleu", "valid_chrf"}
+ACTIVATION_NAMES = {"relu": "ReLU", "swish": "Swish (SiLU)", "gelu": "GELU"}
+POSITION_LAYOUTS = {"interleaved": "sin/cos pairs", "halves": "sines, then cosines"}
+FFN_LATEX = {  # the paper's FFN with the checkpoint's activation (Marian's opus-mt models use swish)
+    "relu": r"\mathrm{FFN}(x) = \max(0,\; xW_1 + b_1)\,W_2 + b_2",
+    "swish": r"\mathrm{FFN}(x) = \mathrm{swish}(xW_1 + b_1)\,W_2 + b_2,\qquad \mathrm{swish}(z) = z\,\sigma(z)",
+    "gelu": r"\mathrm{FFN}(x) = \mathrm{GELU}(xW_1 + b_1)\,W_2 + b_2,\qquad \mathrm{GELU}(z) = z\,\Phi(z)",
+}
 
 
 def config_panel(ckpt) -> None:
@@ -28,17 +35,21 @@ def config_panel(ckpt) -> None:
             ("d_k = d_v = d_model / h", c.d_k, 64), ("d_ff (feed-forward width)", c.d_ff, 2048),
             ("Vocabulary (source + target)", c.vocab_size, "37000 (BPE)"),
             ("Dropout (residual, attn, FFN)", c.dropout, 0.1), ("Max positions", c.max_len, "—"),
-            ("Normalisation", "pre-norm" if c.norm_first else "post-norm", "post-norm")]
+            ("Normalisation", "pre-norm" if c.norm_first else "post-norm", "post-norm"),
+            ("FFN activation", ACTIVATION_NAMES[c.activation], "ReLU"),
+            ("Positional encoding", POSITION_LAYOUTS[c.positional_layout], POSITION_LAYOUTS["interleaved"]),
+            ("Output-layer bias", "yes (Marian)" if c.final_logits_bias else "no", "no")]
     table = pd.DataFrame(rows, columns=["setting", "this model", "paper (base)"]).astype(str)
     counts = parameter_counts(ckpt.model)
     left, right = st.columns([1, 1])
     with left:
         st.subheader("Configuration")
-        # Explicit widths: sized to their contents, the setting names pushed the paper's column out of view.
-        st.dataframe(table, hide_index=True, width="stretch", column_config={
-            "setting": st.column_config.TextColumn(width=220, pinned=True),
-            "this model": st.column_config.TextColumn(width=90),
-            "paper (base)": st.column_config.TextColumn(width=110, help="Vaswani et al. (2017), Table 3, base model")})
+        # Explicit widths: sized to their contents, the setting names pushed the paper's column out of view. Height
+        # "content": the default shows ten rows and hid the last three behind a scroll bar.
+        st.dataframe(table, hide_index=True, width="stretch", height="content", column_config={
+            "setting": st.column_config.TextColumn(width=210, pinned=True),
+            "this model": st.column_config.TextColumn(width=130),
+            "paper (base)": st.column_config.TextColumn(width=120, help="Vaswani et al. (2017), Table 3, base model")})
         st.metric("Parameters", f"{count_parameters(ckpt.model):,}",
                   help="The paper's base model has about 65 million.")
         trained = (f"Trained for {ckpt.meta['steps']:,} steps" if "steps" in ckpt.meta
@@ -54,10 +65,11 @@ def config_panel(ckpt) -> None:
 def architecture_panel(ckpt) -> None:
     c = ckpt.config
     st.subheader("The architecture with this model's sizes")
-    plot(charts.architecture_diagram(c.to_dict()), "model_architecture")
+    start = ckpt.tokenizer.id_to_piece(c.bos_id)  # <s>, or <pad> for Marian
+    plot(charts.architecture_diagram(c.to_dict(), start), "model_architecture")
     st.markdown("**Encoder–decoder, auto-regressive.** The encoder reads the whole source at once and produces "
                 f"one {c.d_model}-dimensional vector per piece. The decoder generates the output one piece at a time, "
-                "reading its own previous outputs (shifted right, starting with <s>) and the encoder output through "
+                f"reading its own previous outputs (shifted right, starting with {start}) and the encoder output through "
                 "cross-attention — see *Decoding, step by step*.")
     c1, c2 = st.columns(2)
     with c1:
@@ -73,7 +85,7 @@ def architecture_panel(ckpt) -> None:
                     "saturated regions and makes training converge faster.")
     with c2:
         st.markdown("**Position-wise feed-forward network**, the same for every position:")
-        st.latex(r"\mathrm{FFN}(x) = \max(0,\; xW_1 + b_1)\,W_2 + b_2")
+        st.latex(FFN_LATEX[c.activation])
         st.markdown(f"Here W₁ is {c.d_model} × {c.d_ff} and W₂ is {c.d_ff} × {c.d_model}. Applied to each position "
                     "separately, it is the same as **two convolutions with kernel size 1**. Attention mixes "
                     "information between positions; the FFN transforms each position. The same weights serve every "
@@ -178,6 +190,10 @@ def label_smoothing_panel(ckpt) -> None:
 
 
 def _read_csv(path, columns: set[str]) -> pd.DataFrame | None:
+    """A training log with ``columns``; None when the checkpoint has none (a converted model never has one: no
+    traceback in the log for that) or when it cannot be read (logged)."""
+    if not path.is_file():
+        return None
     try:
         df = pd.read_csv(path)
     except (OSError, ValueError, pd.errors.ParserError):

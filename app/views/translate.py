@@ -8,7 +8,7 @@ import time
 import streamlit as st
 
 from app.downloads import trace_json
-from app.examples import EXAMPLE_WHY, EXAMPLES
+from app.examples import example_why, examples_for, language_name, languages, no_examples_note
 from app.explorer import attention_explorer, clamp_state, pieces_html
 from app.resources import load_model, model_label, quality_note
 from app.state import sync_url
@@ -26,16 +26,31 @@ def _set_text(text: str) -> None:
     st.session_state["text"] = text
 
 
-def input_ui(model_name: str, model_max_len: int) -> tuple[Request, bool, bool]:
+def examples_ui(meta: dict) -> None:
+    """Buttons with example sentences in the model's source language (from its checkpoint), or a note."""
+    examples = examples_for(meta)
+    if examples is None:
+        st.caption(no_examples_note(meta))
+        return
+    st.caption("Try an example. " + example_why(meta))
+    with st.container(horizontal=True, wrap=True):
+        for i, example in enumerate(examples.sentences):
+            st.button(example, key=f"example_{i}", on_click=_set_text, args=(example,), width="content")
+
+
+def placeholder(meta: dict) -> str:
+    if meta.get("task") == "reverse":
+        return "Letters separated by spaces: a b c"
+    pair = languages(meta)
+    return f"Type a sentence in {language_name(pair[0])}…" if pair else "Type a sentence…"
+
+
+def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
     """Sentence, examples and decoding settings; returns the request, whether Translate was pressed, slow motion."""
-    examples = EXAMPLES.get(model_name, [])
-    if examples:
-        st.caption("Try an example. " + EXAMPLE_WHY[model_name])
-        with st.container(horizontal=True, wrap=True):
-            for i, example in enumerate(examples):
-                st.button(example, key=f"example_{i}", on_click=_set_text, args=(example,), width="content")
+    examples_ui(ckpt.meta)
+    model_max_len = ckpt.config.max_len
     st.text_area("Sentence", key="text", persist_state="session", max_chars=MAX_INPUT_CHARS, height=90,
-                 placeholder="Type a sentence…" if model_name != "reverse" else "Letters separated by spaces: a b c")
+                 placeholder=placeholder(ckpt.meta))
     c_beam, c_len, c_lp = st.columns(3)
     limit = MAX_POSITIONS - 1
     clamp_state("beam_size", 1, 8, 1)
@@ -151,7 +166,7 @@ def main() -> None:
     note = quality_note(ckpt)
     if note:
         st.caption(f":material/warning: {note}")
-    request, clicked, slow = input_ui(model_name, ckpt.config.max_len)
+    request, clicked, slow = input_ui(ckpt)
     if not request.text.strip():
         st.info("Type a sentence above (or pick an example), then press **Translate**.")
         return

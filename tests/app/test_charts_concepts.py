@@ -8,7 +8,7 @@ import torch
 
 from app.charts import masks, mechanics, positional, training
 from explain.training import smoothed_targets
-from model.positional import sinusoidal_encoding, wavelengths
+from model.positional import pair_dimensions, sinusoidal_encoding, wavelengths
 from training.schedule import noam_lr
 
 
@@ -25,10 +25,20 @@ def test_pe_heatmap_z_is_the_encoding(pe):
 
 def test_pe_curves_are_the_chosen_columns_with_wavelengths(pe):
     lam = wavelengths(8).numpy()
-    fig = positional.pe_curves(pe, [0, 5], [float(lam[0]), float(lam[2])])
+    fig = positional.pe_curves(pe, [0, 5], [float(lam[0]), float(lam[2])], [True, False])
     assert len(fig.data) == 2
     np.testing.assert_array_equal(np.asarray(fig.data[1].y), pe[:, 5])
     assert "dim 5" in fig.data[1].name and "cos" in fig.data[1].name and f"{lam[2]:,.1f}" in fig.data[1].name
+
+
+def test_marians_halves_are_labelled_sines_then_cosines():
+    """In Marian's layout dimension 4 of 8 is the first cosine (it starts at 1), not a sine as an even index is in the
+    paper's layout: the legend and the axis say which, from model.positional.pair_dimensions."""
+    pe = sinusoidal_encoding(12, 8, "halves").numpy()
+    sin_dims = set(pair_dimensions(8, "halves")[0].tolist())
+    fig = positional.pe_curves(pe, [2, 4], [1.0, 1.0], [d in sin_dims for d in (2, 4)])
+    assert "sin" in fig.data[0].name and "cos" in fig.data[1].name and pe[0, 4] == 1.0
+    assert "first half sin" in positional.pe_heatmap(pe, layout="halves").layout.xaxis.title.text
 
 
 def test_embedding_parts_three_panels_labelled_by_piece():
@@ -65,11 +75,17 @@ def test_masked_weights_keep_exact_values():
 
 
 
-def test_batch_table_marks_padding():
-    table = masks.batch_table({"s1": ["▁a", "</s>"], "s2": ["▁a", "<pad>"]})
-    assert table.shape == (2, 2) and table.loc["s2", "1"] == "<pad>"
-    html = masks.highlight_pads(table).to_html()
-    assert "background-color" in html
+def test_batch_table_greys_the_padding_the_masks_name_not_every_pad_piece():
+    """Marian's decoder input starts with <pad>, which is no padding: only the flagged cells turn grey."""
+    table = masks.batch_table({"s1": ["▁a", "</s>"], "s2": ["▁a", "<pad>"], "dec": ["<pad>", "▁b", "<pad>"]})
+    assert table.shape == (3, 3) and table.loc["s2", "1"] == "<pad>"
+    styled = masks.highlight_pads(table, [[False, False], [False, True], [False, False, True]], bold=("<pad>", "</s>"))
+    css = styled._compute().ctx  # (row, column) -> [(property, value)] of the cells that got a style
+    grey = {cell for cell, props in css.items() if ("background-color", masks.MASKED_COLOR) in props}
+    assert grey == {(1, 1), (2, 2)}
+    assert ("font-weight", "bold") in css[(2, 0)] and ("font-weight", "bold") in css[(0, 1)]
+    with pytest.raises(ValueError):
+        masks.highlight_pads(table, [[True]])
 
 
 def test_stage_bars_last_panel_is_the_weights_and_masked_keys_have_no_bar():
@@ -118,8 +134,12 @@ def test_architecture_diagram_names_real_sizes():
     cfg = dict(d_model=64, n_heads=4, d_ff=256, n_encoder_layers=2, n_decoder_layers=3, vocab_size=30,
                norm_first=False)
     texts = " ".join(a.text for a in training.architecture_diagram(cfg).layout.annotations)
-    for needle in ("4 heads × d_k 16", "64 → 256 → 64", "N = 2", "N = 3", "30 × 64", "LayerNorm(x + Sublayer(x))"):
+    for needle in ("4 heads × d_k 16", "64 → 256 → 64", "N = 2", "N = 3", "30 × 64", "LayerNorm(x + Sublayer(x))",
+                   "shifted right: &lt;s&gt;"):
         assert needle in texts
+    marian = " ".join(a.text for a in training.architecture_diagram({**cfg, "activation": "swish"}, "<pad>")
+                      .layout.annotations)
+    assert "shifted right: &lt;pad&gt;" in marian and "(Swish)" in marian
 
 
 def test_training_curves_plot_the_logs():

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from app.resources import MODELS, UPLOAD_PREFIX, load_model, load_upload
+from app.resources import MODELS, UPLOAD_FILES, UPLOAD_PREFIX, load_model, load_upload, model_label
 from model.checkpoint import CheckpointError
+from tests.marian_helpers import marian_checkpoint
 
 
 @dataclass
@@ -129,7 +130,7 @@ def test_pickled_weights_are_refused_by_name_and_never_run(tmp_path, name):
     uploaded = [f for f in files(MODELS["reverse"]) if f.name != "model.safetensors"]
     refused_upload(uploaded + [Uploaded(name, pickle.dumps(Plant(marker), protocol=4))],
                    f"{name}: refused, only safetensors weights are read ({suffix} files are pickles, which can run "
-                   "code); upload model.safetensors, config.json and tokenizer.model")
+                   f"code); upload {UPLOAD_FILES}")
     assert not marker.exists()
 
 
@@ -138,8 +139,7 @@ def test_pickled_weights_are_refused_by_name_and_never_run(tmp_path, name):
 def test_an_archive_is_refused_with_a_message_naming_it(name):
     archive = zipped(**{f.name: f.data for f in files(MODELS["reverse"])})
     refused_upload([Uploaded(name, archive)],
-                   f"{name}: archives are not accepted; upload model.safetensors, config.json and tokenizer.model as "
-                   "three separate files")
+                   f"{name}: archives are not accepted; upload {UPLOAD_FILES} as separate files")
 
 
 def test_a_header_claiming_gigabytes_is_refused_under_the_users_file_name():
@@ -169,8 +169,7 @@ def test_an_absurd_or_inconsistent_config_is_refused(change, reason):
 
 def test_two_files_of_one_kind_are_refused():
     uploaded = files(MODELS["reverse"]) + [Uploaded("other.json", b"{}")]
-    refused_upload(uploaded, "config.json and other.json: two .json files; upload one weights, one config and one "
-                             "tokenizer file")
+    refused_upload(uploaded, "config.json and other.json: two files for config.json; upload one of each")
 
 
 def test_the_sidebar_says_why_and_keeps_the_shipped_model(app_test, monkeypatch, tmp_path):
@@ -188,3 +187,98 @@ def test_the_sidebar_says_why_and_keeps_the_shipped_model(app_test, monkeypatch,
     assert at.session_state["model_name"] == "reverse"
     assert "uploads" not in at.session_state or not at.session_state["uploads"]
     assert not marker.exists()
+
+
+# ---------------------------------------------------------------- a converted Marian (opus-mt) checkpoint
+
+MARIAN_NAMES = ("model.safetensors", "config.json", "source.spm", "target.spm", "vocab.json")
+
+
+@pytest.fixture(scope="module")
+def marian_folder(tmp_path_factory) -> Path:
+    return marian_checkpoint(tmp_path_factory.mktemp("marian") / "opus-mt-en-de", n_heads=4, n_layers=2)
+
+
+def marian_files(folder: Path, **replace: bytes) -> list[Uploaded]:
+    return [Uploaded(n, replace.get(n, (folder / n).read_bytes())) for n in MARIAN_NAMES]
+
+
+def test_the_upload_message_names_both_tokenizer_layouts():
+    assert UPLOAD_FILES == ("model.safetensors, config.json and the tokenizer (tokenizer.model, or Marian's "
+                            "source.spm, target.spm, vocab.json)")
+
+
+def test_a_converted_marian_checkpoint_uploads_as_its_files_and_is_labelled_by_its_languages(marian_folder):
+    name = load_upload(marian_files(marian_folder))
+    ckpt = load_model(name)
+    assert ckpt.config.tokenizer == "marian" and ckpt.config.bos_id == ckpt.config.pad_id
+    assert ckpt.meta["source_lang"] == "en" and ckpt.path is None
+    assert model_label(name) == "Uploaded English → German (32-wide, 2+2 layers, 4 heads)"
+    assert load_upload(list(reversed(marian_files(marian_folder)))) == name  # the order of the files does not matter
+
+
+@pytest.mark.parametrize("drop, message", [
+    ("vocab.json", "missing vocab.json: upload model.safetensors, config.json and the tokenizer together (this "
+                   "config's tokenizer is Marian's source.spm, target.spm, vocab.json)"),
+    ("target.spm", "missing target.spm: upload model.safetensors, config.json and the tokenizer together (this "
+                   "config's tokenizer is Marian's source.spm, target.spm, vocab.json)"),
+    ("config.json", f"missing config.json: upload {UPLOAD_FILES} together"),
+])
+def test_a_marian_upload_missing_a_file_names_it(marian_folder, drop, message):
+    refused_upload([f for f in marian_files(marian_folder) if f.name != drop], message)
+
+
+def test_files_of_the_other_tokenizer_layout_are_named(marian_folder):
+    refused_upload(marian_files(marian_folder) + [Uploaded("tokenizer.model", b"x")],
+                   "tokenizer.model: not part of this checkpoint (its config's tokenizer is Marian's source.spm, "
+                   "target.spm, vocab.json)")
+    refused_upload(files(MODELS["reverse"]) + [Uploaded("source.spm", b"x")],
+                   "source.spm: not part of this checkpoint (its config's tokenizer is tokenizer.model)")
+
+
+def test_a_renamed_marian_tokenizer_file_is_refused_by_name(marian_folder):
+    renamed = [Uploaded("source (1).spm" if f.name == "source.spm" else f.name, f.data)
+               for f in marian_files(marian_folder)]
+    refused_upload(renamed, "source (1).spm: a Marian tokenizer file must keep its name, source.spm or target.spm "
+                            "(which side it is)")
+
+
+def test_a_hugging_face_folders_config_says_to_convert_it_first(marian_folder):
+    hf = json.dumps({"model_type": "marian", "architectures": ["MarianMTModel"], "d_model": 512}).encode()
+    refused_upload(marian_files(marian_folder, **{"config.json": hf}),
+                   "config.json is a Hugging Face config (model_type 'marian'), not this project's checkpoint; "
+                   "convert a Marian (opus-mt) folder first: python -m model convert-marian FOLDER --out "
+                   "pretrained/NAME")
+
+
+@pytest.mark.parametrize("name, data, message", [
+    ("vocab.json", b"{not json", "vocab.json is not valid JSON (JSONDecodeError)"),
+    ("vocab.json", json.dumps({"</s>": 0, "<unk>": 1}).encode(), "vocab.json has no <pad>"),
+    ("source.spm", b"\x00garbage", "source.spm: not a valid sentencepiece model"),
+    ("target.spm", pickle.dumps(Plant(Path("/nonexistent/pwned")), protocol=4),
+     "target.spm: not a valid sentencepiece model"),
+])
+def test_a_broken_or_hostile_marian_tokenizer_file_is_refused_naming_it(marian_folder, name, data, message):
+    with pytest.raises(CheckpointError) as info:
+        load_upload(marian_files(marian_folder, **{name: data}))
+    assert str(info.value).startswith(message)
+    assert not st.session_state.get("uploads")
+
+
+def test_a_vocabulary_that_contradicts_the_config_is_refused(marian_folder):
+    vocab = json.loads((marian_folder / "vocab.json").read_text())
+    pad = vocab.pop("<pad>")
+    vocab = {"<pad>": 2, **{k: (v + 1 if v >= 2 else v) for k, v in vocab.items()}}
+    assert sorted(vocab.values()) == list(range(pad + 1))
+    with pytest.raises(CheckpointError, match=f"vocab.json does not match config.json: <pad> is 2, config.json says "
+                                              f"pad_id {pad}"):
+        load_upload(marian_files(marian_folder, **{"vocab.json": json.dumps(vocab).encode()}))
+
+
+def test_the_sidebar_loads_a_marian_upload_and_selects_it(app_test, monkeypatch, marian_folder):
+    monkeypatch.setattr(st, "file_uploader", lambda *args, **kwargs: marian_files(marian_folder))
+    at = app_test("app/views/positional.py")
+    at.button(key="upload_load").click().run()
+    assert not at.exception and not at.error
+    assert at.session_state["model_name"].startswith(UPLOAD_PREFIX)
+    assert any("d_{model}/2" in latex.value for latex in at.latex)  # the page draws the uploaded Marian model

@@ -2,15 +2,19 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explain.heads import head_statistics, merge_to_words
-from explain.masks import unmasked_scores
+from explain.masks import mask_parts, unmasked_scores
 from explain.mechanics import attention_internals, compare_scores, hard_attention, location_based, softmax_saturation
 from explain.positional import embedding_parts, offset_error
 from explain.training import parameter_counts
+from model.inference import pad_batch
 from model.positional import frequency_index, pair_dimensions, sinusoidal_encoding
 from model.trace import KINDS
-from model.transformer import count_parameters
+from model.transformer import Transformer, count_parameters
+from tests.conftest import tiny_config
 
 
 def test_head_statistics_of_known_patterns():
@@ -86,3 +90,34 @@ def test_a_fixed_offset_is_one_rotation_per_pair_in_either_layout(layout):
     pe = sinusoidal_encoding(3, 16, layout)
     assert torch.allclose(pe[:, sin] ** 2 + pe[:, cos] ** 2, torch.ones(3, 8))  # each pair is a point on a circle
     assert [frequency_index(int(d), 16, layout) for d in cos] == list(range(8))
+
+
+@pytest.fixture(scope="module")
+def marian_model():
+    """A tiny model with Marian's options: the decoder starts with <pad> (bos_id = pad_id), a final logits bias."""
+    torch.manual_seed(0)
+    config = tiny_config(20, pad_id=19, unk_id=1, bos_id=19, eos_id=0, decoder_start_id=19, tokenizer="marian",
+                         activation="swish", positional_layout="halves", final_logits_bias=True)
+    return Transformer(config).eval()
+
+
+@settings(max_examples=15)
+@given(source_lengths=st.lists(st.integers(1, 5), min_size=2, max_size=3), data=st.data())
+def test_the_masks_page_parts_combine_to_the_masks_the_forward_pass_used(marian_model, source_lengths, data):
+    """Marian's decoder input starts with the pad id: mask_parts must not call it padding, so that its pieces give
+    exactly the masks the model applied, for every padded batch."""
+    pad = marian_model.config.pad_id
+    output_lengths = data.draw(st.lists(st.integers(0, 5), min_size=len(source_lengths), max_size=len(source_lengths)))
+    src = pad_batch([[4] * (n - 1) + [0] for n in source_lengths], pad)  # [B, S], each row ends with </s>
+    tgt_in = pad_batch([[pad] + [5] * n for n in output_lengths], pad)  # [B, T]: <pad> start, output, padding
+    _, trace = marian_model(src, tgt_in, return_attention=True)
+    parts = mask_parts(src, tgt_in, pad)
+    assert torch.equal(parts["target padding & causal"], trace.mask("dec_self")[:, 0])
+    assert torch.equal(parts["source padding"], trace.mask("enc_self")[:, 0].expand_as(parts["source padding"]))
+    assert parts["target padding"][:, :, 0].all()
+
+
+def test_parameter_counts_add_up_with_marians_final_logits_bias(marian_model):
+    counts = dict(parameter_counts(marian_model))
+    assert counts["Final logits bias (Marian)"] == 20
+    assert sum(counts.values()) == count_parameters(marian_model)

@@ -7,14 +7,12 @@ compare with it are skipped without it. The refusals are tested on folders writt
 """
 from __future__ import annotations
 
-import io
 import json
 import math
 import pickle
 from pathlib import Path
 
 import pytest
-import sentencepiece as spm
 import torch
 from safetensors.torch import save_file
 
@@ -27,38 +25,13 @@ from model.layers import ACTIVATION_FUNCTIONS
 from model.marian import convert_marian, hf_names, languages
 from model.positional import sinusoidal_encoding
 from model.transformer import Transformer, count_parameters
+from tests.marian_helpers import DE, EN, marian_vocab, train_spm
 
-EN = ["The house is small.", "I would like to drink a cup of tea.", "Where is the station?",
-      "She has read the book that you gave her yesterday.", "We went home because it was raining.",
-      "When does the train to Berlin leave?", "I get up at seven every morning.", "The children are playing."]
-DE = ["Das Haus ist klein.", "Ich möchte eine Tasse Tee trinken.", "Wo ist der Bahnhof?",
-      "Sie hat das Buch gelesen, das du ihr gestern gegeben hast.", "Wir gingen nach Hause, weil es regnete.",
-      "Wann fährt der Zug nach Berlin?", "Ich stehe jeden Morgen um sieben auf.", "Die Kinder spielen."]
 TEXTS = ["The house is small.", "Where is the train?", "Zebra quartz!"]  # the last has pieces vocab.json lacks
 MAX_NEW = 12
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses",  # HF's tokenizer, not used
                                         "ignore:Detected pickle protocol")  # torch.load of the hostile pickle
 EOS_SCALE = {"relu": 3.0, "swish": 2.0}  # found by trying: beam outputs of these random models end at 1-4 and 12 tokens
-
-
-def train_spm(sentences: list[str]) -> bytes:
-    """A sentencepiece model with its default ids (unk 0, bos 1, eos 2), as Marian's source.spm/target.spm are."""
-    out = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(sentences * 5), model_writer=out, vocab_size=40,
-                                   character_coverage=1.0, num_threads=1, minloglevel=2, hard_vocab_limit=False)
-    return out.getvalue()
-
-
-def marian_vocab(*protos: bytes) -> dict[str, int]:
-    """Marian's layout: </s> 0, <unk> 1, the pieces of both models, <pad> last."""
-    pieces: list[str] = []
-    for proto in protos:
-        sp = spm.SentencePieceProcessor()
-        sp.LoadFromSerializedProto(proto)
-        pieces += [sp.id_to_piece(i) for i in range(sp.get_piece_size())
-                   if not (sp.is_control(i) or sp.is_unknown(i)) and sp.id_to_piece(i) not in pieces]
-    vocab = {"</s>": 0, "<unk>": 1, **{piece: i + 2 for i, piece in enumerate(pieces)}}
-    return {**vocab, "<pad>": len(vocab)}
 
 
 @pytest.fixture(scope="module")
@@ -265,6 +238,14 @@ def test_missing_files_and_a_vocabulary_mismatch_are_refused(folder, tmp_path, c
     (folder / "source.spm").unlink()
     refused(folder, out, f"source.spm is missing in {folder}", capsys)
     refused(tmp_path / "nowhere", out, "Marian folder not found", capsys)
+
+
+def test_an_unconverted_folder_given_as_a_checkpoint_says_to_convert_it(folder, capsys):
+    with pytest.raises(CheckpointError, match=r"config.json is a Hugging Face config \(model_type 'marian'\), not "
+                                              r"this project's checkpoint; convert .* python -m model convert-marian"):
+        load_checkpoint(folder)
+    assert cli_main(["translate", "The house is small.", "--checkpoint", str(folder)]) == 2
+    assert "convert-marian FOLDER --out pretrained/NAME" in capsys.readouterr().err
 
 
 def test_an_existing_output_is_never_overwritten(folder, tmp_path):

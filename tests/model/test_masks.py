@@ -1,6 +1,8 @@
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
-from model.masks import causal_mask, decoder_self_mask, padding_mask
+from model.masks import causal_mask, decoder_self_mask, padding_mask, target_padding_mask
 from model.positional import sinusoidal_encoding, wavelengths
 
 
@@ -43,3 +45,19 @@ def test_relative_offset_is_a_linear_map_of_position():
 def test_wavelengths_span_two_pi_to_ten_thousand_two_pi():
     w = wavelengths(512)
     assert abs(w[0] - 2 * torch.pi) < 1e-9 and w[-1] < 10000 * 2 * torch.pi and w[-1] > 0.9 * 10000 * 2 * torch.pi
+
+
+@given(lengths=st.lists(st.integers(0, 6), min_size=1, max_size=4), pad_id=st.integers(0, 9), start_is_pad=st.booleans())
+def test_the_decoder_start_is_never_padding_and_real_tokens_never_are(lengths, pad_id, start_is_pad):
+    """Decoder inputs are the start token, then the output, then right padding. Marian's start token is the pad id
+    itself: position 0 must stay visible to every query, exactly as any real token, and only the padding is masked."""
+    start = pad_id if start_is_pad else (pad_id + 1) % 10
+    real = (pad_id + 2) % 10  # any id but the pad id
+    width = 1 + max(lengths)
+    ids = torch.tensor([[start] + [real] * n + [pad_id] * (width - 1 - n) for n in lengths])  # [B, T]
+    keys = target_padding_mask(ids, pad_id)[:, 0, 0]  # [B, T]
+    expected = torch.tensor([[t <= n for t in range(width)] for n in lengths])
+    assert torch.equal(keys, expected)
+    mask = decoder_self_mask(ids, pad_id)[:, 0]  # [B, T, T]
+    assert mask[:, :, 0].all()
+    assert torch.equal(mask, expected[:, None, :] & causal_mask(width)[0])
