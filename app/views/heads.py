@@ -32,6 +32,7 @@ from model.inference import InputError, Translation, translate
 from model.trace import KIND_LABELS, KINDS
 
 log = logging.getLogger("attention_explorer")
+SUM_AT_ONCE_PARAMETERS = 20_000_000  # larger models sum over the examples only when asked (8-22 s at 74M)
 SECTIONS = ("Switch heads off", "Attribution", "Compare two sentences", "Watch attention learn")
 KIND_SHORT = {"enc_self": "Encoder self", "dec_self": "Decoder self", "cross": "Cross"}
 REVERSE_EXPECT = (
@@ -297,9 +298,17 @@ def ablation_section(translation: Translation, request: Request) -> None:
                 unsafe_allow_html=True)
     source, output = tuple(translation.source.ids), tuple(translation.target_ids)
     importance = sentence_importance(request.model_name, source, output)
-    summed = examples_importance(request.model_name)
-    examples = examples_for(load_model(request.model_name).meta)
+    ckpt = load_model(request.model_name)
+    examples = examples_for(ckpt.meta)
     n_examples = len(examples.sentences) if examples else 0
+    summed = None
+    if examples is not None:
+        large = ckpt.config.estimated_parameters() > SUM_AT_ONCE_PARAMETERS
+        wanted = st.toggle(f"Also sum the importance over the {n_examples} example sentences", value=not large,
+                           key=f"heads_sum_examples_{request.model_name}",
+                           help="Computed once per model and kept for every session: about a second for the "
+                                "shipped models, 10-20 s for a model of opus-mt's size.")
+        summed = examples_importance(request.model_name) if wanted else None
     st.markdown("##### Which heads matter?")
     forget_missing_heads(layers, n_heads)
     off = heads_off(layers, n_heads)
