@@ -74,6 +74,22 @@ def test_masked_weights_keep_exact_values():
     np.testing.assert_array_equal(~np.isnan(overlay), [[False, False, True]])
 
 
+def test_masked_weights_of_a_long_input_stay_exact_and_light():
+    """Past 30 x 30 cells: no numbers in the cells, the weights exact in float32, the masked cells grey, and the
+    hover from the axes (no label pair per cell): a causal 200-piece map is well under a megabyte."""
+    n = 200
+    rng = np.random.default_rng(0)
+    mask = np.tril(np.ones((n, n), dtype=bool))  # causal
+    weights = np.where(mask, rng.random((n, n)), 0.0).astype(np.float32)
+    weights /= weights.sum(axis=1, keepdims=True)
+    pieces = [f"▁w{i}" for i in range(n)]
+    fig = masks.masked_weights(weights, mask, pieces, pieces, "w")
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), weights)
+    np.testing.assert_array_equal(np.asarray(fig.data[1].z, dtype=bool), ~mask)  # the grey overlay: masked cells
+    assert all(trace.customdata is None and trace.text is None for trace in fig.data)
+    assert len(fig.to_json()) < 10**6
+
+
 
 def test_batch_table_greys_the_padding_the_masks_name_not_every_pad_piece():
     """Marian's decoder input starts with <pad>, which is no padding: only the flagged cells turn grey."""
