@@ -19,6 +19,7 @@ import streamlit as st
 from app.browser import bind_keys
 from app.charts.attention import (
     MIN_LINE_WEIGHT,
+    MODEL_VIEW_MAX_CELLS,
     default_min_weight,
     head_stats_frame,
     head_view_figure,
@@ -195,8 +196,11 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
         st.plotly_chart(presentable(fig), key=chart_key, width="stretch", theme=None,
                         on_select=partial(_open_head, chart_key, key),
                         selection_mode="points", config=plotly_config(f"{kind}_all_heads", fmt))
+        pooled = max(view.weights.shape[-2:]) > MODEL_VIEW_MAX_CELLS
         st.caption("Click a small map to open that head as a heatmap. Query rows run top to bottom, keys left to "
-                   "right, as in the heatmap.")
+                   "right, as in the heatmap." + (f" With more than {MODEL_VIEW_MAX_CELLS} pieces a small map shows "
+                                                  "the largest weight of each block of pieces (a map is too small for "
+                                                  "every cell); the heatmap shows every weight." if pooled else ""))
     _stats_table(translation, kind, key)
     name = f"{kind}_layer{layer + 1}_{'mean' if head < 0 else f'head{head + 1}'}{'_words' if word_level else ''}.csv"
     st.download_button("Download this matrix (CSV)", data=matrix_csv(matrix, view.query_labels, view.key_labels),
