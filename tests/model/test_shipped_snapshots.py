@@ -1,0 +1,33 @@
+"""The snapshots shipped beside the models (pretrained/*/snapshots/, the Heads page's "Watch attention learn"):
+each loads, is an earlier stage of the same recipe (the model's tokenizer and shape, fewer steps), says what it
+is, and all of them together stay small."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from model.checkpoint import checkpoint_snapshots, load_checkpoint
+
+PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
+MAX_SNAPSHOT_BYTES = 40 * 10**6  # all snapshots of all models together (the issue's budget)
+
+
+@pytest.mark.parametrize("name", ["en-de", "reverse"])
+def test_every_shipped_snapshot_is_an_earlier_stage_of_its_model(name):
+    model = load_checkpoint(PRETRAINED / name)
+    snapshots = checkpoint_snapshots(PRETRAINED / name)
+    assert len(snapshots) >= 2
+    steps = [meta["steps"] for _, meta in snapshots.values()]
+    assert steps == sorted(steps) and steps[-1] < model.meta["steps"]
+    for path, meta in snapshots.values():
+        snapshot = load_checkpoint(path)
+        assert snapshot.tokenizer.files() == model.tokenizer.files()
+        assert snapshot.config == model.config
+        assert meta["snapshot"] and isinstance(meta["valid_loss"], float) and isinstance(meta["epochs"], int)
+        assert meta["valid_loss"] > model.meta["valid_loss"]  # earlier means worse on validation
+
+
+def test_the_snapshots_fit_the_budget():
+    files = [f for model in PRETRAINED.iterdir() for f in (model / "snapshots").rglob("*") if f.is_file()]
+    assert files and sum(f.stat().st_size for f in files) < MAX_SNAPSHOT_BYTES
