@@ -131,6 +131,15 @@ SLIDES: tuple[Slide, ...] = (
           figure="label_smoothing",
           notes="With this model's V = {vocab} pieces the true piece's target is {true_target:.4f}; the chart uses "
                 "10 pieces so the small bars stay visible."),
+    Slide(title="Training: watch the alignment form",
+          lines=("The same sentence read by this model after {earlier} of training and at {final}, each given "
+                 "this model's own output.",
+                 "At {first} every source piece gets about the same weight; the alignment appears as the model "
+                 "learns to translate."),
+          figure="learning",
+          notes="The snapshots are epochs of a rerun of this model's recipe from scratch, shipped beside it. The "
+                "Heads page (Watch attention learn) shows any head, their own translations and how the rows' "
+                "entropy falls over the training steps."),
     Slide(title="What the model gets wrong",
           lines=("{limitation}",
                  "A known failure: *{fail_source}* → *{fail_output}* (right: *{fail_reference}*)."),

@@ -20,7 +20,7 @@ from app.charts import positional as positional_charts
 from app.charts.attention import default_min_weight, head_view_figure, heatmap_figure, model_view_figure
 from app.charts.axes import plotly_text
 from app.charts.decoding import TreeCandidate, beam_tree_figure, beam_tree_nodes, topk_figure
-from app.charts.heads import importance_figure
+from app.charts.heads import checkpoints_figure, importance_figure
 from app.charts.masks import mask_grid
 from app.charts.mechanics import stage_bars
 from app.charts.training import architecture_diagram, label_smoothing_bars, lr_schedule
@@ -28,6 +28,8 @@ from app.examples import languages
 from app.explorer import attention_view, head_label, head_matrix
 from app.lecture import FAILURES, REORDER_HINT, Slide
 from app.page import to_numpy
+from app.resources import load_snapshot, snapshots_of
+from explain.checkpoints import read_output
 from explain.heads import head_importance
 from explain.mechanics import attention_internals
 from explain.positional import embedding_parts
@@ -212,6 +214,29 @@ def label_smoothing(deck: Deck) -> Made:
     return label_smoothing_bars(dist, labels, eps), {}
 
 
+def learning(deck: Deck) -> Made:
+    """The last layer's cross-attention (mean over heads) of this sentence in each shipped snapshot of earlier
+    training and in the model, all reading the model's own output (explain.checkpoints)."""
+    snapshots = snapshots_of(deck.model_name)
+    if not snapshots:
+        raise SlideUnavailable("This model ships no snapshots of its earlier training, so there is nothing to set "
+                               "beside it (the Heads page can compare an uploaded earlier checkpoint).")
+    t = deck.translation
+    maps = []
+    for name, (_, meta) in snapshots.items():
+        reading = read_output(load_snapshot(deck.model_name, name).model, list(t.source.ids), list(t.target_ids))
+        maps.append((f"epoch {meta.get('epochs', '?')}", to_numpy(reading.maps["cross"][-1].mean(dim=0))))
+    final = deck.ckpt.meta.get("epochs")
+    maps.append((f"epoch {final} (this model)" if final else "this model",
+                 to_numpy(t.trace.weights("cross")[-1, 0].mean(dim=0))))
+    fig = checkpoints_figure(maps, list(t.target_input_pieces), list(t.source.pieces), row_title="decoder input",
+                             col_title="source piece", title="Cross-attention of the last layer (mean over heads) "
+                                                             "as training goes on")
+    epochs = [str(meta.get("epochs", "?")) for _, meta in snapshots.values()]
+    earlier = "epoch " + epochs[0] if len(epochs) == 1 else "epochs " + ", ".join(epochs[:-1]) + " and " + epochs[-1]
+    return fig, {"first": maps[0][0], "earlier": earlier, "final": f"epoch {final}" if final else "its last epoch"}
+
+
 def card_limitation(deck: Deck) -> str:
     """The first sentence of the first known limitation in the model card, as plain Markdown."""
     card = deck.ckpt.path / "MODEL_CARD.md" if deck.ckpt.path else None
@@ -238,5 +263,6 @@ def failure(deck: Deck) -> Made:
 MAKERS: dict[str, Callable[..., Made]] = {
     "architecture": architecture, "embeddings": embeddings, "stages": stages, "model_view": model_view,
     "head_view": head_view, "mask": mask, "heatmap": heatmap, "topk": topk, "beam_tree": beam_tree,
-    "importance": importance, "lr": lr, "label_smoothing": label_smoothing, "failure": failure,
+    "importance": importance, "lr": lr, "label_smoothing": label_smoothing, "learning": learning,
+    "failure": failure,
 }
