@@ -5,6 +5,7 @@ does, and leaves full-page screenshots behind ($E2E_SCREENSHOTS) so a person can
 """
 from __future__ import annotations
 
+import contextlib
 import re
 
 import pytest
@@ -146,14 +147,37 @@ def translate_reverse(page, url: str) -> None:
     sentence_box(page).wait_for(timeout=WAIT_MS)
     wait_idle(page)
     choose_reverse_model(page)
+    translate_text(page, SENTENCE)
+
+
+def translate_text(page, text: str) -> None:
+    """Type ``text`` into the sentence box, press Translate and wait for the first chart."""
     box = sentence_box(page)
-    box.fill(SENTENCE)
+    box.fill(text)
     box.press("Control+Enter")
     page.wait_for_timeout(300)
     wait_idle(page)
     page.get_by_role("button", name=re.compile(r"^\W*Translate\s*$")).click()
     page.wait_for_selector(PLOT_AREA, timeout=WAIT_MS)
     wait_idle(page)
+
+
+@contextlib.contextmanager
+def screenshot_on_failure(page, path, server):
+    """Run a browser test's steps; on a failure keep a screenshot at ``path`` and print the server's log tail,
+    then re-raise. The page is closed either way."""
+    try:
+        yield
+    except Exception:
+        try:
+            screenshot_whole_page(page, path)
+        except Exception:  # never hide the original failure
+            pass
+        print(f"screenshot of the failure: {path}")
+        print(f"server log:\n{server.log_tail()}")
+        raise
+    finally:
+        page.close()
 
 
 def chart_titles(page) -> list[str]:

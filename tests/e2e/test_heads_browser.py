@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.test_browser import (
     assert_no_error,
+    screenshot_on_failure,
     screenshot_whole_page,
     translate_reverse,
     wait_idle,
@@ -56,7 +57,7 @@ def test_switch_a_head_off_then_compare_two_sentences(browser, streamlit_server,
     url = streamlit_server.url
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.set_default_timeout(WAIT_MS)
-    try:
+    with screenshot_on_failure(page, screenshot_dir / "heads_failure.png", streamlit_server):
         translate_reverse(page, url)
         page.get_by_text(REVERSED, exact=True).first.wait_for(timeout=WAIT_MS)
         wait_idle(page)
@@ -121,13 +122,3 @@ def test_switch_a_head_off_then_compare_two_sentences(browser, streamlit_server,
         expect(page.locator("[data-testid=stDataFrame]").last).to_be_visible()  # one row per checkpoint
         assert_no_error(page, "Heads: watch attention learn")
         screenshot_whole_page(page, screenshot_dir / "heads_4_learn.png")
-    except Exception:
-        try:
-            screenshot_whole_page(page, screenshot_dir / "heads_failure.png")
-        except Exception:  # never hide the original failure
-            pass
-        print(f"screenshot of the failure: {screenshot_dir / 'heads_failure.png'}")
-        print(f"server log:\n{streamlit_server.log_tail()}")
-        raise
-    finally:
-        page.close()

@@ -9,7 +9,15 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.test_browser import PLOT_AREA, assert_no_error, screenshot_whole_page, sentence_box, wait_idle
+from tests.e2e.test_browser import (
+    PLOT_AREA,
+    assert_no_error,
+    screenshot_on_failure,
+    screenshot_whole_page,
+    sentence_box,
+    translate_text,
+    wait_idle,
+)
 from tests.marian_helpers import marian_checkpoint
 
 pytestmark = pytest.mark.e2e
@@ -61,21 +69,14 @@ def test_upload_a_6x16_marian_checkpoint_and_every_head_fits(browser, streamlit_
     folder = marian_checkpoint(tmp_path / "opus-mt-en-de")
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(WAIT_MS)
-    try:
+    with screenshot_on_failure(page, screenshot_dir / "marian_failure.png", streamlit_server):
         page.goto(streamlit_server.url, wait_until="domcontentloaded")
         sentence_box(page).wait_for(timeout=WAIT_MS)
         wait_idle(page)
         upload_marian(page, folder)
         assert page.get_by_role("button", name="I have read the book that you gave me.").count() == 1  # English
         set_max_output(page, MAX_OUTPUT)  # a random model never ends: keep its output short, the test fast
-        box = sentence_box(page)
-        box.fill(SENTENCE)  # short: the test's tiny sentencepiece models cut text into letters
-        box.press("Control+Enter")
-        page.wait_for_timeout(300)
-        wait_idle(page)
-        page.get_by_role("button", name=re.compile(r"^\W*Translate\s*$")).click()
-        page.wait_for_selector(PLOT_AREA, timeout=WAIT_MS)
-        wait_idle(page)
+        translate_text(page, SENTENCE)  # short: the test's tiny sentencepiece models cut text into letters
         page.get_by_text("Model view", exact=True).click()
         wait_idle(page)
         grid = page.locator("[data-testid=stPlotlyChart] .js-plotly-plot").filter(has_text="every layer (rows)")
@@ -100,12 +101,3 @@ def test_upload_a_6x16_marian_checkpoint_and_every_head_fits(browser, streamlit_
         page.get_by_text("never masked as padding").first.wait_for(timeout=WAIT_MS)
         assert_no_error(page, "Masks")
         screenshot_whole_page(page, screenshot_dir / "marian_masks.png")
-    except Exception:
-        try:
-            screenshot_whole_page(page, screenshot_dir / "marian_failure.png")
-        except Exception:  # never hide the original failure
-            pass
-        print(f"server log:\n{streamlit_server.log_tail()}")
-        raise
-    finally:
-        page.close()
