@@ -5,16 +5,17 @@
 On the shipped en-de model (pretrained/en-de, CPU) and a sentence of 20 source pieces whose greedy translation
 is 20 pieces (</s> counted in both). Measured, interleaved and repeated, medians reported:
   * forward: Transformer.forward(src, decoder input) without capture, no gradient (the unit)
-  * head importance: explain.heads.head_importance, every head of the model switched off alone in one batched
-    teacher-forced pass (1 + 72 rows; the output layer in chunks of 2^20 logits); target <= 10x
+  * head importance: explain.heads.head_importance, every head of the model switched off alone, exact: 72 rows
+    that join one batched teacher-forced pass at their own layer (a staircase; the layers below a switched-off
+    head are the unmasked pass's), the output layer in chunks of 2^20 logits; target <= 10x
   * head importance, one head at a time: 73 separate teacher-forced passes (the loop the batch replaces)
-  * output layer alone, 73 rows: the shared output layer and log-softmax over the vocabulary for 1 + 72 rows of
-    decoder states, precomputed: what exact drops cost even if every encoder and decoder layer were free
-  * decoder states alone, 73 rows: the batched pass up to the output layer (Transformer.teacher_forced_hidden with
-    the 73-row head mask): the other part of the importance's cost, compute-bound (one row costs a 73rd of it)
+  * output layer alone, 72 rows: the shared output layer and log-softmax over the vocabulary for the 72 rows'
+    decoder states, precomputed, in the same chunks: the part of the table no reuse of layers can shrink
   * attribution: explain.attribution.attribute (one forward at the "internals" level for rollout and norms, one
     batched forward and backward for gradient x input), the Attribution section's whole cost
 The app runs each session's model calls on one intra-op thread (streamlit_app.py), so 1 thread is the default.
+Also printed: the arithmetic of the table against one forward's (torch's FlopCounterMode) and what one core's
+fp32 matmul peak (a 2048^3 sgemm) would make of it: exact drops cannot cost less than that many forwards' work.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import sys
 from pathlib import Path
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -36,11 +38,10 @@ from timing import medians
 
 from explain.ablation import switched_off
 from explain.attribution import attribute
-from explain.heads import all_heads, head_importance, n_layers_of, sequence_log_probs
+from explain.heads import all_heads, head_importance, n_layers_of, piece_log_probs, sequence_log_probs
 from model.checkpoint import load_checkpoint
 from model.config import DecodeConfig
 from model.inference import translate
-from model.trace import HeadMask
 
 SENTENCE = "We went home early because it was raining and the streets were wet and cold."  # 20 + 20 pieces
 TARGET = 10.0
@@ -63,7 +64,6 @@ def main() -> int:
     layers, n_heads = n_layers_of(model), model.config.n_heads
     heads = all_heads(layers, n_heads)
     masks = [switched_off(model, [head]) for head in heads]
-    table_mask = HeadMask.rows([[]] + [[head] for head in heads], layers, n_heads)
 
     @torch.no_grad()
     def forward() -> None:
@@ -71,16 +71,12 @@ def main() -> int:
 
     with torch.no_grad():
         hidden = model.decoder(model.embed(tgt), model.memory_key_values(model.encode(src)[0]), None, None)[0]
-    rows = hidden.expand(1 + len(heads), -1, -1).contiguous()  # [73, T, D]
-    target = torch.tensor(list(output)).expand(rows.size(0), -1)  # [73, T]
+    rows = hidden.expand(len(heads), -1, -1).contiguous()  # [72, T, D]
+    target = torch.tensor(list(output)).expand(rows.size(0), -1)  # [72, T]
 
     @torch.no_grad()
     def output_layer() -> None:
-        model.logits(rows).log_softmax(-1).gather(-1, target[..., None])
-
-    @torch.no_grad()
-    def decoder_states() -> None:
-        model.teacher_forced_hidden(src.expand(rows.size(0), -1), tgt.expand(rows.size(0), -1), head_mask=table_mask)
+        piece_log_probs(model, rows.flatten(0, 1), target.flatten())
 
     def one_at_a_time() -> None:
         sequence_log_probs(model, source, output)
@@ -91,8 +87,7 @@ def main() -> int:
         "forward": forward,
         "head importance (batched)": lambda: head_importance(model, source, output),
         "head importance, one head at a time": one_at_a_time,
-        "output layer alone, 73 rows": output_layer,
-        "decoder states alone, 73 rows": decoder_states,
+        "output layer alone, 72 rows": output_layer,
         "attribution (rollout, norms, gradient x input)": lambda: attribute(model, source, output),
     }
     print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, torch {torch.__version__}, "
@@ -103,6 +98,18 @@ def main() -> int:
     unit = med["forward"]
     for name, value in med.items():
         print(f"  {name:48s} {value * 1000:9.1f} ms  {value / unit:7.1f}x forward")
+    with FlopCounterMode(display=False) as one, torch.no_grad():
+        model(src, tgt)
+    with FlopCounterMode(display=False) as table:
+        head_importance(model, source, output)
+    square = torch.randn(2048, 2048)
+    peak = 2 * 2048 ** 3 / medians({"sgemm": lambda: square @ square}, args.repeats)["sgemm"]  # FLOP/s
+    work = table.get_total_flops() / one.get_total_flops()
+    print(f"arithmetic: the table {table.get_total_flops() / 1e9:.2f} GFLOP = {work:.1f}x one forward's "
+          f"({one.get_total_flops() / 1e9:.2f} GFLOP); the forward runs at {one.get_total_flops() / unit / 1e9:.0f} "
+          f"GFLOP/s, the table at {table.get_total_flops() / med['head importance (batched)'] / 1e9:.0f}, "
+          f"a 2048^3 sgemm at {peak / 1e9:.0f}: at that peak the table would take "
+          f"{table.get_total_flops() / peak / unit:.1f}x one forward")
     ratio = med["head importance (batched)"] / unit
     print(f"head importance / one forward: {ratio:.1f}x (target <= {TARGET:.0f}x) "
           f"{'OK' if ratio <= TARGET else 'MISSED'}")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
+from model.masks import padding_mask
 from model.tokenizer import SPECIAL_PIECES
 from model.trace import KINDS, Head, HeadMask
 from model.transformer import Transformer
@@ -145,19 +146,85 @@ def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Se
     return pieces.cpu(), {kind: trace.weights(kind).float().cpu() for kind in KINDS}
 
 
-def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int]
+def _unmasked_pass(model: Transformer, src: torch.Tensor, tgt: torch.Tensor
+                   ) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor, torch.Tensor]:
+    """The teacher-forced pass with every head on, keeping what the rows of head importance start from: each
+    encoder layer's input [1, S, D], each decoder layer's input [1, T, D], the memory [1, S, D] and the final
+    decoder states [1, T, D] (forward hooks: the pass is the model's own ``teacher_forced_hidden``)."""
+    enc_inputs: list[torch.Tensor] = []
+    dec_inputs: list[torch.Tensor] = []
+    memory: list[torch.Tensor] = []
+    handles = [layer.register_forward_pre_hook(lambda _m, args, kept=kept: kept.append(args[0]))
+               for stack, kept in ((model.encoder, enc_inputs), (model.decoder, dec_inputs)) for layer in stack.layers]
+    handles.append(model.encoder.register_forward_hook(lambda _m, _args, out: memory.append(out[0])))
+    try:
+        hidden, _ = model.teacher_forced_hidden(src, tgt)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return enc_inputs, dec_inputs, memory[0], hidden
+
+
+def _joining(n_rows: int, n_heads: int, offset: int, rows: range) -> torch.Tensor:
+    """Head mask [n_rows, H] of one layer: every head on, except that row offset + r has head rows[r] off."""
+    mask = torch.ones(n_rows, n_heads)  # [R, H]
+    mask[offset:offset + len(rows)] -= torch.eye(n_heads)[rows.start:rows.stop]
+    return mask
+
+
+@torch.no_grad()
+def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int],
+                    activation_budget: int = ACTIVATION_BUDGET, logit_chunk: int = LOGIT_CHUNK
                     ) -> dict[str, torch.Tensor]:
     """For every head, how much the log-probability of the model's own output drops when only that head is
     switched off (Michel et al., 2019), per kind [L, H] in nats (positive = the head matters for this output).
 
-    One batched teacher-forced pass: row 0 has every head on, row 1 + i has head i of ``all_heads`` off.
+    Exact, and cheaper than one full teacher-forced row per head: switching a head off in layer l changes nothing
+    below l, so its row joins the batch at layer l from the unmasked pass's input to that layer (a staircase:
+    layer l runs the rows of the heads in layers <= l). enc_self rows then run the whole decoder on their own
+    memory; dec_self and cross rows join the decoder at their layer and share the unmasked memory's keys and
+    values. Heads run in groups that keep the feed-forward activations under ``activation_budget`` floats, the
+    output layer in chunks of ``logit_chunk`` logits.
     """
+    device = model.embed.token.weight.device
     layers, n_heads = n_layers_of(model), model.config.n_heads
-    heads = all_heads(layers, n_heads)
-    mask = HeadMask.rows([[]] + [[h] for h in heads], layers, n_heads)
-    log_probs = sequence_log_probs(model, source_ids, output_ids, mask)  # [1 + N]
-    drop = log_probs[0] - log_probs[1:]  # [N]
+    src = torch.tensor([list(source_ids)], device=device)  # [1, S]
+    tgt = torch.tensor([[model.config.bos_id, *output_ids[:-1]]], device=device)  # [1, T]
+    target = torch.tensor(list(output_ids), device=device)  # [T]
+    enc_inputs, dec_inputs, memory, hidden = _unmasked_pass(model, src, tgt)
+    src_mask = padding_mask(src, model.config.pad_id)  # [1, 1, 1, S]
+    tgt_mask = model.target_mask(tgt)  # [1, 1, T, T]
+    memory_kv = model.memory_key_values(memory)  # per decoder layer ([1, H, S, d_k], [1, H, S, d_k])
+    base = piece_log_probs(model, hidden[0], target, logit_chunk).sum()
+    rows_per_head = sum(layers.values())  # a group of h heads ends with h x rows_per_head rows
+    longest = max(len(source_ids), len(output_ids))
+    group = max(1, min(n_heads, activation_budget // (rows_per_head * longest * model.config.d_ff)))
     result = {kind: torch.zeros(layers[kind], n_heads) for kind in KINDS}
-    for (kind, layer, head), value in zip(heads, drop.tolist(), strict=True):
-        result[kind][layer, head] = value
+    for start in range(0, n_heads, group):
+        heads = range(start, min(start + group, n_heads))
+        labels: list[tuple[str, int]] = []  # (kind, layer) of each block of len(heads) rows, in batch order
+        x = enc_inputs[0][:0]  # [0, S, D]
+        for layer, encoder_layer in enumerate(model.encoder.layers):
+            x = torch.cat([x, enc_inputs[layer].expand(len(heads), -1, -1)])  # [R, S, D]
+            off = _joining(x.size(0), n_heads, len(labels) * len(heads), heads).to(device)  # [R, H]
+            x, _ = encoder_layer(x, src_mask, False, off)
+            labels.append(("enc_self", layer))
+        rows_memory = model.encoder.final_norm(x)  # [R_enc, S, D]
+        y = dec_inputs[0].expand(rows_memory.size(0), -1, -1)  # [R_enc, T, D]: the decoder's input is the embedding
+        for layer, decoder_layer in enumerate(model.decoder.layers):
+            y = torch.cat([y, dec_inputs[layer].expand(2 * len(heads), -1, -1)])  # [R, T, D]
+            own_k, own_v = decoder_layer.cross_attn.project_key_value(rows_memory)  # [R_enc, H, S, d_k] each
+            shared = y.size(0) - own_k.size(0)  # rows that read the unmasked memory
+            kv = (torch.cat([own_k, memory_kv[layer][0].expand(shared, -1, -1, -1)]),
+                  torch.cat([own_v, memory_kv[layer][1].expand(shared, -1, -1, -1)]))  # [R, H, S, d_k] each
+            joined = len(labels) * len(heads)
+            masks = (_joining(y.size(0), n_heads, joined, heads),
+                     _joining(y.size(0), n_heads, joined + len(heads), heads))
+            y, _, _ = decoder_layer(y, kv, tgt_mask, src_mask, None, False, tuple(m.to(device) for m in masks))
+            labels += [("dec_self", layer), ("cross", layer)]
+        states = model.decoder.final_norm(y)  # [R, T, D]
+        log_probs = piece_log_probs(model, states.flatten(0, 1), target.repeat(states.size(0)), logit_chunk)
+        drops = (base - log_probs.view(states.size(0), -1).sum(-1)).cpu().view(len(labels), len(heads))
+        for (kind, layer), drop in zip(labels, drops, strict=True):
+            result[kind][layer, start:heads.stop] = drop
     return result

@@ -1,20 +1,53 @@
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explain.heads import all_heads, head_importance, n_layers_of, sequence_log_probs
 from model.trace import KINDS, HeadMask
+from model.transformer import Transformer
+from tests.conftest import tiny_config
 
 SOURCE, OUTPUT = [5, 6, 7, 8, 3], [9, 10, 11, 3]
 
 
+def one_head_at_a_time(model, source, output) -> dict[str, torch.Tensor]:
+    """The definition: for each head, a whole teacher-forced pass with only that head off."""
+    layers, n_heads = n_layers_of(model), model.config.n_heads
+    base = sequence_log_probs(model, source, output)[0]
+    table = {kind: torch.zeros(layers[kind], n_heads) for kind in KINDS}
+    for kind, layer, head in all_heads(layers, n_heads):
+        alone = HeadMask.switched_off([(kind, layer, head)], layers, n_heads)
+        table[kind][layer, head] = base - sequence_log_probs(model, source, output, alone)[0]
+    return table
+
+
 def test_batched_importance_equals_switching_one_head_off_at_a_time(tiny_model):
     table = head_importance(tiny_model, SOURCE, OUTPUT)
-    layers = n_layers_of(tiny_model)
-    base = sequence_log_probs(tiny_model, SOURCE, OUTPUT)[0]
-    for kind, layer, head in all_heads(layers, tiny_model.config.n_heads):
-        alone = HeadMask.switched_off([(kind, layer, head)], layers, tiny_model.config.n_heads)
-        drop = base - sequence_log_probs(tiny_model, SOURCE, OUTPUT, alone)[0]
-        assert torch.isclose(table[kind][layer, head], drop, atol=1e-4), (kind, layer, head)
+    expected = one_head_at_a_time(tiny_model, SOURCE, OUTPUT)
     assert set(table) == set(KINDS) and all(t.shape == (2, 2) for t in table.values())
+    for kind in KINDS:
+        assert torch.allclose(table[kind], expected[kind], atol=1e-4), kind
+    assert any(bool(t.abs().gt(1e-3).any()) for t in table.values())  # a random model's heads do matter
+
+
+@settings(max_examples=12)
+@given(enc_layers=st.integers(1, 3), dec_layers=st.integers(1, 3), n_heads=st.sampled_from([1, 2, 4]),
+       norm_first=st.booleans(), data=st.data())
+def test_the_staircase_equals_the_definition_for_any_shape_and_sentence(tokenizer, enc_layers, dec_layers, n_heads,
+                                                                         norm_first, data):
+    """Rows joining at their own layer (and head groups split by the activation budget) change no drop."""
+    torch.manual_seed(data.draw(st.integers(0, 2**16)))
+    model = Transformer(tiny_config(tokenizer.vocab_size, n_heads=n_heads, n_encoder_layers=enc_layers,
+                                    n_decoder_layers=dec_layers, norm_first=norm_first)).eval()
+    ids = st.integers(4, tokenizer.vocab_size - 1)
+    source = data.draw(st.lists(ids, min_size=1, max_size=9)) + [3]
+    output = data.draw(st.lists(ids, min_size=0, max_size=9)) + [3]
+    expected = one_head_at_a_time(model, source, output)
+    for budget in (None, 1):  # all heads in one group; one head per group
+        table = head_importance(model, source, output) if budget is None else \
+            head_importance(model, source, output, activation_budget=budget, logit_chunk=7)
+        for kind in KINDS:
+            assert torch.allclose(table[kind], expected[kind], atol=1e-4), (kind, budget)
 
 
 def test_sequence_log_prob_is_the_sum_of_the_teacher_forced_log_probs_and_chunks_agree(tiny_model):
