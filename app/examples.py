@@ -23,8 +23,20 @@ LANGUAGE_NAMES = {
     "no": "Norwegian", "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak",
     "sl": "Slovenian", "sq": "Albanian", "sv": "Swedish", "sw": "Swahili", "th": "Thai", "tr": "Turkish",
     "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
-    "mul": "many languages", "roa": "Romance languages", "gem": "Germanic languages", "sla": "Slavic languages",
+    "mul": "many languages", "roa": "Romance languages", "romance": "Romance languages", "celtic": "Celtic languages",
+    "scandinavia": "Scandinavian languages", "north_eu": "Northern European languages", "gem": "Germanic languages", "sla": "Slavic languages",
+    # ISO 639-3, as the target-language tokens of newer multilingual opus-mt models name languages (">>fra<<")
+    "ara": "Arabic", "bul": "Bulgarian", "cat": "Catalan", "ces": "Czech", "cmn": "Chinese (Mandarin)",
+    "dan": "Danish", "deu": "German", "ell": "Greek", "eng": "English", "est": "Estonian", "fin": "Finnish",
+    "fra": "French", "glg": "Galician", "heb": "Hebrew", "hin": "Hindi", "hrv": "Croatian", "hun": "Hungarian",
+    "ind": "Indonesian", "isl": "Icelandic", "ita": "Italian", "jpn": "Japanese", "kor": "Korean",
+    "lat": "Latin", "lav": "Latvian", "lit": "Lithuanian", "nld": "Dutch", "nob": "Norwegian Bokmål",
+    "nno": "Norwegian Nynorsk", "pol": "Polish", "por": "Portuguese", "ron": "Romanian", "rus": "Russian",
+    "slk": "Slovak", "slv": "Slovenian", "spa": "Spanish", "srp_Cyrl": "Serbian (Cyrillic)",
+    "srp_Latn": "Serbian (Latin)", "swe": "Swedish", "tha": "Thai", "tur": "Turkish", "ukr": "Ukrainian",
+    "vie": "Vietnamese", "zho": "Chinese", "zho_Hans": "Chinese (simplified)", "zho_Hant": "Chinese (traditional)",
 }
+LEADING_TOKEN = re.compile(r"\s*>>[^<>\s]{1,20}<<\s*")  # a target-language token at the start of a sentence
 TASK = re.compile(r"([a-z]{2,3})-([a-z]{2,3})")  # a model trained here names its language pair as its task
 
 
@@ -112,7 +124,24 @@ WHY = {  # what the examples show, by task or language pair
 
 def language_name(code: str) -> str:
     """"de" -> "German"; a code not in LANGUAGE_NAMES is shown as it is."""
-    return LANGUAGE_NAMES.get(code.lower(), code)
+    return LANGUAGE_NAMES.get(code, LANGUAGE_NAMES.get(code.lower(), code))
+
+
+def token_language(token: str) -> str:
+    """">>fra<<" -> "French (>>fra<<)": a target-language token as a choice is labelled."""
+    return f"{language_name(token[2:-2])} ({token})"
+
+
+def leading_token(text: str, tokens: tuple[str, ...]) -> str | None:
+    """The target-language token ``text`` starts with, if it is one of ``tokens`` (the model's)."""
+    match = LEADING_TOKEN.match(text)
+    return match.group().strip() if match and match.group().strip() in tokens else None
+
+
+def with_token(text: str, token: str | None) -> str:
+    """``text`` starting with ``token`` instead of any target-language token it started with (none: removed)."""
+    bare = LEADING_TOKEN.sub("", text, count=1) if LEADING_TOKEN.match(text) else text
+    return f"{token} {bare}" if token else bare
 
 
 def languages(meta: Mapping) -> tuple[str, str] | None:
@@ -147,8 +176,8 @@ def example_why(meta: Mapping) -> str:
     if key in WHY:
         return WHY[key]
     if pair:
-        return (f"Watch the cross-attention: where {language_name(pair[1])} orders words differently from "
-                f"{language_name(pair[0])}, it leaves the diagonal.")
+        return (f"Watch the cross-attention: where the word order of {language_name(pair[1])} differs from "
+                f"{language_name(pair[0])}'s, it leaves the diagonal.")
     return "Watch which source pieces each output piece reads in the cross-attention."
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.browser import link_box
-from app.examples import first_sentence, is_example
+from app.examples import first_sentence, is_example, leading_token, with_token
 from app.presenter import apply_presenter
 from app.resources import MODELS, converted_models, device_label, load_model, load_upload, log, model_label
 from app.state import DEFAULTS, init_state, share_link
@@ -38,16 +38,20 @@ def _upload_ui() -> None:
 
 def _follow_language() -> None:
     """On a change of model: a stock sentence in the box (the default or an example) becomes one the new model reads
-    (app.examples.first_sentence), so an English sentence is not fed to a French model; a typed one stays."""
+    (app.examples.first_sentence), so an English sentence is not fed to a French model; a typed one stays. A
+    target-language token (">>fra<<") stays only if the new model has it."""
     text = st.session_state.get("text", "")
-    if text != DEFAULTS["text"] and not is_example(text):
-        return
+    bare = with_token(text, None)  # without a multilingual model's target-language token
     try:
-        meta = load_model(st.session_state["model_name"]).meta
+        ckpt = load_model(st.session_state["model_name"])
     except Exception:  # the page says that the model cannot be loaded
         log.exception("reading model %r for its example sentence failed", st.session_state.get("model_name"))
         return
-    st.session_state["text"] = first_sentence(meta, DEFAULTS["text"])
+    token = leading_token(text, ckpt.tokenizer.language_tokens)  # kept only if the new model knows it
+    if bare == DEFAULTS["text"] or is_example(bare):
+        st.session_state["text"] = with_token(first_sentence(ckpt.meta, DEFAULTS["text"]), token)
+    elif bare != text and token is None:
+        st.session_state["text"] = bare
 
 
 def render_sidebar() -> None:

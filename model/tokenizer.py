@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,6 +21,10 @@ WORD_START = "\u2581"  # sentencepiece's "▁", marks a piece that begins a word
 TOKENIZER_FILE = "tokenizer.model"  # the project's tokenizer in a checkpoint
 MARIAN_FILES = ("source.spm", "target.spm", "vocab.json")  # a Marian tokenizer in a checkpoint (and in a HF folder)
 MARIAN_SPECIALS = {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"}  # Marian's special pieces; it has no BOS
+# A multilingual Marian model (e.g. opus-mt-en-ROMANCE) reads its target language from a token such as ">>fra<<" at
+# the start of the source; each is one piece of its vocabulary.
+LANGUAGE_TOKEN = re.compile(r">>[^<>\s]{1,20}<<")
+LEADING_CODE = re.compile(r">>.+?<<")  # what Hugging Face's MarianTokenizer splits off the start of a text
 
 
 class TokenizerError(ValueError):
@@ -57,6 +62,7 @@ class Tokenizer:
         return cls(path.read_bytes())
 
     pad_id, unk_id, bos_id, eos_id = PAD, UNK, BOS, EOS
+    language_tokens: tuple[str, ...] = ()  # one target language: nothing to choose
 
     @property
     def vocab_size(self) -> int:
@@ -123,6 +129,8 @@ class MarianTokenizer:
         self.eos_id, self.unk_id, self.pad_id = (self.vocab[MARIAN_SPECIALS[k]] for k in ("eos", "unk", "pad"))
         self.bos_id = self.pad_id
         self._files = dict(zip(MARIAN_FILES, (source_proto, target_proto, vocab_json), strict=True))
+        # The target languages a multilingual model can be asked for (">>fra<<", ...), sorted; () for one language.
+        self.language_tokens = tuple(sorted(piece for piece in self.vocab if LANGUAGE_TOKEN.fullmatch(piece)))
 
     @property
     def vocab_size(self) -> int:
@@ -131,8 +139,8 @@ class MarianTokenizer:
     def encode(self, text: str) -> list[int]:
         """Ids of the text's pieces, without EOS: a leading ">>xx<<" language token, then source.spm's pieces."""
         code = []
-        if text.startswith(">>") and (end := text.find("<<")) != -1:
-            code, text = [text[: end + 2]], text[end + 2:]
+        if match := LEADING_CODE.match(text):
+            code, text = [match.group()], text[match.end():]
         pieces = code + self.source.encode(text, out_type=str)
         return [self.vocab.get(piece, self.unk_id) for piece in pieces]
 

@@ -35,9 +35,10 @@ def train_spm(sentences: list[str]) -> bytes:
     return out.getvalue()
 
 
-def marian_vocab(*protos: bytes) -> dict[str, int]:
-    """Marian's layout: </s> 0, <unk> 1, the pieces of both models, <pad> last."""
-    pieces: list[str] = []
+def marian_vocab(*protos: bytes, language_tokens: tuple[str, ...] = ()) -> dict[str, int]:
+    """Marian's layout: </s> 0, <unk> 1, a multilingual model's target-language tokens (">>fra<<"), the pieces of
+    both models, <pad> last."""
+    pieces: list[str] = list(language_tokens)
     for proto in protos:
         sp = spm.SentencePieceProcessor()
         sp.LoadFromSerializedProto(proto)
@@ -47,16 +48,19 @@ def marian_vocab(*protos: bytes) -> dict[str, int]:
     return {**vocab, "<pad>": len(vocab)}
 
 
-def marian_tokenizer() -> MarianTokenizer:
+def marian_tokenizer(language_tokens: tuple[str, ...] = ()) -> MarianTokenizer:
     source, target = train_spm(EN), train_spm(DE)
-    return MarianTokenizer(source, target, json.dumps(marian_vocab(source, target)).encode())
+    vocab = marian_vocab(source, target, language_tokens=language_tokens)
+    return MarianTokenizer(source, target, json.dumps(vocab).encode())
 
 
 def marian_checkpoint(directory: Path, n_heads: int = 16, n_layers: int = 6, d_model: int = 32,
-                      languages: tuple[str, str] = ("en", "de"), seed: int = 0) -> Path:
+                      languages: tuple[str, str] = ("en", "de"), seed: int = 0,
+                      language_tokens: tuple[str, ...] = ()) -> Path:
     """A converted opus-mt checkpoint (swish, Marian's positions, a final logits bias, decoder starting with <pad>)
-    with random weights, n_layers + n_layers layers of n_heads heads; its meta names the languages."""
-    tokenizer = marian_tokenizer()
+    with random weights, n_layers + n_layers layers of n_heads heads; its meta names the languages. With
+    ``language_tokens`` it is multilingual: its vocabulary has them, as opus-mt-en-ROMANCE has ">>fra<<" etc."""
+    tokenizer = marian_tokenizer(language_tokens)
     pad = tokenizer.pad_id
     config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=d_model, n_heads=n_heads, n_encoder_layers=n_layers,
                          n_decoder_layers=n_layers, d_ff=2 * d_model, max_len=64, pad_id=pad, unk_id=tokenizer.unk_id,

@@ -8,7 +8,16 @@ import time
 import streamlit as st
 
 from app.downloads import trace_json
-from app.examples import example_why, examples_for, language_name, languages, no_examples_note
+from app.examples import (
+    example_why,
+    examples_for,
+    language_name,
+    languages,
+    leading_token,
+    no_examples_note,
+    token_language,
+    with_token,
+)
 from app.explorer import attention_explorer, clamp_state, pieces_html
 from app.resources import load_model, model_label, quality_note
 from app.state import sync_url
@@ -22,11 +31,33 @@ log = logging.getLogger("attention_explorer")
 SLOW_MOTION_SECONDS = 0.3
 
 
-def _set_text(text: str) -> None:
-    st.session_state["text"] = text
+def _set_text(text: str, tokens: tuple[str, ...] = ()) -> None:
+    """Put ``text`` in the box, keeping the target-language token the box starts with (a multilingual model)."""
+    st.session_state["text"] = with_token(text, leading_token(st.session_state.get("text", ""), tokens))
 
 
-def examples_ui(meta: dict) -> None:
+def _set_token() -> None:
+    st.session_state["text"] = with_token(st.session_state.get("text", ""), st.session_state["target_token"])
+
+
+def target_language_ui(tokens: tuple[str, ...]) -> None:
+    """A multilingual model (opus-mt-en-ROMANCE, ...) reads the language to translate into from a token at the start
+    of the sentence, as its training data had it: choosing a language here writes that token into the box."""
+    if not tokens:
+        return
+    st.session_state["target_token"] = leading_token(st.session_state.get("text", ""), tokens)
+    st.selectbox("Translate into", tokens, key="target_token", index=None, format_func=token_language,
+                 on_change=_set_token, placeholder="Choose the target language…",
+                 help=f"This model translates into {len(tokens)} languages. It reads which one from a token at the "
+                      "start of the sentence (e.g. >>fra<<), which is also the first piece its encoder attends over; "
+                      "choosing here puts it in the box.")
+    if st.session_state["target_token"] is None:
+        st.warning("This model translates into several languages and needs a target-language token at the start "
+                   "of the sentence (such as >>fra<<): choose a language above. Without one its output language is "
+                   "a guess.")
+
+
+def examples_ui(meta: dict, tokens: tuple[str, ...] = ()) -> None:
     """Buttons with example sentences in the model's source language (from its checkpoint), or a note."""
     examples = examples_for(meta)
     if examples is None:
@@ -35,7 +66,7 @@ def examples_ui(meta: dict) -> None:
     st.caption("Try an example. " + example_why(meta))
     with st.container(horizontal=True, wrap=True):
         for i, example in enumerate(examples.sentences):
-            st.button(example, key=f"example_{i}", on_click=_set_text, args=(example,), width="content")
+            st.button(example, key=f"example_{i}", on_click=_set_text, args=(example, tokens), width="content")
 
 
 def placeholder(meta: dict) -> str:
@@ -47,7 +78,9 @@ def placeholder(meta: dict) -> str:
 
 def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
     """Sentence, examples and decoding settings; returns the request, whether Translate was pressed, slow motion."""
-    examples_ui(ckpt.meta)
+    tokens = ckpt.tokenizer.language_tokens
+    examples_ui(ckpt.meta, tokens)
+    target_language_ui(tokens)
     model_max_len = ckpt.config.max_len
     st.text_area("Sentence", key="text", persist_state="session", max_chars=MAX_INPUT_CHARS, height=90,
                  placeholder=placeholder(ckpt.meta))

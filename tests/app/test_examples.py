@@ -16,8 +16,11 @@ from app.examples import (
     is_example,
     language_name,
     languages,
+    leading_token,
     mask_pair,
     pair_label,
+    token_language,
+    with_token,
 )
 from model.config import MAX_HEADS
 
@@ -30,7 +33,8 @@ def test_languages_are_read_from_the_meta_a_converted_or_trained_checkpoint_reco
     assert languages({"task": "en-de", "steps": 3}) == ("en", "de")  # a model trained here (the shipped en-de)
     assert languages({"task": "reverse"}) is None and languages({}) is None
     assert pair_label({"source_lang": "en", "target_lang": "de"}) == "English → German"
-    assert pair_label({"source_lang": "xx", "target_lang": "ROMANCE"}) == "xx → ROMANCE"  # unknown codes as they are
+    assert pair_label({"source_lang": "xx", "target_lang": "yyy"}) == "xx → yyy"  # unknown codes as they are
+    assert pair_label({"source_lang": "en", "target_lang": "ROMANCE"}) == "English → Romance languages"
 
 
 def test_the_shipped_models_keep_their_examples():
@@ -86,3 +90,27 @@ def test_model_view_head_titles_never_overlap_on_a_laptop_screen(n_heads):
     shown = [(i, t) for i, t in enumerate(titles) if t]
     for (i, a), (j, b) in zip(shown, shown[1:], strict=False):
         assert (len(a) + len(b)) / 2 * CHAR_PX <= (j - i) * PLOT_PX / n_heads, (a, b)
+
+
+TOKENS = (">>fra<<", ">>por<<", ">>spa<<")
+box_texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+
+
+@given(text=box_texts, first=st.sampled_from((None, *TOKENS)), second=st.sampled_from((None, *TOKENS)))
+def test_choosing_a_target_language_replaces_the_token_and_keeps_the_sentence(text, first, second):
+    """Whatever the box holds, choosing a language leaves exactly that token in front of the same sentence."""
+    chosen = with_token(with_token(text, first), second)
+    assert chosen == with_token(text, second)
+    assert leading_token(chosen, TOKENS) == second
+    if second is not None:
+        assert chosen == f"{second} {with_token(text, None)}"
+    if not text.lstrip().startswith(">>"):
+        assert with_token(text, None) == text  # a sentence without a token is left as typed
+
+
+def test_a_token_the_model_lacks_is_not_its_target_and_tokens_are_labelled_by_language():
+    assert leading_token(">>deu<< Hallo", TOKENS) is None
+    assert leading_token("  >>spa<<  Hola", TOKENS) == ">>spa<<"
+    assert with_token("  >>spa<<  The house.", ">>fra<<") == ">>fra<< The house."
+    assert token_language(">>fra<<") == "French (>>fra<<)" and token_language(">>xyz<<") == "xyz (>>xyz<<)"
+    assert token_language(">>zho_Hant<<") == "Chinese (traditional) (>>zho_Hant<<)"

@@ -137,3 +137,37 @@ def test_choosing_a_model_puts_a_stock_sentence_in_its_language_and_keeps_a_type
     at.selectbox(key="model_name").select("reverse").run()
     at.selectbox(key="model_name").select(NAME).run()
     assert at.session_state["text"] == "Mon propre texte."
+
+
+@pytest.fixture(scope="module")
+def multilingual(tmp_path_factory):
+    """An opus-mt-en-ROMANCE-like model: its vocabulary has target-language tokens."""
+    folder = tmp_path_factory.mktemp("multi") / "opus-mt-en-ROMANCE"
+    return load_checkpoint(marian_checkpoint(folder, n_heads=2, n_layers=2, languages=("en", "ROMANCE"),
+                                             language_tokens=(">>fra<<", ">>ita<<", ">>spa<<")), torch.device("cpu"))
+
+
+def test_a_multilingual_model_asks_for_the_target_language_and_writes_its_token(on_marian, multilingual):
+    at = on_marian(PAGES[0], ckpt=multilingual)
+    choice = at.selectbox(key="target_token")
+    assert choice.options == ["French (>>fra<<)", "Italian (>>ita<<)", "Spanish (>>spa<<)"] and choice.value is None
+    assert any(">>fra<<" in w.value for w in at.warning)
+    at = choice.select(">>spa<<").run()
+    assert at.session_state["text"] == f">>spa<< {SENTENCE}" and not at.warning
+    at = at.selectbox(key="target_token").select(">>fra<<").run()
+    assert at.session_state["text"] == f">>fra<< {SENTENCE}"
+    at = at.button(key="example_1").click().run()  # an example keeps the chosen language
+    assert at.session_state["text"] == f">>fra<< {BY_LANGUAGE['en'].sentences[1]}"
+    at = translated(at)
+    assert not at.exception and not at.error and not at.warning
+    ids = multilingual.tokenizer.encode(at.session_state["text"])
+    assert multilingual.tokenizer.pieces(ids)[0] == ">>fra<<"  # one piece: the first the encoder reads
+
+
+def test_a_model_with_one_target_language_offers_no_choice_and_drops_a_token(on_marian, app_test, multilingual):
+    on_marian(PAGES[2], ckpt=multilingual)  # (puts the upload where model_label finds it)
+    at = app_test(PAGES[0], model_name=NAME, uploads={NAME: multilingual}, text=f">>ita<< {SENTENCE}")
+    assert at.selectbox(key="target_token").value == ">>ita<<" and not at.warning
+    at.selectbox(key="model_name").select("en-de").run()
+    assert at.session_state["text"] == SENTENCE
+    assert not [s for s in at.selectbox if s.key == "target_token"]
