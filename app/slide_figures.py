@@ -141,7 +141,7 @@ def mask(deck: Deck, kind: str) -> Made:
     view = attention_view(t, kind)
     grid = to_numpy(t.trace.mask(kind)[0, 0])
     return mask_grid(grid, view.query_labels, view.key_labels, f"The mask of {KIND_LABELS[kind].lower()}",
-                     "key", "query"), {}
+                     "key", "query", columns=1), {}
 
 
 def heatmap(deck: Deck, kind: str, layer: int, head: int) -> Made:

@@ -20,7 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .axes import plotly_text
+from .axes import plotly_text, thinned
 from .style import HEAD_COLORS, MASKED_COLOR, WEIGHT_COLORSCALE, styled
 
 OPACITY_STEP = 0.05  # head view: line opacity is the weight rounded to this
@@ -100,8 +100,8 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
     q_text, k_text = plotly_text(query_labels), plotly_text(key_labels)
     plain = dict(tickmode="array", showgrid=False, zeroline=False)
     fig.update_layout(
-        xaxis=dict(automargin=True, title_text=key_title, side="bottom", **_labels(k_text, step_k), **plain),
-        yaxis=dict(automargin=True, title_text=query_title, **_labels(q_text, step_q), **plain))
+        xaxis=dict(automargin=True, title_text=key_title, side="bottom", **thinned(k_text, step_k), **plain),
+        yaxis=dict(automargin=True, title_text=query_title, **thinned(q_text, step_q), **plain))
     hidden = dict(showticklabels=False, ticks="", **plain)
     if hover_x:
         fig.update_layout(xaxis_range=[-0.5, n_k - 0.5], xaxis2=dict(
@@ -123,13 +123,6 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
 def _label_step(n: int) -> int:
     """Every how many pieces an axis of n pieces has a tick label: 1 up to LABELLED_MAX_PIECES."""
     return 1 if n <= LABELLED_MAX_PIECES else -(-n // LABELS_LONG_AXIS)
-
-
-def _labels(text: list[str], step: int) -> dict:
-    """tickvals / ticktext of every ``step``-th piece; when some are skipped, each label says its position
-    ("45 · ▁the")."""
-    positions = range(0, len(text), step)
-    return dict(tickvals=list(positions), ticktext=text if step == 1 else [f"{i} · {text[i]}" for i in positions])
 
 
 def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Sequence[str],

@@ -7,12 +7,18 @@ a raw "<s>" would start strike-through and break the figure's layout.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
 TICK_SIZE = 14  # token pieces must be readable from the back of a lecture hall
+LABEL_PX = TICK_SIZE + 4  # the room a tick label needs across its axis; a slanted (-45°) one needs 1.4x that
+# The plot area of a figure in a page of 1, 2 or 3 columns on a 1280-px screen (sidebar open, colour bar and
+# piece labels off): how much room its axes have for labels.
+COLUMN_PX = {1: 950, 2: 440, 3: 270}
+COLORBAR_PX = 90  # what a vertical colour bar with its title takes of a figure's width
 
 
 def plotly_text(labels: Sequence[str]) -> list[str]:
@@ -25,20 +31,51 @@ def indexed_labels(labels: Sequence[str]) -> list[str]:
     return [f"{i} · {label}" for i, label in enumerate(plotly_text(labels))]
 
 
+def label_step(n: int, axis_px: float | None, px_per_label: float = LABEL_PX) -> int:
+    """Every how many pieces an axis of n pieces over ``axis_px`` pixels can carry a readable label (1: all;
+    None: the room is unknown, label all)."""
+    return 1 if axis_px is None else max(1, math.ceil(n * px_per_label / max(axis_px, 1.0)))
+
+
+def thinned(text: list[str], step: int) -> dict:
+    """tickvals / ticktext of every ``step``-th piece; when some are skipped, each label says its position
+    ("45 · ▁the"), so the reader can count to the others."""
+    positions = range(0, len(text), step)
+    return dict(tickvals=list(positions), ticktext=text if step == 1 else [f"{i} · {text[i]}" for i in positions])
+
+
+def plot_px(height: int) -> int:
+    """The height of a matrix figure's plot area: its height less the title above and the key labels below."""
+    return max(60, height - 190)
+
+
+def fits_text(n_rows: int, n_cols: int, height: int, columns: int, cell_px: float = 16.0) -> bool:
+    """Whether a matrix of n_rows x n_cols cells drawn ``height`` px tall in a page of ``columns`` columns has
+    cells of at least ``cell_px`` both ways: room for a number or a ✓ in each."""
+    return (plot_px(height) / max(n_rows, 1) >= cell_px) and (COLUMN_PX[columns] / max(n_cols, 1) >= cell_px)
+
+
 def token_axes(fig: go.Figure, x_labels: list[str] | None, y_labels: list[str] | None,
                x_title: str | None = None, y_title: str | None = None, row: int | None = None,
-               col: int | None = None) -> go.Figure:
-    """Tick every position with its piece; first query on top (like a matrix)."""
+               col: int | None = None, x_px: float | None = None, y_px: float | None = None) -> go.Figure:
+    """Tick positions with their pieces; first query on top (like a matrix). Given the room an axis has
+    (``x_px`` / ``y_px``, e.g. COLUMN_PX and plot_px), only every k-th piece is labelled where all would
+    overlap (label_step); the hovers name every piece from their own data."""
     where = {} if row is None else {"row": row, "col": col}
+    y_step = 1 if y_labels is None else label_step(len(y_labels), y_px)
     if x_labels is not None:
         short = max((len(str(p)) for p in x_labels), default=0) <= 3 and len(x_labels) <= 30
         # upright only when short: in a narrow column even six pieces collide (and Plotly's own turning drops some)
-        fig.update_xaxes(tickmode="array", tickvals=list(range(len(x_labels))), ticktext=plotly_text(x_labels),
-                         tickangle=0 if short else -45, tickfont=dict(size=TICK_SIZE),
+        if x_px is not None and y_labels:  # the query labels on the left take their width from the plot
+            widest = max(len(str(p)) + (len(str(i)) + 3 if y_step > 1 else 0) for i, p in enumerate(y_labels))
+            x_px = x_px - 0.6 * TICK_SIZE * widest
+        step = label_step(len(x_labels), x_px, LABEL_PX * (1 if short else 1.4))
+        fig.update_xaxes(tickmode="array", **thinned(plotly_text(x_labels), step),
+                         tickangle=0 if short and step == 1 else -45, tickfont=dict(size=TICK_SIZE),
                          title_text=x_title, showgrid=False, zeroline=False, automargin=True,
                          range=[-0.5, len(x_labels) - 0.5], **where)
     if y_labels is not None:
-        fig.update_yaxes(tickmode="array", tickvals=list(range(len(y_labels))), ticktext=plotly_text(y_labels),
+        fig.update_yaxes(tickmode="array", **thinned(plotly_text(y_labels), y_step),
                          tickfont=dict(size=TICK_SIZE), range=[len(y_labels) - 0.5, -0.5], title_text=y_title,
                          showgrid=False, zeroline=False, automargin=True, **where)
     return fig

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.charts.attention import heatmap_figure
-from app.charts.axes import matrix_height, pair_labels, token_axes
+from app.charts.axes import COLORBAR_PX, COLUMN_PX, fits_text, matrix_height, pair_labels, plot_px, token_axes
 from app.charts.style import MASKED_COLOR, WEIGHT_COLORSCALE, styled
 
 ALLOWED_COLOR = "#3a78b5"
@@ -16,29 +16,40 @@ ALLOWED_COLOR = "#3a78b5"
 
 
 
+def _matrix_axes(fig: go.Figure, key_labels: list[str], query_labels: list[str], title: str, columns: int,
+                 x_title: str = "key", y_title: str = "query") -> go.Figure:
+    """Piece axes and height of a query x key matrix drawn in one of ``columns`` page columns."""
+    height = matrix_height(len(query_labels))
+    colorbar = any(getattr(trace, "showscale", None) is not False for trace in fig.data[:1])
+    token_axes(fig, key_labels, query_labels, x_title, y_title, x_px=COLUMN_PX[columns] - COLORBAR_PX * colorbar,
+               y_px=plot_px(height))
+    return styled(fig, title, height)
+
+
 def mask_grid(mask: np.ndarray, query_labels: list[str], key_labels: list[str], title: str,
-              x_title: str = "key", y_title: str = "query") -> go.Figure:
-    """A bool mask [Q, K] as coloured cells: True (may attend) blue with ✓, False (masked) grey."""
+              x_title: str = "key", y_title: str = "query", columns: int = 3) -> go.Figure:
+    """A bool mask [Q, K] as coloured cells: True (may attend) blue (with ✓ where cells have room), False
+    (masked) grey; drawn in one of ``columns`` page columns."""
     mask = np.asarray(mask, dtype=bool)
     allowed = np.where(mask, "may attend", "masked")
     custom = np.concatenate([pair_labels(query_labels, key_labels), allowed[..., None]], axis=-1)
+    ticks = fits_text(*mask.shape, matrix_height(len(query_labels)), columns, cell_px=14)
     fig = go.Figure(go.Heatmap(
         z=mask.astype(np.int8), zmin=0, zmax=1, colorscale=[[0, MASKED_COLOR], [1, ALLOWED_COLOR]], showscale=False,
-        xgap=1, ygap=1, customdata=custom, text=np.where(mask, "✓", ""), texttemplate="%{text}",
-        textfont=dict(color="white", size=13),
+        xgap=1, ygap=1, customdata=custom, text=np.where(mask, "✓", "") if ticks else None,
+        texttemplate="%{text}" if ticks else None, textfont=dict(color="white", size=13),
         hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>%{customdata[2]}<extra></extra>"))
-    token_axes(fig, key_labels, query_labels, x_title, y_title)
-    return styled(fig, title, matrix_height(len(query_labels)))
+    return _matrix_axes(fig, key_labels, query_labels, title, columns, x_title, y_title)
 
 
 def unmasked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str], key_labels: list[str],
-                    title: str) -> go.Figure:
+                    title: str, columns: int = 2) -> go.Figure:
     """QK^T / sqrt(d_k) [Q, K] as computed, before the mask: every cell has a real value; the cells the mask
     will overwrite carry a small cross in their corner."""
     mask = np.asarray(mask, dtype=bool)
     z = np.asarray(scores, dtype=np.float64)
     bound = float(np.abs(z).max()) if z.size else 1.0
-    text = np.char.mod("%.1f", z) if z.size <= 900 else None
+    text = np.char.mod("%.1f", z) if fits_text(*z.shape, matrix_height(len(query_labels)), columns) else None
     status = np.where(mask, "kept", "will be masked")
     custom = np.concatenate([pair_labels(query_labels, key_labels), status[..., None]], axis=-1)
     fig = go.Figure(go.Heatmap(
@@ -51,12 +62,11 @@ def unmasked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str
     if rows.size:
         fig.add_trace(go.Scatter(x=cols + 0.3, y=rows - 0.28, mode="markers", hoverinfo="skip", showlegend=False,
                                  marker=dict(symbol="x-thin", size=9, line=dict(width=1.5, color="rgba(60,60,60,0.8)"))))
-    token_axes(fig, key_labels, query_labels, "key", "query")
-    return styled(fig, title, matrix_height(len(query_labels)))
+    return _matrix_axes(fig, key_labels, query_labels, title, columns)
 
 
 def masked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str], key_labels: list[str],
-                  title: str) -> go.Figure:
+                  title: str, columns: int = 2) -> go.Figure:
     """Softmax inputs [Q, K]: allowed cells coloured by value, masked cells grey and labelled −∞.
 
     The model fills masked scores with float32's most negative number; drawing that would wash out
@@ -65,7 +75,8 @@ def masked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str],
     mask = np.asarray(mask, dtype=bool)
     z = np.where(mask, np.asarray(scores, dtype=np.float64), np.nan)
     finite = np.abs(z[mask]).max() if mask.any() else 1.0
-    text = np.where(mask, np.char.mod("%.1f", np.nan_to_num(z)), "−∞") if z.size <= 900 else None
+    fits = fits_text(*z.shape, matrix_height(len(query_labels)), columns)
+    text = np.where(mask, np.char.mod("%.1f", np.nan_to_num(z)), "−∞") if fits else None
     value = np.where(mask, np.char.mod("%.3f", np.nan_to_num(z)), "masked (−∞)")
     custom = np.concatenate([pair_labels(query_labels, key_labels), value[..., None]], axis=-1)
     fig = go.Figure(go.Heatmap(
@@ -74,15 +85,14 @@ def masked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str],
         colorbar=dict(title=dict(text="score")), hoverongaps=True,
         hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>score %{customdata[2]}<extra></extra>"))
     fig.update_layout(plot_bgcolor=MASKED_COLOR)
-    token_axes(fig, key_labels, query_labels, "key", "query")
-    return styled(fig, title, matrix_height(len(query_labels)))
+    return _matrix_axes(fig, key_labels, query_labels, title, columns)
 
 
 TEXT_MAX_CELLS = 900  # up to 30 x 30 each cell prints its weight; larger maps are the explorer's light heatmap
 
 
 def masked_weights(weights: np.ndarray, mask: np.ndarray, query_labels: list[str], key_labels: list[str],
-                   title: str) -> go.Figure:
+                   title: str, columns: int = 2) -> go.Figure:
     """Post-softmax weights [Q, K] exactly as the model produced them; masked cells (exactly 0) read "0" and are
     grey. Past TEXT_MAX_CELLS cells there is no room for numbers: the explorer's heatmap with the mask overlay
     (hover from the axes, not a label pair per cell: 1.7 MB at 500 x 500 pieces instead of 27 MB)."""
@@ -102,8 +112,7 @@ def masked_weights(weights: np.ndarray, mask: np.ndarray, query_labels: list[str
             showscale=False, xgap=1, ygap=1, text=np.where(mask, "", "0"), texttemplate="%{text}",
             textfont=dict(size=11, color="#666"), customdata=pair_labels(query_labels, key_labels), hoverongaps=False,
             hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>masked: weight exactly 0<extra></extra>"))
-    token_axes(fig, key_labels, query_labels, "key", "query")
-    return styled(fig, title, matrix_height(len(query_labels)))
+    return _matrix_axes(fig, key_labels, query_labels, title, columns)
 
 
 def batch_table(rows: dict[str, list[str]]) -> pd.DataFrame:

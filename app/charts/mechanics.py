@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.charts.axes import indexed_labels, matrix_height, pair_labels, token_axes
+from app.charts.axes import COLORBAR_PX, COLUMN_PX, indexed_labels, matrix_height, pair_labels, plot_px, token_axes
 from app.charts.masks import masked_weights
 from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, MASKED_COLOR, styled
 
@@ -31,16 +31,18 @@ def vector_matrix(z: np.ndarray, row_labels: list[str], title: str, row_title: s
         customdata=np.repeat(np.array(indexed_labels(row_labels), dtype=object)[:, None],
                              z.shape[1], axis=1),
         hovertemplate="%{customdata}<br>dimension %{x}<br>value %{z:.3f}<extra></extra>"))
-    token_axes(fig, None, row_labels, y_title=row_title)
+    height = matrix_height(len(row_labels), base=150, per_row=22, cap=600)
+    token_axes(fig, None, row_labels, y_title=row_title, y_px=plot_px(height))
     fig.update_xaxes(title_text=x_title, showgrid=False)
     if highlight is not None:
         highlight_row(fig, highlight, z.shape[1])
-    return styled(fig, title, matrix_height(len(row_labels), base=150, per_row=22, cap=600))
+    return styled(fig, title, height)
 
 
 def score_matrix(z: np.ndarray, query_labels: list[str], key_labels: list[str], title: str,
-                 highlight: int | None = None, value_name: str = "score") -> go.Figure:
-    """Signed query x key values [Q, K] (QK^T or QK^T / sqrt(d_k)) on a diverging scale centred on 0."""
+                 highlight: int | None = None, value_name: str = "score", columns: int = 3) -> go.Figure:
+    """Signed query x key values [Q, K] (QK^T or QK^T / sqrt(d_k)) on a diverging scale centred on 0, drawn in
+    one of ``columns`` page columns."""
     z = np.asarray(z)
     bound = float(np.abs(z).max()) or 1.0
     text = np.char.mod("%.1f", z) if z.shape[1] <= 10 and z.shape[0] <= 14 else None
@@ -50,10 +52,12 @@ def score_matrix(z: np.ndarray, query_labels: list[str], key_labels: list[str], 
         texttemplate="%{text}" if text is not None else None, textfont=dict(size=10),
         colorbar=dict(title=dict(text=value_name)),
         hovertemplate=f"query %{{customdata[0]}}<br>key %{{customdata[1]}}<br>{value_name} %{{z:.3f}}<extra></extra>"))
-    token_axes(fig, key_labels, query_labels, "key", "query")
+    height = matrix_height(len(query_labels), base=170, per_row=24, cap=600)
+    token_axes(fig, key_labels, query_labels, "key", "query", x_px=COLUMN_PX[columns] - COLORBAR_PX,
+               y_px=plot_px(height))
     if highlight is not None:
         highlight_row(fig, highlight, z.shape[1])
-    return styled(fig, title, matrix_height(len(query_labels), base=170, per_row=24, cap=600))
+    return styled(fig, title, height)
 
 
 def stage_bars(stages: list[tuple[str, np.ndarray]], key_labels: list[str], mask_row: np.ndarray,
@@ -79,7 +83,7 @@ def stage_bars(stages: list[tuple[str, np.ndarray]], key_labels: list[str], mask
             fig.add_trace(go.Scatter(x=x[~mask_row], y=np.zeros((~mask_row).sum()), mode="text", text="−∞",
                                      textfont=dict(color="#777", size=14), showlegend=False, hoverinfo="skip"),
                           row=1, col=c)
-        token_axes(fig, key_labels, None, "key", row=1, col=c)
+        token_axes(fig, key_labels, None, "key", row=1, col=c, x_px=COLUMN_PX[1] / len(stages))
     fig.update_yaxes(title_text="value", row=1, col=1)
     fig.update_yaxes(range=[0, 1.05], row=1, col=len(stages))
     return styled(fig, title, 400)
@@ -116,19 +120,20 @@ def soft_hard(soft: np.ndarray, hard: np.ndarray, soft_out: np.ndarray, hard_out
                                  line=dict(color=color), legendgroup=name, showlegend=False,
                                  hovertemplate=f"{name}<br>dimension %{{x}}<br>%{{y:.3f}}<extra></extra>"),
                       row=1, col=2)
-    token_axes(fig, key_labels, None, "key", row=1, col=1)
+    token_axes(fig, key_labels, None, "key", row=1, col=1, x_px=COLUMN_PX[2])
     fig.update_xaxes(title_text="dimension", row=1, col=2)
     fig.update_yaxes(title_text="weight", range=[0, 1.05], row=1, col=1)
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.3))
     return styled(fig, "Soft vs hard attention on the same query", 400)
 
 
-def weight_bars(weights: np.ndarray, key_labels: list[str], title: str, color: str = HEAD_COLORS[0]) -> go.Figure:
-    """One distribution over the keys (a score function's softmax weights)."""
+def weight_bars(weights: np.ndarray, key_labels: list[str], title: str, color: str = HEAD_COLORS[0],
+                columns: int = 3) -> go.Figure:
+    """One distribution over the keys (a score function's softmax weights), in one of ``columns`` page columns."""
     fig = go.Figure(go.Bar(x=np.arange(len(key_labels)), y=np.asarray(weights), marker_color=color,
                            customdata=indexed_labels(key_labels),
                            hovertemplate="key %{customdata}<br>weight %{y:.3f}<extra></extra>"))
-    token_axes(fig, key_labels, None, "key")
+    token_axes(fig, key_labels, None, "key", x_px=COLUMN_PX[columns])
     fig.update_yaxes(title_text="weight", range=[0, 1.05])
     return styled(fig, title, 300)
 
@@ -174,8 +179,8 @@ def output_matrix(output: np.ndarray, query_labels: list[str], d_model: int, hig
 
 def weights_matrix(weights: np.ndarray, mask: np.ndarray, query_labels: list[str], key_labels: list[str],
                    title: str, highlight: int | None = None) -> go.Figure:
-    """Post-softmax weights of one head [Q, K] (exactly the model's), masked cells grey-crossed."""
-    fig = masked_weights(weights, mask, query_labels, key_labels, title)
+    """Post-softmax weights of one head [Q, K] (exactly the model's), masked cells grey-crossed; half a page wide."""
+    fig = masked_weights(weights, mask, query_labels, key_labels, title, columns=2)
     if highlight is not None:
         highlight_row(fig, highlight, np.asarray(weights).shape[1])
     return fig

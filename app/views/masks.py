@@ -62,10 +62,11 @@ def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) ->
     cross_mask = to_numpy(trace.mask("cross")[row, 0])
     c1, c2 = st.columns(2)
     with c1:
-        plot(charts.mask_grid(enc_mask, src, src, "Encoder self-attention = source padding mask"), "mask_enc")
+        plot(charts.mask_grid(enc_mask, src, src, "Encoder self-attention = source padding mask", columns=2),
+             "mask_enc")
     with c2:
         plot(charts.mask_grid(cross_mask, tgt, src, "Cross-attention = source padding mask",
-                              "key (source)", "query (decoder input)"), "mask_cross")
+                              "key (source)", "query (decoder input)", columns=2), "mask_cross")
     st.markdown("**Decoder self-attention** combines two masks with AND: a position may not look at padding, "
                 "and (the *sequence mask*) may not look at later positions — it must not see the words it is about "
                 "to predict.")

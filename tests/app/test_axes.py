@@ -1,0 +1,51 @@
+"""Piece labels on matrix axes stay readable at any length: where every piece's label would overlap, only every
+k-th is drawn (numbered), and cells too small for a number or a ✓ carry none; the hover still names every piece."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.charts.axes import COLUMN_PX, LABEL_PX, label_step, plot_px, thinned
+from app.charts.masks import mask_grid, masked_scores
+from app.charts.mechanics import score_matrix
+
+
+@given(n=st.integers(1, 2000), axis_px=st.floats(1, 3000))
+def test_the_labels_drawn_fit_their_axis_and_all_are_drawn_when_they_fit(n, axis_px):
+    step = label_step(n, axis_px)
+    drawn = len(range(0, n, step))
+    assert step == 1 or drawn * LABEL_PX <= axis_px + LABEL_PX  # at most one label more than the axis holds
+    assert (step == 1) == (n * LABEL_PX <= axis_px)
+    assert label_step(n, None) == 1
+
+
+def test_skipped_pieces_leave_numbered_labels():
+    pieces = [f"p{i}" for i in range(7)]
+    assert thinned(pieces, 1) == dict(tickvals=list(range(7)), ticktext=pieces)
+    assert thinned(pieces, 3) == dict(tickvals=[0, 3, 6], ticktext=["0 · p0", "3 · p3", "6 · p6"])
+
+
+def pieces(n: int) -> list[str]:
+    return [f"▁w{i}" for i in range(n)]
+
+
+def test_a_long_sentences_mask_in_a_third_of_the_page_thins_its_labels_and_drops_the_ticks():
+    mask = np.tril(np.ones((60, 71), dtype=bool))
+    fig = mask_grid(mask, pieces(60), pieces(71), "mask")
+    x, y = fig.layout.xaxis, fig.layout.yaxis
+    assert len(x.tickvals) * LABEL_PX * 1.4 <= COLUMN_PX[3] + LABEL_PX * 1.4 * 3 and len(x.tickvals) < 71
+    assert len(y.tickvals) * LABEL_PX <= plot_px(fig.layout.height) and len(y.tickvals) < 60
+    assert fig.data[0].text is None
+    assert fig.data[0].customdata[59, 70, 0] == "59 · ▁w59" and fig.data[0].customdata[59, 70, 1] == "70 · ▁w70"
+
+
+def test_a_short_sentence_keeps_every_label_and_its_ticks_and_numbers():
+    mask = np.tril(np.ones((6, 6), dtype=bool))
+    fig = mask_grid(mask, pieces(6), pieces(6), "mask")
+    assert list(fig.layout.xaxis.ticktext) == pieces(6) and list(fig.layout.yaxis.ticktext) == pieces(6)
+    assert fig.data[0].text[0, 0] == "✓" and fig.data[0].text[0, 1] == ""
+    scores = np.arange(36, dtype=float).reshape(6, 6)
+    assert masked_scores(scores, mask, pieces(6), pieces(6), "scores").data[0].text[5, 5] == "35.0"
+    assert score_matrix(scores[:4, :4], pieces(4), pieces(4), "QK").data[0].text[0, 1] == "1.0"
+    assert masked_scores(np.zeros((40, 40)), np.ones((40, 40), bool), pieces(40), pieces(40), "s").data[0].text is None
