@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from model.checkpoint import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
@@ -26,6 +27,7 @@ from model.transformer import count_parameters
 from .data import load_corpus
 from .evaluate import LENGTH_LABELS
 from .schedule import training_segments
+from .study import STUDY_FILE, summary
 
 STILL_FALLING = 0.02  # validation loss per epoch (nats) still worth more epochs of the same recipe
 
@@ -184,6 +186,22 @@ def snapshots_section(checkpoint: Path) -> list[str]:
             "| directory | epoch | step | valid loss | what it is |", "|---|---|---|---|---|", *rows, ""]
 
 
+def study_section(checkpoint: Path) -> list[str]:
+    """The card's recipe study (study.csv beside the model, written by python -m training.study): one row per
+    setting, validation split only; nothing when there is no study."""
+    path = checkpoint / STUDY_FILE
+    if not path.is_file():
+        return []
+    table = summary(pd.read_csv(path))
+    return ["## Recipe study (validation split only)", "",
+            "Runs of this recipe with one setting changed (Sennrich & Zhang, 2019, \"Revisiting Low-Resource Neural "
+            "Machine Translation\"), ranked on the validation split; per-epoch numbers in `study.csv`. BLEU and "
+            "chrF are greedy on 400 validation sentences. A loss per piece is comparable only between runs with the "
+            "same vocabulary: the 4,000-piece run cuts text into more, easier pieces, so chrF ranks it.", "",
+            "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns),
+            *["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)], ""]
+
+
 def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 10) -> str:
     ckpt = load_checkpoint(checkpoint)
     cfg, meta = ckpt.config, ckpt.meta
@@ -246,6 +264,7 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         *rows,
         "",
         *_diagnostics(report),
+        *study_section(checkpoint),
         *snapshots_section(checkpoint),
         "## Known limitations",
         (_weak_model(epochs) if report.get("beam4", report["greedy"])["overall"]["bleu"] < WEAK_BLEU else "") + LIMITATIONS,

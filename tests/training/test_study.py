@@ -1,0 +1,53 @@
+"""The recipe study's table: every run's validation epochs gathered (a continued run from its own first epoch),
+summarised per setting, and shown in the model card."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from training.card import study_section
+from training.study import COMPARE_EPOCH, STUDY_FILE, collect, main, summary
+
+
+def write_run(directory, losses, first_epoch=1):
+    directory.mkdir()
+    epochs = range(first_epoch, first_epoch + len(losses))
+    pd.DataFrame({"epoch": list(epochs), "step": [100 * e for e in epochs], "train_loss": 0.0,
+                  "valid_loss": losses, "valid_bleu": [e / 10 for e in epochs], "valid_chrf": [float(e) for e in epochs],
+                  "elapsed_s": 1}).to_csv(directory / "epochs.csv", index=False)
+    return directory
+
+
+def test_a_study_gathers_runs_and_ranks_them_on_validation(tmp_path, capsys):
+    scratch = write_run(tmp_path / "a", [6.0 - 0.3 * i for i in range(10)])  # epochs 1-10, best at 10
+    continued = write_run(tmp_path / "b", [3.0, 2.9, 2.8, 2.95])  # epochs 1-4 inherited from what it continued
+    study = collect([("baseline", "scratch", scratch, 1), ("more dropout", "epoch 2", continued, 3)])
+    assert list(study["setting"].unique()) == ["baseline", "more dropout"]
+    assert study[study["setting"] == "more dropout"]["epoch"].tolist() == [3, 4]  # only its own epochs
+    table = summary(study).set_index("setting")
+    assert table.loc["baseline", "epochs"] == "1-10" and table.loc["baseline", "steps"] == 1000
+    assert table.loc["baseline", "best valid loss (epoch)"] == "3.300 (10)"
+    assert table.loc["baseline", f"epoch {COMPARE_EPOCH}: loss / BLEU / chrF"] == "3.900 / 0.80 / 8.0"
+    assert table.loc["more dropout", "best valid loss (epoch)"] == "2.800 (3)"
+    assert table.loc["more dropout", "last valid loss"] == 2.95
+    assert table.loc["more dropout", f"epoch {COMPARE_EPOCH}: loss / BLEU / chrF"] == ""  # not from scratch
+
+    out = tmp_path / "model"
+    out.mkdir()
+    assert main(["--out", str(out / STUDY_FILE), "--run", f"baseline|scratch|{scratch}",
+                 "--run", f"more dropout|epoch 2|{continued}|3"]) == 0
+    lines = study_section(out)
+    assert lines[0] == "## Recipe study (validation split only)"
+    rows = [line for line in lines if line.startswith("| baseline") or line.startswith("| more dropout")]
+    assert len(rows) == 2 and "3.300 (10)" in rows[0] and "2.800 (3)" in rows[1]
+    assert study_section(tmp_path) == []  # no study beside a model: no section
+
+
+def test_a_malformed_run_is_refused(tmp_path):
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path / STUDY_FILE), "--run", "only a setting"])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    pd.DataFrame({"epoch": [1], "valid_loss": [3.0]}).to_csv(bad / "epochs.csv", index=False)
+    with pytest.raises(ValueError, match="step, valid_bleu, valid_chrf"):
+        collect([("x", "scratch", bad, 1)])

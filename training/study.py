@@ -1,0 +1,75 @@
+"""The recipe study (Sennrich & Zhang, 2019, "Revisiting Low-Resource NMT"): runs of the en-de recipe with one
+setting changed, gathered from their per-epoch logs into one file that the model card shows.
+
+    python -m training.study --out pretrained/en-de/study.csv \\
+        --run "baseline: the shipped recipe|scratch|pretrained/en-de" --run "dropout 0.3|scratch|runs/study-d03" ...
+
+Each --run is "setting|start|run directory[|first epoch]": the setting in words, where the run started ("scratch",
+or the checkpoint it continued), a directory with the epochs.csv that python -m training.train writes, and for a
+continued run the first epoch trained with this setting (its epochs.csv also holds the epochs it continued from).
+Only the validation split is ever read: the test split stays for the shipped model's card.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+STUDY_FILE = "study.csv"  # beside a shipped model: the card's "Recipe study" section reads it
+EPOCH_COLUMNS = ["epoch", "step", "valid_loss", "valid_bleu", "valid_chrf"]
+COMPARE_EPOCH = 8  # runs from scratch are compared at this epoch too: every one of them reached it
+
+
+def collect(runs: Sequence[tuple[str, str, Path, int]]) -> pd.DataFrame:
+    """One row per (setting, epoch) of every run from its first epoch on: setting, start, epoch, step, valid loss /
+    BLEU / chrF."""
+    frames = []
+    for setting, start, directory, first in runs:
+        epochs = pd.read_csv(Path(directory) / "epochs.csv")
+        missing = sorted(set(EPOCH_COLUMNS) - set(epochs.columns))
+        if missing:
+            raise ValueError(f"{directory}/epochs.csv has no {', '.join(missing)}")
+        frames.append(epochs.loc[epochs["epoch"] >= first, EPOCH_COLUMNS].assign(setting=setting, start=start))
+    return pd.concat(frames, ignore_index=True)[["setting", "start", *EPOCH_COLUMNS]]
+
+
+def summary(study: pd.DataFrame) -> pd.DataFrame:
+    """Per setting, in the file's order: its epochs, its last epoch's scores, its best validation loss and, for runs
+    from scratch, the scores at COMPARE_EPOCH (equal training for every setting)."""
+    rows = []
+    for setting, run in study.groupby("setting", sort=False):
+        last, best = run.iloc[-1], run.loc[run["valid_loss"].idxmin()]
+        at = run[run["epoch"] == COMPARE_EPOCH]
+        compare = at.iloc[0] if run["start"].iloc[0] == "scratch" and len(at) else None
+        rows.append({
+            "setting": setting, "start": run["start"].iloc[0],
+            "epochs": f"{int(run['epoch'].iloc[0])}-{int(last['epoch'])}", "steps": int(last["step"]),
+            "last valid loss": last["valid_loss"], "last BLEU": last["valid_bleu"], "last chrF": last["valid_chrf"],
+            "best valid loss (epoch)": f"{best['valid_loss']:.3f} ({int(best['epoch'])})",
+            f"epoch {COMPARE_EPOCH}: loss / BLEU / chrF": "" if compare is None else
+            f"{compare['valid_loss']:.3f} / {compare['valid_bleu']:.2f} / {compare['valid_chrf']:.1f}"})
+    return pd.DataFrame(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.study", description=__doc__.splitlines()[0])
+    parser.add_argument("--run", action="append", required=True, help='"setting|start|run directory[|first epoch]"')
+    parser.add_argument("--out", required=True, help=f"the CSV to write (pretrained/en-de/{STUDY_FILE})")
+    args = parser.parse_args(argv)
+    runs = []
+    for spec in args.run:
+        parts = [part.strip() for part in spec.split("|")]
+        if len(parts) not in (3, 4) or (len(parts) == 4 and not parts[3].isdigit()):
+            parser.error(f'--run takes "setting|start|run directory[|first epoch]", got {spec!r}')
+        runs.append((parts[0], parts[1], Path(parts[2]), int(parts[3]) if len(parts) == 4 else 1))
+    study = collect(runs)
+    study.to_csv(args.out, index=False)
+    print(summary(study).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
