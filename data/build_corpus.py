@@ -1,6 +1,7 @@
 """Rebuild the English->German parallel corpus (data/en-de.tsv.gz) from Debian packages.
 
     python data/build_corpus.py [--out data/en-de.tsv.gz] [--cache .cache/debs]
+    python data/build_corpus.py --extra    # + four more sources -> data/en-de-plus.tsv.gz
 
 One command, deterministic: the same .deb files give a byte-identical output. Real human
 translations are taken from four Debian packages (see data/ATTRIBUTION.md, written by this
@@ -10,6 +11,18 @@ script next to the output):
     wesnoth      wesnoth-1.16-*        game dialogue and unit descriptions (.mo catalogues)
     libreoffice  libreoffice-l10n-de   interface text and tool tips (.mo catalogues)
     freeciv      freeciv-data          game help text and nation legends (.mo catalogues)
+
+`--extra` adds four more sources (an opt-in experiment: does more real human translation help?)
+and writes data/en-de-plus.tsv.gz with data/ATTRIBUTION-plus.md; without it the output is
+unchanged, byte for byte:
+
+    widelands    widelands-data        campaign story, tutorials, building help (.mo catalogues)
+    warzone2100  warzone2100-data      mission briefings and interface messages (.mo catalogue)
+    freedroidrpg freedroidrpg-data     NPC dialogues, item descriptions (.mo catalogues)
+    openttd      openttd-data          settings help and tool tips (compiled .lng string tables)
+
+The plus corpus holds every row of the default corpus unchanged (same German, source and split;
+see `deduplicate`), plus the new sources' sentences whose English is not in it yet.
 
 The packages are fetched with `apt-get download` into a cache folder (no root, no install) and
 read with `dpkg-deb --fsys-tarfile`; only the wanted members are written below the cache. The
@@ -51,6 +64,10 @@ from typing import Iterable, Iterator, Mapping
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 SOURCES = ("ding", "wesnoth", "libreoffice", "freeciv")
+EXTRA_SOURCES = ("widelands", "warzone2100", "freedroidrpg", "openttd")   # with --extra only
+ALL_SOURCES = SOURCES + EXTRA_SOURCES
+# Dedup tiers: an English sentence found in a tier is decided by that tier alone (see `deduplicate`).
+SOURCE_TIERS = (SOURCES, EXTRA_SOURCES)
 SPLITS = ("train", "valid", "test")
 
 WESNOTH_CAMPAIGNS = (
@@ -103,6 +120,41 @@ SOURCE_INFO: dict[str, Source] = {
         "Freeciv 3.0 and its German translators (https://www.freeciv.org/)",
         "GPL-2.0-or-later",
         "game help text, messages and nation legends",
+    ),
+    # ---- extra sources (--extra): all ranked after the four above
+    "widelands": Source(
+        "widelands",
+        ("widelands-data",),
+        ("usr/share/games/widelands/data/locale/de/LC_MESSAGES/*.mo",),
+        "Widelands 1.1, the Widelands Development Team and its German translators "
+        "(https://www.widelands.org/)",
+        "GPL-2.0-or-later",
+        "campaign and tutorial story text, building and worker help",
+    ),
+    "warzone2100": Source(
+        "warzone2100",
+        ("warzone2100-data",),
+        ("usr/share/locale/de/LC_MESSAGES/warzone2100*.mo",),
+        "Warzone 2100 4.3, the Warzone 2100 Project and its German translators (https://wz2100.net/)",
+        "GPL-2.0-or-later",
+        "mission briefings, research and interface messages",
+    ),
+    "freedroidrpg": Source(
+        "freedroidrpg",
+        ("freedroidrpg-data",),
+        ("usr/share/locale/de/LC_MESSAGES/freedroidrpg*.mo",),
+        "FreedroidRPG 1.0, the Freedroid developers and their German translators "
+        "(https://www.freedroid.org/)",
+        "GPL-2.0-or-later",
+        "NPC dialogues, item and quest descriptions, interface text",
+    ),
+    "openttd": Source(
+        "openttd",
+        ("openttd-data",),
+        ("usr/share/games/openttd/lang/english.lng", "usr/share/games/openttd/lang/german.lng"),
+        "OpenTTD 13.0, the OpenTTD team and its German translators (https://www.openttd.org/)",
+        "GPL-2.0-only",
+        "settings help, tool tips and news messages",
     ),
 }
 
@@ -401,6 +453,15 @@ def clean_mo_pair(msgid: str, msgstr: str) -> list[tuple[str, str]]:
         return []
     en = normalize_text(strip_accelerators(en_raw))
     de = normalize_text(strip_accelerators(de_raw))
+    return sentence_pairs(en, de)
+
+
+def sentence_pairs(en: str, de: str) -> list[tuple[str, str]]:
+    """The sentence rules every catalogue-like source shares, on clean normalised text.
+
+    Untranslated (German == English) is dropped; equal sentence counts are split into pairs,
+    otherwise the message is kept whole; each pair must pass `is_sentence` on both sides and
+    `ratio_ok`."""
     if not en or not de or en.casefold() == de.casefold():
         return []
     en_sents, de_sents = split_sentences(en, "en"), split_sentences(de, "de")
@@ -417,6 +478,89 @@ def parse_mo_catalog(catalog: Mapping) -> list[tuple[str, str]]:
     pairs = []
     for msgid, msgstr in sorted(catalog_pairs(catalog)):
         pairs.extend(clean_mo_pair(msgid, msgstr))
+    return pairs
+
+
+# --------------------------------------------------------------------------------------------
+# OpenTTD: compiled string tables (lang/english.lng, lang/german.lng), paired by string id
+# --------------------------------------------------------------------------------------------
+
+# The LanguagePackHeader of OpenTTD 13 (src/language.h), little-endian: ident "LANG", version
+# (a hash of the string table, equal in every language of one build), name[32], own_name[32],
+# isocode[16], then the number of strings in each of 32 tabs, three 8-byte separators, and
+# gender and case names; the strings follow it.
+_LNG_IDENT = b"LANG"
+_LNG_TABS = 32
+_LNG_OFFSETS_AT = 4 + 4 + 32 + 32 + 16
+_LNG_HEADER_SIZE = _LNG_OFFSETS_AT + 2 * _LNG_TABS + 3 * 8 + 2 + 1 + 1 + 2 + 1 + 1 + 1 + 3 + 8 * 16 + 16 * 16
+
+
+def read_openttd_lng(data: bytes) -> tuple[int, dict[tuple[int, int], str]]:
+    """(version, {(tab, index): text}) of a compiled OpenTTD language file.
+
+    strgen compiles lang/<language>.txt ("STR_NAME :text") into a table without the names: the
+    string STR_X is the same (tab, index) in every language of one build, and `version` tells
+    that the builds match. Each string is a length (one byte below 0xC0, else two bytes:
+    0xC0 | high bits, low byte) and UTF-8 text, in which strgen has replaced every {CODE} by a
+    control character (U+E000-U+E2FF, some followed by raw argument bytes). A file may end in
+    one NUL; any other leftover means the header was misread, and that is an error."""
+    if data[:4] != _LNG_IDENT:
+        raise ValueError("not an OpenTTD language file (no LANG header)")
+    version = int.from_bytes(data[4:8], "little")
+    counts = [
+        int.from_bytes(data[_LNG_OFFSETS_AT + 2 * t:_LNG_OFFSETS_AT + 2 * t + 2], "little")
+        for t in range(_LNG_TABS)
+    ]
+    pos, strings = _LNG_HEADER_SIZE, {}
+    for tab, count in enumerate(counts):
+        for index in range(count):
+            length = data[pos]
+            pos += 1
+            if length >= 0xC0:
+                length = ((length & 0x3F) << 8) | data[pos]
+                pos += 1
+            strings[(tab, index)] = data[pos:pos + length].decode("utf-8")
+            pos += length
+    if data[pos:] not in (b"", b"\0"):
+        raise ValueError(f"{len(data) - pos} bytes left after the last string")
+    return version, strings
+
+
+# Display-only codes at the start of a string: {TINY_FONT} {BIG_FONT} and the colours {BLUE} ..
+# {BLACK}, {PUSH_COLOUR} (U+E002, U+E003, U+E03B-U+E04C in OpenTTD 13). "{BLACK}Build a depot."
+# is a tool tip's prose in a colour; anything else that is a code ({STRING}, {COMMA}, {G=m},
+# plurals, cases, sprites) is part of a template and drops the string.
+_OPENTTD_DISPLAY_CODES = re.compile("^[\ue002\ue003\ue03b-\ue04c]+")
+
+
+def has_control_code(text: str) -> bool:
+    """True if text holds a control character (C0/C1) or a private-use one (OpenTTD codes)."""
+    return any(unicodedata.category(ch) in ("Cc", "Co") for ch in text)
+
+
+def clean_openttd_pair(en_raw: str, de_raw: str) -> list[tuple[str, str]]:
+    """One OpenTTD string id -> zero or more clean (en, de) sentence pairs.
+
+    Leading colour and font codes are removed (they only colour the text); a string that still
+    holds a code ({STRING}, {COMMA}, {G=m}, plural and case lists, sprites), a newline or any
+    other control character, or markup as `has_markup` sees it, is dropped: like .mo format
+    strings, it is a template filled in at run time. The rest follows `sentence_pairs`, so
+    untranslated strings (strgen writes the English where German is missing), labels
+    ("Income Graph") and fragments go. No accelerators or message contexts in OpenTTD."""
+    en_raw = _OPENTTD_DISPLAY_CODES.sub("", en_raw)
+    de_raw = _OPENTTD_DISPLAY_CODES.sub("", de_raw)
+    if any(has_control_code(t) or has_markup(t) for t in (en_raw, de_raw)):
+        return []
+    return sentence_pairs(normalize_text(en_raw), normalize_text(de_raw))
+
+
+def pair_openttd(english: Mapping, german: Mapping) -> list[tuple[str, str]]:
+    """Pair two OpenTTD string tables by string id (any sortable key: (tab, index) from
+    `read_openttd_lng`, or "STR_..." names); ids missing on either side are skipped."""
+    pairs = []
+    for sid in sorted(english):
+        if sid in german:
+            pairs.extend(clean_openttd_pair(english[sid], german[sid]))
     return pairs
 
 
@@ -442,16 +586,24 @@ def deduplicate(pairs: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, s
     construction. The German kept is the most frequent one for that English across all sources
     (the consensus translation), then the earlier source in SOURCES (Ding is edited as a
     dictionary), then the shorter, then alphabetical: deterministic whatever the input order.
+
+    Sources come in tiers (SOURCE_TIERS): the four default sources, then the --extra ones. An
+    English sentence found in an earlier tier is decided by that tier alone, votes included, so
+    the extra sources can only add sentences, never change or outvote a default row: the plus
+    corpus is the default corpus plus new rows, and a comparison of the two trains on the same
+    rows and tests on the same test set. Within one tier the rules above apply unchanged.
     """
-    source_rank = {name: i for i, name in enumerate(SOURCES)}
+    source_rank = {name: i for i, name in enumerate(ALL_SOURCES)}
+    tier_of = {name: i for i, group in enumerate(SOURCE_TIERS) for name in group}
     counts = collections.Counter((src, en, de) for src, en, de in pairs)
     pair_counts = collections.Counter()
-    for (_, en, de), n in counts.items():
-        pair_counts[(english_key(en), de)] += n
+    for (src, en, de), n in counts.items():
+        pair_counts[(tier_of.get(src, len(SOURCE_TIERS)), english_key(en), de)] += n
     best: dict[str, tuple] = {}
     for src, en, de in counts:
         key = english_key(en)
-        rank = (-pair_counts[(key, de)], source_rank.get(src, len(SOURCES)), len(de), de, en, src)
+        tier = tier_of.get(src, len(SOURCE_TIERS))
+        rank = (tier, -pair_counts[(tier, key, de)], source_rank.get(src, len(ALL_SOURCES)), len(de), de, en, src)
         if key and (key not in best or rank < best[key][0]):
             best[key] = (rank, (src, en, de))
     return sorted(item for _, item in best.values())
@@ -484,7 +636,7 @@ def make_rows(pairs: Iterable[tuple[str, str, str]]) -> list[Row]:
     """Deduplicated, split and sorted rows: by split (train, valid, test), source, en, de."""
     rows = [Row(src, assign_split(en), en, de) for src, en, de in deduplicate(pairs)]
     split_rank = {s: i for i, s in enumerate(SPLITS)}
-    source_rank = {s: i for i, s in enumerate(SOURCES)}
+    source_rank = {s: i for i, s in enumerate(ALL_SOURCES)}
     return sorted(rows, key=lambda r: (split_rank[r.split], source_rank[r.source], r.en, r.de))
 
 
@@ -510,9 +662,9 @@ def gzip_bytes(data: bytes) -> bytes:
     return buf.getvalue()
 
 
-def count_rows(rows: Iterable[Row]) -> dict[str, collections.Counter]:
-    """{source: Counter(split -> n)} plus "all"."""
-    table: dict[str, collections.Counter] = {s: collections.Counter() for s in SOURCES}
+def count_rows(rows: Iterable[Row], sources: Iterable[str] = SOURCES) -> dict[str, collections.Counter]:
+    """{source: Counter(split -> n)} for each of sources, plus "all"."""
+    table: dict[str, collections.Counter] = {s: collections.Counter() for s in sources}
     table["all"] = collections.Counter()
     for r in rows:
         table[r.source][r.split] += 1
@@ -532,19 +684,42 @@ def check_split_sizes(counts: Mapping[str, collections.Counter]) -> list[str]:
 
 def format_counts(counts: Mapping[str, collections.Counter]) -> str:
     """A small text table of pairs per source and split."""
-    lines = [f"{'source':<12}{'train':>8}{'valid':>8}{'test':>8}{'total':>8}"]
-    for name in (*SOURCES, "all"):
+    lines = [f"{'source':<13}{'train':>8}{'valid':>8}{'test':>8}{'total':>8}"]
+    for name in counts:   # the sources in order, then "all" (as `count_rows` builds it)
         c = counts[name]
         lines.append(
-            f"{name:<12}{c['train']:>8}{c['valid']:>8}{c['test']:>8}{sum(c.values()):>8}"
+            f"{name:<13}{c['train']:>8}{c['valid']:>8}{c['test']:>8}{sum(c.values()):>8}"
         )
     return "\n".join(lines)
 
 
-def render_attribution(counts: Mapping[str, collections.Counter], versions: Mapping[str, str]) -> str:
-    """data/ATTRIBUTION.md: each source, its packages and versions, upstream, licence, counts."""
+EXTRA_COPYRIGHTS = (
+    "Widelands: Copyright 2002-2019 the Widelands Development Team and its translators, GNU GPL v2 or later.",
+    "Warzone 2100 translations (po/*.po): Copyright 2007-2008 Warzone 2100 Resurrection Project, 2008 Rosetta",
+    "Contributors and Canonical Ltd (game: 1999-2004 Eidos Interactive, 2005-2013 Warzone 2100 Project),",
+    "GNU GPL v2 or later.",
+    "FreedroidRPG: Copyright 1994, 2002-2004 Johannes Prix and Reinhard Prix, 2009-2010 the Freedroid dev team",
+    "and contributors, GNU GPL v2 or later.",
+    "OpenTTD: Copyright 2004-2012 Ludvig Strigeous and others, GNU GPL version 2 only. Since this text is",
+    "GPL-2.0-only, the plus corpus as a whole (and a model trained on it) is distributed under GPL-2.0: the",
+    "other GPL texts allow version 2, and MPL-2.0 lists GPL-2.0 among its secondary licences.",
+)
+
+
+def render_attribution(
+    counts: Mapping[str, collections.Counter],
+    versions: Mapping[str, str],
+    sources: Iterable[str] = SOURCES,
+    corpus: str = "data/en-de.tsv.gz",
+) -> str:
+    """data/ATTRIBUTION.md: each source, its packages and versions, upstream, licence, counts.
+
+    With the extra sources (data/ATTRIBUTION-plus.md) their copyright lines are added, and the
+    note that the plus corpus holds the default one unchanged."""
+    sources = tuple(sources)
+    extra = [name for name in sources if name in EXTRA_SOURCES]
     out = [
-        "# Attribution and licences of data/en-de.tsv.gz",
+        f"# Attribution and licences of {corpus}",
         "",
         "Written by `data/build_corpus.py`; do not edit by hand (rebuild instead).",
         "",
@@ -555,10 +730,19 @@ def render_attribution(counts: Mapping[str, collections.Counter], versions: Mapp
         "source, i.e. this corpus or the means to rebuild it; MPL-2.0: keep the notice, file-level",
         "copyleft for the LibreOffice text).",
         "",
+    ]
+    if extra:
+        out += [
+            "Built with `python data/build_corpus.py --extra`: every row of data/en-de.tsv.gz (same",
+            f"German, source and split), plus the sentences of {', '.join(extra)} whose English",
+            "is not in it.",
+            "",
+        ]
+    out += [
         "| source | pairs | Debian package(s) | upstream | licence |",
         "|---|---:|---|---|---|",
     ]
-    for name in SOURCES:
+    for name in sources:
         info = SOURCE_INFO[name]
         first = info.packages[0]
         pkgs = f"`{first}` {versions.get(first, '')}".strip()
@@ -574,6 +758,7 @@ def render_attribution(counts: Mapping[str, collections.Counter], versions: Mapp
         "Ding: Copyright (c) 1995-2023 Frank Richter, GNU GPL v2 or later.",
         "Wesnoth and Freeciv translations: copyright their translators, GNU GPL v2 or later.",
         "LibreOffice translations: copyright The Document Foundation and contributors, MPL 2.0.",
+        *(EXTRA_COPYRIGHTS if extra else ()),
         "",
         "The full licence texts are in each package under `/usr/share/doc/<package>/copyright`.",
         "",
@@ -652,19 +837,26 @@ def read_source(name: str, files: list[Path]) -> list[tuple[str, str]]:
             with open(path, encoding="utf-8") as fh:
                 pairs.extend(parse_ding(fh))
         return pairs
+    if name == "openttd":
+        tables = {path.name: read_openttd_lng(path.read_bytes()) for path in files}
+        (en_version, english), (de_version, german) = tables["english.lng"], tables["german.lng"]
+        if en_version != de_version:   # string ids only match within one build
+            sys.exit(f"openttd: english.lng and german.lng are from different builds ({en_version:#x}, {de_version:#x})")
+        return pair_openttd(english, german)
     pairs = []
     for path in files:
         pairs.extend(parse_mo_catalog(read_mo(path.read_bytes())))
     return pairs
 
 
-def build(out: Path, cache: Path, attribution: Path) -> dict[str, collections.Counter]:
+def build(out: Path, cache: Path, attribution: Path, extra: bool = False) -> dict[str, collections.Counter]:
     started = time.monotonic()
-    all_packages = [p for name in SOURCES for p in SOURCE_INFO[name].packages]
+    sources = ALL_SOURCES if extra else SOURCES
+    all_packages = [p for name in sources for p in SOURCE_INFO[name].packages]
     debs = download_debs(all_packages, cache)
     versions = {p: deb_version(d) for p, d in debs.items()}
     triples: list[tuple[str, str, str]] = []
-    for name in SOURCES:
+    for name in sources:
         info = SOURCE_INFO[name]
         files = []
         for pkg in info.packages:
@@ -673,13 +865,14 @@ def build(out: Path, cache: Path, attribution: Path) -> dict[str, collections.Co
         print(f"{name:<12} {len(files):>3} file(s) -> {len(pairs):>6} candidate pairs", flush=True)
         triples += [(name, en, de) for en, de in pairs]
     rows = make_rows(triples)
-    counts = count_rows(rows)
+    counts = count_rows(rows, sources)
     problems = check_split_sizes(counts)
     if problems:
         sys.exit("; ".join(problems))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(gzip_bytes(rows_to_tsv(rows)))
-    attribution.write_text(render_attribution(counts, versions), encoding="utf-8")
+    corpus = "data/en-de-plus.tsv.gz" if extra else "data/en-de.tsv.gz"   # the file's name in the repo
+    attribution.write_text(render_attribution(counts, versions, sources, corpus), encoding="utf-8")
     print(f"\n{len(triples)} candidates -> {len(rows)} pairs after deduplication\n")
     print(format_counts(counts))
     print(
@@ -691,14 +884,19 @@ def build(out: Path, cache: Path, attribution: Path) -> dict[str, collections.Co
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "en-de.tsv.gz")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="corpus to write (default: data/en-de.tsv.gz, with --extra data/en-de-plus.tsv.gz)")
     parser.add_argument("--cache", type=Path, default=REPO_ROOT / ".cache" / "debs",
                         help="where .deb files are downloaded and extracted (git-ignored)")
     parser.add_argument("--attribution", type=Path, default=None,
-                        help="licence file to write (default: ATTRIBUTION.md next to --out)")
+                        help="licence file to write (default: ATTRIBUTION.md next to --out, "
+                             "with --extra ATTRIBUTION-plus.md)")
+    parser.add_argument("--extra", action="store_true",
+                        help=f"add the sources {', '.join(EXTRA_SOURCES)} (after the default ones)")
     args = parser.parse_args(argv)
-    attribution = args.attribution or args.out.parent / "ATTRIBUTION.md"
-    build(args.out, args.cache, attribution)
+    out = args.out or REPO_ROOT / "data" / ("en-de-plus.tsv.gz" if args.extra else "en-de.tsv.gz")
+    attribution = args.attribution or out.parent / ("ATTRIBUTION-plus.md" if args.extra else "ATTRIBUTION.md")
+    build(out, args.cache, attribution, extra=args.extra)
     return 0
 
 

@@ -276,6 +276,83 @@ def test_is_sentence(text, ok):
     assert bc.is_sentence(text) is ok
 
 
+# ------------------------------------------------------------------ OpenTTD string tables
+
+BLACK, WHITE, STRING, COMMA = "\ue04b", "\ue047", "\ue02b", "\ue02d"   # {BLACK} {WHITE} {STRING} {COMMA}
+
+
+def test_pair_openttd_pairs_by_string_id_and_filters():
+    english = {
+        "STR_TOWN_GROWS": "The town grows faster when it is served well.",
+        "STR_TOOLTIP_DEPOT": BLACK + "Build a train depot for buying and servicing trains.",
+        "STR_NEWS_CRASH": BLACK + "Train crashes at " + STRING + "!",
+        "STR_INCOME": WHITE + "Income Graph",
+        "STR_SAVE_HELP": "Save the game now. Load it again later.",
+        "STR_UNTRANSLATED": "This string has no German translation yet.",
+        "STR_ONLY_ENGLISH": "Nobody has translated this message at all.",
+        "STR_COST": "The cost is " + COMMA + " pounds per year.",
+    }
+    german = {
+        "STR_INCOME": WHITE + "Einkommensgrafik",
+        "STR_SAVE_HELP": "Das Spiel jetzt speichern. Später wieder laden.",
+        "STR_TOOLTIP_DEPOT": BLACK + "Ein Zugdepot zum Kaufen und Warten von Zügen bauen.",
+        "STR_TOWN_GROWS": "Die Stadt wächst schneller, wenn sie gut bedient wird.",
+        "STR_NEWS_CRASH": BLACK + "Zugunglück in " + STRING + "!",
+        "STR_UNTRANSLATED": "This string has no German translation yet.",   # strgen's fallback
+        "STR_COST": "Die Kosten betragen " + COMMA + " Pfund pro Jahr.",
+    }
+    assert bc.pair_openttd(english, german) == [
+        ("Save the game now.", "Das Spiel jetzt speichern."),                        # split: same sentence count
+        ("Load it again later.", "Später wieder laden."),
+        ("Build a train depot for buying and servicing trains.",       # leading colour dropped
+         "Ein Zugdepot zum Kaufen und Warten von Zügen bauen."),
+        ("The town grows faster when it is served well.", "Die Stadt wächst schneller, wenn sie gut bedient wird."),
+    ]
+    # dropped: {STRING} and {COMMA} templates, the "Income Graph" label, the untranslated
+    # fallback, and the id without a German string
+
+
+@pytest.mark.parametrize(
+    "en, de",
+    [
+        ("Plant trees here.\nThen wait a year.", "Bäume hier pflanzen.\nDann ein Jahr warten."),  # newline
+        (BLACK + "Build here " + "\ue037" + "\x01 now please.", BLACK + "Hier jetzt bitte bauen."),  # mid code
+        ("Select the track type (rail or monorail) here.", "Hier den Gleistyp {x} wählen, bitte."),  # braces
+    ],
+)
+def test_clean_openttd_pair_drops_codes_control_characters_and_markup(en, de):
+    assert bc.clean_openttd_pair(en, de) == []
+
+
+def write_lng(strings_by_tab: dict[int, list[str]], version: int = 0x1234) -> bytes:
+    """A compiled OpenTTD language file as strgen writes it: header, lengths, text, final NUL."""
+    header = bytearray(bc._LNG_HEADER_SIZE)
+    header[0:4] = b"LANG"
+    header[4:8] = version.to_bytes(4, "little")
+    body = b""
+    for tab, strings in strings_by_tab.items():
+        at = bc._LNG_OFFSETS_AT + 2 * tab
+        header[at:at + 2] = len(strings).to_bytes(2, "little")
+    for tab in sorted(strings_by_tab):
+        for text in strings_by_tab[tab]:
+            raw = text.encode("utf-8")
+            n = len(raw)
+            body += (bytes([n]) if n < 0xC0 else bytes([0xC0 | n >> 8, n & 0xFF])) + raw
+    return bytes(header) + body + b"\0"
+
+
+def test_read_openttd_lng_ids_are_tab_and_index_and_long_strings_round_trip():
+    long_text = "The town grows faster when it is served well. " * 6   # > 0xC0 bytes: two-byte length
+    data = write_lng({0: ["", "Nothing"], 4: [BLACK + "Build a depot.", long_text]})
+    version, strings = bc.read_openttd_lng(data)
+    assert version == 0x1234
+    assert strings == {(0, 0): "", (0, 1): "Nothing", (4, 0): BLACK + "Build a depot.", (4, 1): long_text}
+    with pytest.raises(ValueError):
+        bc.read_openttd_lng(data + b"junk")        # a misread header leaves bytes over
+    with pytest.raises(ValueError):
+        bc.read_openttd_lng(b"GRF!" + data[4:])
+
+
 # ------------------------------------------------------------------ dedup and split
 
 
@@ -305,6 +382,32 @@ def test_deduplicate_tie_goes_to_earlier_source_and_ignores_input_order():
         shuffled = triples[:]
         random.Random(seed).shuffle(shuffled)
         assert bc.deduplicate(shuffled) == expected
+
+
+def test_deduplicate_extra_sources_rank_after_the_default_ones():
+    triples = [
+        ("wesnoth", "Who are you?", "Wer seid ihr?"),
+        ("ding", "Who are you?", "Wer bist du?"),
+        ("freedroidrpg", "Who are you?", "Wer seid ihr?"),     # two votes for wesnoth's German,
+        ("widelands", "Who are you!", "Wer seid ihr?"),        # but from the extra tier
+        ("wesnoth", "What are you doing here?", "Was macht du hier?"),
+        ("freedroidrpg", "What are you doing here?", "Was machst du hier?"),
+        ("freedroidrpg", "What are you doing here?", "Was machst du hier?"),
+        ("openttd", "Build a depot for trains.", "Ein Depot für Züge bauen."),
+        ("widelands", "Build a port near the sea.", "Baue einen Hafen am Meer."),
+        ("warzone2100", "Build a port near the sea.", "Bauen Sie einen Hafen am Meer."),
+    ]
+    default_only = bc.deduplicate([t for t in triples if t[0] in bc.SOURCES])
+    result = bc.deduplicate(triples)
+    # every default row is unchanged: extra sources neither outvote it nor tip a tie among its sources
+    assert set(default_only) <= set(result)
+    assert ("ding", "Who are you?", "Wer bist du?") in result                        # the default tie rule held
+    assert ("wesnoth", "What are you doing here?", "Was macht du hier?") in result   # not outvoted 2:1
+    # English sentences new to the corpus come from the extra sources, decided among them in order
+    assert ("openttd", "Build a depot for trains.", "Ein Depot für Züge bauen.") in result
+    assert ("widelands", "Build a port near the sea.", "Baue einen Hafen am Meer.") in result
+    assert len(result) == 4
+    assert bc.ALL_SOURCES[: len(bc.SOURCES)] == bc.SOURCES
 
 
 def test_english_key_folds_case_and_punctuation():
@@ -386,6 +489,19 @@ def test_render_attribution_names_every_source_licence_and_count():
     counts = {s: collections.Counter(train=10 * (i + 1)) for i, s in enumerate(bc.SOURCES)}
     counts["all"] = collections.Counter(train=100)
     text = bc.render_attribution(counts, {"trans-de-en": "1.9-6"})
-    for name, info in bc.SOURCE_INFO.items():
-        assert name in text and info.licence in text
+    for name in bc.SOURCES:
+        assert name in text and bc.SOURCE_INFO[name].licence in text
     assert "`trans-de-en` 1.9-6" in text and "| 40 |" in text and "derived work" in text
+    assert not any(name in text for name in bc.EXTRA_SOURCES)
+
+
+def test_render_attribution_plus_names_the_extra_sources_and_their_licences():
+    rows = [bc.Row(s, "train", f"{s} sentence number one.", f"{s} Satz Nummer eins.") for s in bc.ALL_SOURCES]
+    counts = bc.count_rows(rows, bc.ALL_SOURCES)
+    text = bc.render_attribution(counts, {"openttd-data": "13.0-2"}, bc.ALL_SOURCES, "data/en-de-plus.tsv.gz")
+    assert text.startswith("# Attribution and licences of data/en-de-plus.tsv.gz")
+    for name in bc.ALL_SOURCES:
+        info = bc.SOURCE_INFO[name]
+        assert f"| {name} ({info.description}) | 1 |" in text and info.licence in text
+    assert "`openttd-data` 13.0-2" in text and "GPL-2.0-only" in text and "| **8** |" in text
+    assert bc.format_counts(counts).splitlines()[-1].split() == ["all", "8", "0", "0", "8"]
