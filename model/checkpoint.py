@@ -113,14 +113,15 @@ Number = (int, float)
 # meta is free-form JSON (an uploaded one says whatever its author wrote), so anything else is dropped.
 META_TYPES: dict[str, tuple[type, ...]] = {
     "task": (str,), "steps": (int,), "epochs": (int,), "train_seconds": Number, "warmup": (int,),
-    "lr_factor": Number, "max_tokens": (int,), "label_smoothing": Number, "bf16": (bool,),
+    "lr_factor": Number, "max_tokens": (int,), "label_smoothing": Number, "bf16": (bool,), "dropout": Number,
+    "corpus": (str,),  # the corpus file a model (or one stretch of its training) was trained on
     "valid_loss": Number, "valid_bleu": Number, "averaged": (list,), "continued_from": (dict,),
     "source_lang": (str,), "target_lang": (str,), "converted_from": (str,),  # a converted model (model.marian)
     "snapshot": (str,),  # one line on what an earlier stage of a model's training is (see checkpoint_snapshots)
 }
 MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
-                   "bf16": (bool,), "earlier": (dict,)}
+                   "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "earlier": (dict,)}
 
 
 def _typed(values: dict, types: dict[str, tuple[type, ...]]) -> dict:

@@ -25,7 +25,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -73,7 +73,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                  "train_max_len", "valid_bleu"):
         parser.add_argument("--" + name.replace("_", "-"), type=int, dest=name)
     parser.add_argument("--lr-factor", type=float, dest="lr_factor")
-    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--dropout", type=float, help="residual, attention and FFN dropout (default 0.1; with "
+                        "--init-from: the checkpoint's own unless given)")
     parser.add_argument("--label-smoothing", type=float, default=0.1)
     parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast (faster on GPUs and on CPUs with native bf16, e.g. AMX; "
                         "emulated and far slower on others, so it is then refused)")
@@ -216,7 +217,8 @@ class Run:
         a, p = self.args, self.progress
         return {"task": a.task, "epochs": p.epoch, "steps": p.step, "train_seconds": round(p.elapsed_s),
                 "warmup": a.warmup, "lr_factor": a.lr_factor, "max_tokens": a.max_tokens,
-                "label_smoothing": a.label_smoothing, "bf16": a.bf16,
+                "label_smoothing": a.label_smoothing, "bf16": a.bf16, "dropout": self.model.config.dropout,
+                **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
 
     def save_last(self) -> None:
@@ -249,14 +251,18 @@ def _model_and_progress(args: argparse.Namespace, out: Path, tokenizer: Tokenize
         if ckpt.tokenizer.model_proto != tokenizer.model_proto:
             raise SystemExit(f"error: {args.init_from} uses another tokenizer than {out / 'tokenizer.model'}")
         progress = continued_progress(args, ckpt.meta, out)
+        model = ckpt.model
+        if args.dropout is not None and args.dropout != ckpt.config.dropout:  # dropout holds no weights: same ones
+            model = Transformer(replace(ckpt.config, dropout=args.dropout))
+            model.load_state_dict(ckpt.model.state_dict())
         # Where this run took over and the recipes before it (chained), so the model card can name every part.
         continued_from = {"step": progress.step, "epoch": progress.epoch,
                           **{k: ckpt.meta.get(k) for k in RECIPE_KEYS},
                           **({"earlier": ckpt.meta["continued_from"]} if ckpt.meta.get("continued_from") else {})}
-        return ckpt.model.train(), progress, continued_from, False
+        return model.train(), progress, continued_from, False
     config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads,
                          n_encoder_layers=args.layers, n_decoder_layers=args.layers, d_ff=args.d_ff,
-                         dropout=args.dropout, max_len=args.max_len)
+                         dropout=0.1 if args.dropout is None else args.dropout, max_len=args.max_len)
     return Transformer(config).train(), Progress(), None, False
 
 

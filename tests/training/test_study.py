@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from training.card import study_section
+from training.card import new_sources_section, study_section
 from training.study import COMPARE_EPOCH, STUDY_FILE, collect, main, summary
 
 
@@ -51,3 +51,15 @@ def test_a_malformed_run_is_refused(tmp_path):
     pd.DataFrame({"epoch": [1], "valid_loss": [3.0]}).to_csv(bad / "epochs.csv", index=False)
     with pytest.raises(ValueError, match="step, valid_bleu, valid_chrf"):
         collect([("x", "scratch", bad, 1)])
+
+
+def test_sources_added_to_the_corpus_are_scored_apart_from_the_comparable_test_split():
+    def scores(*sources):
+        return {"per_source": {s: {"bleu": 10.0 + i, "chrf": 30.0 + i, "n": 5 + i} for i, s in enumerate(sources)}}
+    report = {"greedy": scores("ding", "wesnoth"), "beam4": scores("ding", "wesnoth")}
+    extra = {"greedy": scores("ding", "wesnoth", "widelands"), "beam4": scores("ding", "wesnoth", "widelands")}
+    lines = new_sources_section(report, extra)
+    header = next(line for line in lines if line.startswith("| decoding"))
+    assert header == "| decoding | widelands BLEU / chrF |"
+    assert "| beam4 | 12.0 / 32.0 (n=7) |" in lines
+    assert new_sources_section(report, None) == [] and new_sources_section(report, report) == []

@@ -61,7 +61,7 @@ def test_init_from_continues_a_checkpoint_and_its_history_without_its_optimizer(
     shipped = first / "last"  # shaped like an exported model: weights, config, tokenizer and the run's log
     (shipped / "log.csv").write_bytes((first / "log.csv").read_bytes())
     assert train_main(TINY + ["--out", str(second), "--init-from", str(shipped), "--lr-factor", "0.5",
-                              "--max-steps", "25"]) == 0
+                              "--dropout", "0.3", "--max-steps", "25"]) == 0
     log = read_log(second)
     assert [s for s, _ in log] == list(range(1, 26))  # the shipped history, then steps 21..25
     assert log[:20] == read_log(first)
@@ -70,10 +70,16 @@ def test_init_from_continues_a_checkpoint_and_its_history_without_its_optimizer(
     meta = json.loads((second / "last" / "config.json").read_text())["meta"]
     assert meta["steps"] == 25 and meta["lr_factor"] == 0.5
     assert meta["continued_from"]["step"] == 20 and meta["continued_from"]["lr_factor"] == 1.0
+    # --dropout holds for a continued model too (it keeps the weights), and every segment records its own
+    config = json.loads((second / "last" / "config.json").read_text())["model"]
+    assert config["dropout"] == 0.3 and meta["dropout"] == 0.3 and meta["continued_from"]["dropout"] == 0.1
+    assert train_main(TINY + ["--out", str(second), "--lr-factor", "0.5", "--max-steps", "26"]) == 0  # resumed: its own 0.3
+    assert json.loads((second / "last" / "config.json").read_text())["model"]["dropout"] == 0.3
     third = tmp_path / "third"  # continuing the continuation keeps the first recipe too
-    assert train_main(TINY + ["--out", str(third), "--init-from", str(second / "last"), "--max-steps", "27"]) == 0
+    assert train_main(TINY + ["--out", str(third), "--init-from", str(second / "last"), "--max-steps", "28"]) == 0
     segments = training_segments(json.loads((third / "last" / "config.json").read_text())["meta"])
-    assert [(s["first_step"], s["last_step"], s["lr_factor"]) for s in segments] == [(1, 20, 1.0), (21, 25, 0.5), (26, 27, 1.0)]
+    assert [(s["first_step"], s["last_step"], s["lr_factor"]) for s in segments] == [(1, 20, 1.0), (21, 26, 0.5), (27, 28, 1.0)]
+    assert [s["dropout"] for s in segments] == [0.1, 0.3, 0.3]  # without --dropout a continuation keeps the model's
 
 
 def test_training_segments_follow_every_continuation_of_a_checkpoint():
