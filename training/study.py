@@ -8,6 +8,10 @@ Each --run is "setting|start|run directory[|first epoch]": the setting in words,
 or the checkpoint it continued), a directory with the epochs.csv that python -m training.train writes, and for a
 continued run the first epoch trained with this setting (its epochs.csv also holds the epochs it continued from).
 Only the validation split is ever read: the test split stays for the shipped model's card.
+
+A run on a larger corpus logged its loss on that corpus's valid split; --rescore recomputes the loss of every epoch
+whose weights the run kept (<run>/epochs/N) on --valid-corpus's valid split, so every row compares on the same
+sentences (BLEU and chrF are on the first 400 valid sentences, the same in a corpus that only adds sources).
 """
 from __future__ import annotations
 
@@ -17,6 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+import torch
+
+from model.checkpoint import load_checkpoint
+
+from .average import validation_losses
 
 STUDY_FILE = "study.csv"  # beside a shipped model: the card's "Recipe study" section reads it
 EPOCH_COLUMNS = ["epoch", "step", "valid_loss", "valid_bleu", "valid_chrf"]
@@ -34,6 +43,18 @@ def collect(runs: Sequence[tuple[str, str, Path, int]]) -> pd.DataFrame:
             raise ValueError(f"{directory}/epochs.csv has no {', '.join(missing)}")
         frames.append(epochs.loc[epochs["epoch"] >= first, EPOCH_COLUMNS].assign(setting=setting, start=start))
     return pd.concat(frames, ignore_index=True)[["setting", "start", *EPOCH_COLUMNS]]
+
+
+def rescored(study: pd.DataFrame, runs: Sequence[tuple[str, str, Path, int]], corpus: Path) -> pd.DataFrame:
+    """``study`` with the validation loss of every epoch whose weights a run kept recomputed on ``corpus``'s
+    valid split."""
+    study = study.copy()
+    for setting, _, directory, _ in runs:
+        for epoch_dir in sorted((Path(directory) / "epochs").glob("*")):
+            row = (study["setting"] == setting) & (study["epoch"] == int(epoch_dir.name))
+            if epoch_dir.name.isdigit() and row.any():
+                study.loc[row, "valid_loss"] = validation_losses([load_checkpoint(epoch_dir)], corpus)[0]
+    return study
 
 
 def summary(study: pd.DataFrame) -> pd.DataFrame:
@@ -58,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.study", description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="append", required=True, help='"setting|start|run directory[|first epoch]"')
     parser.add_argument("--out", required=True, help=f"the CSV to write (pretrained/en-de/{STUDY_FILE})")
+    parser.add_argument("--rescore", action="store_true", help="recompute kept epochs' validation loss on "
+                        "--valid-corpus (runs trained on a larger corpus logged their own valid split's)")
+    parser.add_argument("--valid-corpus", type=Path, default=Path("data/en-de.tsv.gz"))
     args = parser.parse_args(argv)
     runs = []
     for spec in args.run:
@@ -66,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f'--run takes "setting|start|run directory[|first epoch]", got {spec!r}')
         runs.append((parts[0], parts[1], Path(parts[2]), int(parts[3]) if len(parts) == 4 else 1))
     study = collect(runs)
+    if args.rescore:
+        torch.set_grad_enabled(False)
+        study = rescored(study, runs, args.valid_corpus)
     study.to_csv(args.out, index=False)
     print(summary(study).to_string(index=False))
     return 0

@@ -2,11 +2,15 @@
 summarised per setting, and shown in the model card."""
 from __future__ import annotations
 
+import shutil
+
 import pandas as pd
 import pytest
 
+from model.checkpoint import load_checkpoint
+from training.average import validation_losses
 from training.card import new_sources_section, study_section
-from training.study import COMPARE_EPOCH, STUDY_FILE, collect, main, summary
+from training.study import COMPARE_EPOCH, STUDY_FILE, collect, main, rescored, summary
 
 
 def write_run(directory, losses, first_epoch=1):
@@ -63,3 +67,20 @@ def test_sources_added_to_the_corpus_are_scored_apart_from_the_comparable_test_s
     assert header == "| decoding | widelands BLEU / chrF |"
     assert "| beam4 | 12.0 / 32.0 (n=7) |" in lines
     assert new_sources_section(report, None) == [] and new_sources_section(report, report) == []
+
+
+def test_rescoring_puts_every_kept_epoch_on_the_same_valid_sentences(tmp_path, tiny_checkpoint):
+    """A run on a larger corpus logged its own valid split's loss: --rescore replaces it, for each epoch whose
+    weights the run kept, by the loss on the comparable corpus's valid split."""
+    corpus = tmp_path / "corpus.tsv"
+    pd.DataFrame({"source": ["ding"] * 4, "split": ["valid", "valid", "train", "test"],
+                  "en": ["The house is small.", "Where is the station?", "a b", "c d"],
+                  "de": ["Das Haus ist klein.", "Wo ist der Bahnhof?", "a b", "c d"]}).to_csv(corpus, sep="\t",
+                                                                                              index=False)
+    run = write_run(tmp_path / "run", [3.0, 2.0])  # epochs 1 and 2; only epoch 2's weights kept
+    shutil.copytree(tiny_checkpoint, run / "epochs" / "2")
+    study = collect([("plus", "scratch", run, 1)])
+    rescored_study = rescored(study, [("plus", "scratch", run, 1)], corpus)
+    expected = validation_losses([load_checkpoint(tiny_checkpoint)], corpus)[0]
+    assert rescored_study["valid_loss"].tolist() == [3.0, expected] and expected != 2.0
+    assert study["valid_loss"].tolist() == [3.0, 2.0]  # the study itself is left as it was
