@@ -8,7 +8,10 @@ import json
 from pathlib import Path
 
 QUALITY_FILE = "test_scores.json"  # python -m training.evaluate --json, shipped beside the weights
-WEAK_BLEU = 10.0  # below this test BLEU the model card and the app's Translate page warn that translations are poor
+# Below this test BLEU (any decoding setting) the model card and the Translate page warn that translations are poor.
+# 15 is the bar issue 19 set for the shipped en-de model's test split (beam 4): under it, even the best of its
+# everyday sentences mix with fluent German that follows the source only loosely.
+WEAK_BLEU = 15.0
 
 
 def test_bleu(directory: Path | None) -> dict[str, float] | None:

@@ -47,7 +47,7 @@ def _weak_model(epochs: list[dict], last: int = 3) -> str:
         trend = (f"Its validation loss fell by only {per_epoch:.3f} per epoch over its last {len(losses) - 1} epochs "
                  f"({losses[0]:.3f} -> {losses[-1]:.3f}): more epochs of this recipe would gain little; a larger model "
                  "or more parallel text would be needed.")
-    return ("- **It does not translate reliably.** With test BLEU under 10 its fluent-looking German often follows "
+    return (f"- **It does not translate reliably.** With test BLEU under {WEAK_BLEU:g} its fluent-looking German often follows "
             "the source only loosely, above all on long or unusual sentences (see the examples above). "
             f"{trend} The attention it shows is exactly the attention it used (for a model whose "
             "attention is known to be right, pick the reversal model), but do not present its translations as good "

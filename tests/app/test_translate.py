@@ -17,6 +17,7 @@ from model.config import DecodeConfig
 from model.decoding import greedy_decode
 from model.inference import prepare_source, translate
 from model.positional import MAX_POSITIONS
+from model.quality import WEAK_BLEU
 from model.tokenizer import word_groups, word_labels
 
 TEXT = "h e l l o w o r l d"
@@ -187,7 +188,7 @@ def test_a_weak_model_says_so_from_its_own_test_scores(app_test, shipped):
     report = json.loads((shipped("en-de").path / "test_scores.json").read_text())
     best = max(report[k]["overall"]["bleu"] for k in report if k == "greedy" or k.startswith("beam"))
     notes = [c.value for c in at.caption if "translates poorly" in c.value]
-    assert (best < 10) == bool(notes)
+    assert (best < WEAK_BLEU) == bool(notes)
     at = app_test()  # the reverse model
     assert not [c.value for c in at.caption if "translates poorly" in c.value]  # it ships no such scores
 

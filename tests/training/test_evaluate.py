@@ -77,7 +77,7 @@ def test_card_reports_the_measured_numbers(reversal_tsv, tmp_path):
     assert "| decoding | 1-5 words BLEU / chrF | over 20 words BLEU / chrF |" in card  # shortest first
     assert "| greedy | 100.0 / 100.0 (n=25) | 90.0 / 95.0 (n=15) |" in card
     assert "| their own source sentences | 0.05 |" in card and "worth 5.20 nats" in card
-    assert "under-fits" in card and "does not translate reliably" not in card  # BLEU >= 10: no warning
+    assert "under-fits" in card and "does not translate reliably" not in card  # BLEU >= WEAK_BLEU: no warning
     assert "cross-attention 0.95, 0.90; encoder self-attention 0.05, 0.30" in card
     assert "has not learned to align" in card and "positions come out alike" in card
     assert card.count("| reverse |") == 2 + 1  # two examples and the per-source count row
@@ -88,7 +88,7 @@ def test_card_reports_the_measured_numbers(reversal_tsv, tmp_path):
     ([3.130, 3.123, 3.118, 3.110], ["fell by only 0.007 per epoch", "3.130 -> 3.110", "would gain little"]),
 ])
 def test_weak_model_warning_says_what_the_validation_curve_says(reversal_tsv, tmp_path, losses, says):
-    """Under BLEU 10 the card warns, and whether more epochs would help is read from the last epochs' losses."""
+    """Under WEAK_BLEU the card warns, and whether more epochs would help is read from the last epochs' losses."""
     checkpoint = tmp_path / "weak"
     shutil.copytree(PRETRAINED / "reverse", checkpoint)
     rows = [{"epoch": e, "step": 100 * e, "train_loss": 4.0, "valid_loss": v, "valid_bleu": 5.0, "valid_chrf": 25.0,
