@@ -56,9 +56,11 @@ def _weak_model(epochs: list[dict], last: int = 3) -> str:
 
 LIMITATIONS = """\
 - Small by design (7.6M parameters, 3+3 layers) and trained on a shared 2-core CPU for a few hours on
-  ~75k pairs: long or unusual sentences, names and rare words often come out wrong, repeated or cut short.
-- The corpus is dictionary entries (many infinitive phrases "to do sth." / "etw. tun"), game dialogue
-  (Wesnoth, Freeciv) and software interface text (LibreOffice): its register, not news or web text.
+  the training split above (under 100k pairs): long or unusual sentences, names and rare words often come out
+  wrong, repeated or cut short.
+- The corpus is dictionary entries (many infinitive phrases "to do sth." / "etw. tun"), game dialogue and help
+  (Wesnoth, Freeciv, and in the larger corpus Widelands, Warzone 2100, FreedroidRPG, OpenTTD) and software interface
+  text (LibreOffice): its register, not news or web text.
 - Titles and speech in quotation marks (0.7% of the corpus, all dictionary entries) often come out garbled:
   the word right after the mark is split into rare pieces ("'A View" -> "▁'", "A", "▁Vie", "w").
 - It translates English to German only, one sentence at a time; input beyond 255 pieces is cut.
@@ -263,7 +265,11 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         *_recipe(meta),
         f"- {meta.get('epochs')} epochs, {meta.get('steps')} steps, {hours:.1f} h of training on shared 2-core "
         f"{platform.machine()} CPUs (no GPU). Curves: `log.csv` (every step) and `epochs.csv` (per epoch).",
-        "",
+        *([f"- The corpus grew after the test split was fixed: `data/{corpus.name}` keeps every pair of "
+           "`data/en-de.tsv.gz` in its split and adds sources. The validation losses below are on `en-de.tsv.gz`'s "
+           "valid split for every epoch (the epochs on the larger corpus rescored with `python -m training.study "
+           "--rescore`), the valid BLEU/chrF on the same 400 sentences, and the test table on its test split, so "
+           "all compare with the models before.", ""] if corpus.name != "en-de.tsv.gz" else [""]),
         "| epoch | step | valid loss | valid BLEU (400 sentences, greedy) | valid chrF |",
         "|---|---|---|---|---|",
         *[f"| {e['epoch']} | {e['step']} | {e['valid_loss']} | {e['valid_bleu']} | {e['valid_chrf']} |" for e in epochs],
