@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from model.tokenizer import LANGUAGE_TOKEN
+
 # ISO 639-1 codes (and a few of opus-mt's group codes) -> English names, for labels; an unknown code is shown as is.
 LANGUAGE_NAMES = {
     "af": "Afrikaans", "ar": "Arabic", "bg": "Bulgarian", "ca": "Catalan", "cs": "Czech", "cy": "Welsh",
@@ -23,8 +25,9 @@ LANGUAGE_NAMES = {
     "no": "Norwegian", "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak",
     "sl": "Slovenian", "sq": "Albanian", "sv": "Swedish", "sw": "Swahili", "th": "Thai", "tr": "Turkish",
     "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
-    "mul": "many languages", "roa": "Romance languages", "romance": "Romance languages", "celtic": "Celtic languages",
-    "scandinavia": "Scandinavian languages", "north_eu": "Northern European languages", "gem": "Germanic languages", "sla": "Slavic languages",
+    "mul": "many languages", "roa": "Romance languages", "gem": "Germanic languages", "sla": "Slavic languages",
+    "romance": "Romance languages", "celtic": "Celtic languages", "scandinavia": "Scandinavian languages",
+    "north_eu": "Northern European languages",
     # ISO 639-3, as the target-language tokens of newer multilingual opus-mt models name languages (">>fra<<")
     "ara": "Arabic", "bul": "Bulgarian", "cat": "Catalan", "ces": "Czech", "cmn": "Chinese (Mandarin)",
     "dan": "Danish", "deu": "German", "ell": "Greek", "eng": "English", "est": "Estonian", "fin": "Finnish",
@@ -36,7 +39,7 @@ LANGUAGE_NAMES = {
     "srp_Latn": "Serbian (Latin)", "swe": "Swedish", "tha": "Thai", "tur": "Turkish", "ukr": "Ukrainian",
     "vie": "Vietnamese", "zho": "Chinese", "zho_Hans": "Chinese (simplified)", "zho_Hant": "Chinese (traditional)",
 }
-LEADING_TOKEN = re.compile(r"\s*>>[^<>\s]{1,20}<<\s*")  # a target-language token at the start of a sentence
+LEADING_TOKEN = re.compile(rf"\s*{LANGUAGE_TOKEN.pattern}\s*")  # a target-language token at the start of a sentence
 TASK = re.compile(r"([a-z]{2,3})-([a-z]{2,3})")  # a model trained here names its language pair as its task
 
 

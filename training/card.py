@@ -75,23 +75,25 @@ def _epochs(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def _score_table(report: dict, group: str = "per_source", order: Sequence[str] = ()) -> list[str]:
-    """One row per decoding setting: overall BLEU and chrF, then BLEU / chrF (n) for each key of ``group``
-    (in ``order`` where given); the per-length table leaves the overall columns to the per-source one."""
+def _md_row(cells: Sequence[object]) -> str:
+    """One row of a Markdown table."""
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _score_table(report: dict, group: str = "per_source", order: Sequence[str] = (),
+                 overall: bool | None = None) -> list[str]:
+    """One row per decoding setting: overall BLEU and chrF (by default only in the per-source table), then
+    BLEU / chrF (n) for each key of ``group`` (in ``order`` where given, else all of them sorted)."""
     settings = [k for k in report if k == "greedy" or k.startswith("beam")]
     found = report[settings[0]].get(group, {}) if settings else {}
     keys = [k for k in order if k in found] or sorted(found)
-    overall = group == "per_source"
-
-    def row(cells: list[str]) -> str:
-        return "| " + " | ".join(cells) + " |"
-
-    lines = [row(["decoding", *(["BLEU", "chrF"] if overall else []), *(f"{k} BLEU / chrF" for k in keys)]),
-             row(["---"] * (1 + 2 * overall + len(keys)))]
+    overall = group == "per_source" if overall is None else overall
+    lines = [_md_row(["decoding", *(["BLEU", "chrF"] if overall else []), *(f"{k} BLEU / chrF" for k in keys)]),
+             _md_row(["---"] * (1 + 2 * overall + len(keys)))]
     for key in settings:
         r = report[key]
-        lines.append(row([key, *([str(r["overall"]["bleu"]), str(r["overall"]["chrf"])] if overall else []),
-                          *(f"{r[group][k]['bleu']} / {r[group][k]['chrf']} (n={r[group][k]['n']})" for k in keys)]))
+        lines.append(_md_row([key, *([r["overall"]["bleu"], r["overall"]["chrf"]] if overall else []),
+                              *(f"{r[group][k]['bleu']} / {r[group][k]['chrf']} (n={r[group][k]['n']})" for k in keys)]))
     return lines
 
 
@@ -194,20 +196,16 @@ def new_sources_section(report: dict, extra: dict | None) -> list[str]:
     """Test scores of the sources a model's corpus added after the test split above was fixed: ``extra`` is an
     evaluation on the larger corpus's test split (python -m training.evaluate --corpus ...), and only the sources
     missing from ``report`` are shown, so the main table stays comparable with earlier models."""
-    if not extra:
+    first = next((k for k in report if k == "greedy" or k.startswith("beam")), None)
+    extra_first = next((k for k in extra or {} if k == "greedy" or k.startswith("beam")), None)
+    if first is None or extra_first is None:
         return []
-    settings = [k for k in extra if k == "greedy" or k.startswith("beam")]
-    old = set(report[next(k for k in report if k == "greedy" or k.startswith("beam"))]["per_source"])
-    new = sorted(set(extra[settings[0]]["per_source"]) - old) if settings else []
+    new = sorted(set(extra[extra_first]["per_source"]) - set(report[first]["per_source"]))
     if not new:
         return []
-    rows = [f"| {key} | " + " | ".join(f"{extra[key]['per_source'][s]['bleu']} / {extra[key]['per_source'][s]['chrf']} "
-                                        f"(n={extra[key]['per_source'][s]['n']})" for s in new) + " |"
-            for key in settings]
     return ["", "The sources added to the corpus later have test rows of their own (split by the same hash of the "
             "English, so the test split above is unchanged); scored separately:", "",
-            "| decoding | " + " | ".join(f"{s} BLEU / chrF" for s in new) + " |", "|---" * (1 + len(new)) + "|",
-            *rows]
+            *_score_table(extra, "per_source", new, overall=False)]
 
 
 def study_section(checkpoint: Path) -> list[str]:
@@ -222,8 +220,8 @@ def study_section(checkpoint: Path) -> list[str]:
             "Machine Translation\"), ranked on the validation split; per-epoch numbers in `study.csv`. BLEU and "
             "chrF are greedy on 400 validation sentences. A loss per piece is comparable only between runs with the "
             "same vocabulary: the 4,000-piece run cuts text into more, easier pieces, so chrF ranks it.", "",
-            "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns),
-            *["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)], ""]
+            _md_row(table.columns), _md_row(["---"] * len(table.columns)),
+            *[_md_row(row) for row in table.itertuples(index=False)], ""]
 
 
 def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 10, extra: dict | None = None) -> str:

@@ -47,13 +47,16 @@ def collect(runs: Sequence[tuple[str, str, Path, int]]) -> pd.DataFrame:
 
 def rescored(study: pd.DataFrame, runs: Sequence[tuple[str, str, Path, int]], corpus: Path) -> pd.DataFrame:
     """``study`` with the validation loss of every epoch whose weights a run kept recomputed on ``corpus``'s
-    valid split."""
+    valid split (one pass over each run's kept epochs)."""
     study = study.copy()
     for setting, _, directory, _ in runs:
-        for epoch_dir in sorted((Path(directory) / "epochs").glob("*")):
-            row = (study["setting"] == setting) & (study["epoch"] == int(epoch_dir.name))
-            if epoch_dir.name.isdigit() and row.any():
-                study.loc[row, "valid_loss"] = validation_losses([load_checkpoint(epoch_dir)], corpus)[0]
+        kept = {int(d.name): d for d in (Path(directory) / "epochs").glob("*") if d.name.isdigit()}
+        epochs = sorted(e for e in kept if ((study["setting"] == setting) & (study["epoch"] == e)).any())
+        if not epochs:
+            continue
+        losses = validation_losses([load_checkpoint(kept[e]) for e in epochs], corpus)
+        for epoch, loss in zip(epochs, losses, strict=True):
+            study.loc[(study["setting"] == setting) & (study["epoch"] == epoch), "valid_loss"] = loss
     return study
 
 

@@ -17,10 +17,10 @@ ALLOWED_COLOR = "#3a78b5"
 
 
 def _matrix_axes(fig: go.Figure, key_labels: list[str], query_labels: list[str], title: str, columns: int,
-                 x_title: str = "key", y_title: str = "query") -> go.Figure:
-    """Piece axes and height of a query x key matrix drawn in one of ``columns`` page columns."""
+                 x_title: str = "key", y_title: str = "query", colorbar: bool = True) -> go.Figure:
+    """Piece axes and height of a query x key matrix drawn in one of ``columns`` page columns (its colour bar,
+    if any, takes from the keys' room)."""
     height = matrix_height(len(query_labels))
-    colorbar = any(getattr(trace, "showscale", None) is not False for trace in fig.data[:1])
     token_axes(fig, key_labels, query_labels, x_title, y_title, x_px=COLUMN_PX[columns] - COLORBAR_PX * colorbar,
                y_px=plot_px(height))
     return styled(fig, title, height)
@@ -39,7 +39,7 @@ def mask_grid(mask: np.ndarray, query_labels: list[str], key_labels: list[str], 
         xgap=1, ygap=1, customdata=custom, text=np.where(mask, "✓", "") if ticks else None,
         texttemplate="%{text}" if ticks else None, textfont=dict(color="white", size=13),
         hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>%{customdata[2]}<extra></extra>"))
-    return _matrix_axes(fig, key_labels, query_labels, title, columns, x_title, y_title)
+    return _matrix_axes(fig, key_labels, query_labels, title, columns, x_title, y_title, colorbar=False)
 
 
 def unmasked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str], key_labels: list[str],
