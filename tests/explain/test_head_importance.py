@@ -1,3 +1,5 @@
+import threading
+
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -43,11 +45,31 @@ def test_the_staircase_equals_the_definition_for_any_shape_and_sentence(tokenize
     source = data.draw(st.lists(ids, min_size=1, max_size=9)) + [3]
     output = data.draw(st.lists(ids, min_size=0, max_size=9)) + [3]
     expected = one_head_at_a_time(model, source, output)
-    for budget in (None, 1):  # all heads in one group; one head per group
-        table = head_importance(model, source, output) if budget is None else \
-            head_importance(model, source, output, activation_budget=budget, logit_chunk=7)
+    for budget, workers in ((None, 1), (None, 2), (1, 2)):  # one group; a group per worker; one head per group
+        table = head_importance(model, source, output, workers=workers) if budget is None else \
+            head_importance(model, source, output, activation_budget=budget, logit_chunk=7, workers=workers)
         for kind in KINDS:
-            assert torch.allclose(table[kind], expected[kind], atol=1e-4), (kind, budget)
+            assert torch.allclose(table[kind], expected[kind], atol=1e-4), (kind, budget, workers)
+
+
+def test_another_sessions_forward_during_the_unmasked_pass_changes_nothing(tiny_model, monkeypatch):
+    """The app shares one model between sessions: a forward from another thread while the table's hooks are on
+    must not replace what the rows start from."""
+    expected = head_importance(tiny_model, SOURCE, OUTPUT, workers=1)
+    own_pass = tiny_model.teacher_forced_hidden
+
+    def pass_then_another_session(*args, **kwargs):
+        result = own_pass(*args, **kwargs)
+        other = threading.Thread(target=lambda: own_pass(torch.tensor([[7, 5, 3]]), torch.tensor([[2, 4]]),
+                                                         *args[2:], **kwargs))  # same capture level
+        other.start()
+        other.join()
+        return result
+
+    monkeypatch.setattr(tiny_model, "teacher_forced_hidden", pass_then_another_session)
+    table = head_importance(tiny_model, SOURCE, OUTPUT, workers=1)
+    for kind in KINDS:
+        assert torch.equal(table[kind], expected[kind]), kind
 
 
 def test_sequence_log_prob_is_the_sum_of_the_teacher_forced_log_probs_and_chunks_agree(tiny_model):
