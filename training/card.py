@@ -25,7 +25,7 @@ from model.quality import WEAK_BLEU
 from model.transformer import count_parameters
 
 from .data import load_corpus
-from .evaluate import LENGTH_LABELS
+from .evaluate import EVERYDAY, LENGTH_LABELS, everyday_report
 from .schedule import training_segments
 from .study import STUDY_FILE, summary
 
@@ -224,7 +224,24 @@ def study_section(checkpoint: Path) -> list[str]:
             *[_md_row(row) for row in table.itertuples(index=False)], ""]
 
 
-def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 10, extra: dict | None = None) -> str:
+def everyday_section(everyday: dict | None) -> list[str]:
+    """Scores and every translation of the everyday sentences (training.evaluate.everyday_report)."""
+    if not everyday:
+        return []
+    rows = zip(everyday["en"], everyday["de"], everyday["greedy"]["translations"], everyday["beam4"]["translations"],
+               strict=True)
+    return [f"## Everyday sentences ({len(everyday['en'])} typed, in no corpus)", "",
+            "Short sentences like the ones people type (`data/everyday.tsv`, written for this check with one "
+            "reference each, never trained or tuned on). They are easier than the test split, so the scores are "
+            "higher; they say how the model does on what the Translate page is used for.", "",
+            "| decoding | BLEU | chrF |", "|---|---|---|",
+            *[_md_row([name, everyday[key]["overall"]["bleu"], everyday[key]["overall"]["chrf"]])
+              for name, key in (("greedy", "greedy"), ("beam 4", "beam4"))], "",
+            "| English | reference | greedy | beam 4 |", "|---|---|---|---|", *[_md_row(row) for row in rows], ""]
+
+
+def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 10, extra: dict | None = None,
+               everyday: Path | None = None) -> str:
     ckpt = load_checkpoint(checkpoint)
     cfg, meta = ckpt.config, ckpt.meta
     frame = load_corpus(corpus)
@@ -279,6 +296,8 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
             *_score_table(report, "per_length", LENGTH_LABELS)] if "per_length" in report.get("greedy", {}) else []),
         *new_sources_section(report, extra),
         "",
+        *everyday_section(everyday_report(ckpt.model, ckpt.tokenizer, everyday) if everyday else None),
+        "",
         "Per-source counts of the corpus:",
         "",
         "| source | train | valid | test |",
@@ -306,10 +325,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus", default="data/en-de.tsv.gz", help="the corpus the model was trained on")
     parser.add_argument("--eval-extra", help="JSON of python -m training.evaluate on a larger corpus's test split: "
                         "its added sources are scored in a table of their own")
+    parser.add_argument("--everyday", default=str(EVERYDAY), help="typed sentences scored in a section of their own")
+    parser.add_argument("--no-everyday", action="store_true", help="no everyday section (models of other languages)")
     args = parser.parse_args(argv)
     torch.set_grad_enabled(False)
     extra = json.loads(Path(args.eval_extra).read_text()) if args.eval_extra else None
-    card = build_card(Path(args.checkpoint), json.loads(Path(args.eval).read_text()), Path(args.corpus), extra=extra)
+    card = build_card(Path(args.checkpoint), json.loads(Path(args.eval).read_text()), Path(args.corpus), extra=extra,
+                      everyday=None if args.no_everyday else Path(args.everyday))
     (Path(args.checkpoint) / "MODEL_CARD.md").write_text(card)
     print(f"wrote {Path(args.checkpoint) / 'MODEL_CARD.md'}")
     return 0

@@ -10,6 +10,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 import sacrebleu
@@ -65,6 +66,21 @@ def evaluate_frame(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame
                         for key, idx in frame.groupby(keys.to_numpy()).indices.items()}
     report["seconds"] = round(time.perf_counter() - start, 1)
     return report, hyps
+
+
+EVERYDAY = Path(__file__).resolve().parent.parent / "data" / "everyday.tsv"  # typed sentences, see data/README.md
+
+
+def everyday_report(model: Transformer, tokenizer: Tokenizer, path: Path = EVERYDAY) -> dict:
+    """Greedy and beam-4 scores and translations of the everyday sentences (en, de columns): sentences like the
+    ones people type, written for this check and in no corpus, so a model is not judged only on game and office
+    text, nor on example sentences picked while looking at one model's output."""
+    frame = pd.read_csv(path, sep="\t", keep_default_na=False)
+    report: dict = {"en": frame["en"].tolist(), "de": frame["de"].tolist()}
+    for name, beam in (("greedy", 1), ("beam4", 4)):
+        hyps = translate_many(model, tokenizer, report["en"], beam)
+        report[name] = {"overall": corpus_scores(hyps, report["de"]), "translations": hyps}
+    return report
 
 
 def main(argv: Sequence[str] | None = None) -> int:

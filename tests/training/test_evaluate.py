@@ -10,6 +10,7 @@ from model.checkpoint import load_checkpoint
 from training.card import build_card
 from training.data import load_corpus, reversal_corpus
 from training.diagnostics import source_reliance
+from training.evaluate import EVERYDAY, corpus_scores, translate_many
 from training.evaluate import main as evaluate_main
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
@@ -111,3 +112,34 @@ def test_card_examples_are_drawn_from_every_source_in_turn():
     rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]
     assert sorted(r[0].strip("| ") for r in rows) == ["ding", "freeciv", "libreoffice", "wesnoth"]
     assert not any(r[1].startswith(("'", '"')) for r in rows)
+
+
+def test_everyday_sentences_are_in_no_corpus_and_have_one_reference_each():
+    """'In no corpus' is what makes them a fair check of any model trained here: no row may leak into training."""
+    everyday = pd.read_csv(EVERYDAY, sep="\t", keep_default_na=False)
+    corpus = load_corpus(CORPUS)
+    assert len(everyday) == 40 and list(everyday.columns) == ["en", "de"]
+    assert (everyday["en"].str.len() > 0).all() and (everyday["de"].str.len() > 0).all()
+    seen = set(corpus["en"].str.lower().str.strip())
+    assert not [s for s in everyday["en"] if s.lower().strip() in seen]
+
+
+def test_card_scores_the_everyday_sentences_it_lists(tmp_path):
+    everyday = tmp_path / "everyday.tsv"
+    pd.DataFrame({"en": ["The children are playing in the garden.", "Where can I buy a ticket?"],
+                  "de": ["Die Kinder spielen im Garten.", "Wo kann ich eine Fahrkarte kaufen?"]}
+                 ).to_csv(everyday, sep="\t", index=False)
+    report = {"split": "test", "greedy": {"overall": {"bleu": 5.0, "chrf": 20.0, "n": 4}, "per_source": {}},
+              "diagnostics": {"nll": 3.0, "nll_other_source": 4.0, "nll_train_sample": 2.9, "n": 4}}
+    card = build_card(PRETRAINED / "en-de", report, CORPUS, n_examples=1, everyday=everyday)
+    section = card.split("## Everyday sentences (2 typed, in no corpus)")[1].split("\n## ")[0]
+    rows = [line.strip("|").split(" | ") for line in section.splitlines() if line.startswith("| The")
+            or line.startswith("| Where")]
+    assert [r[0].strip() for r in rows] == ["The children are playing in the garden.", "Where can I buy a ticket?"]
+    ckpt = load_checkpoint(PRETRAINED / "en-de")
+    english = [r[0].strip() for r in rows]
+    for column, beam in ((2, 1), (3, 4)):
+        assert [r[column].strip() for r in rows] == translate_many(ckpt.model, ckpt.tokenizer, english, beam)
+    expected = corpus_scores([r[2].strip() for r in rows],
+                             ["Die Kinder spielen im Garten.", "Wo kann ich eine Fahrkarte kaufen?"])
+    assert f"| greedy | {expected['bleu']} | {expected['chrf']} |" in section
