@@ -31,14 +31,16 @@ def loss_fn(model: Transformer, batch: Batch, label_smoothing: float, bf16: bool
 
 @torch.no_grad()
 def validation_loss(model: Transformer, pairs: list[Pair], max_tokens: int) -> float:
-    """Per-token negative log-likelihood (no smoothing) on the validation split."""
+    """Per-token negative log-likelihood (no smoothing) on the validation split, in eval mode (no dropout); the
+    model is left in the mode it came in (a loaded checkpoint stays in eval and decodes without dropout)."""
+    was_training = model.training
     model.eval()
     total, tokens = 0.0, 0
     for _, batch in iterate_batches(pairs, token_batches(pairs, max_tokens), model.config.pad_id, model.config.bos_id):
         n = batch.n_tokens
         total += float(loss_fn(model, batch, 0.0, False)) * n
         tokens += n
-    model.train()
+    model.train(was_training)
     return total / max(tokens, 1)
 
 

@@ -6,7 +6,11 @@ import torch
 import torch.nn.functional as F
 
 from explain.training import smoothed_targets
+from model.transformer import Transformer
+from tests.conftest import tiny_config
 from training.card import _recipe
+from training.data import encode_pairs
+from training.loss import validation_loss
 from training.schedule import noam_lr, training_segments
 from training.train import main as train_main
 
@@ -96,3 +100,15 @@ def test_training_segments_follow_every_continuation_of_a_checkpoint():
     assert "steps 1-100 (epochs 1-3): learning rate factor 1.0" in recipe and "bf16 autocast: True" in recipe
     assert "steps 201-300 (epochs 7-9) (continued from the checkpoint before, Adam restarted)" in recipe
     assert training_segments({"steps": 50, "epochs": 2, "lr_factor": 1.0})[0]["last_step"] == 50
+
+
+@pytest.mark.parametrize("mode", [False, True])
+def test_validation_loss_has_no_dropout_and_leaves_the_model_in_its_mode(tokenizer, mode):
+    """Training validates mid-run (and goes on training); the card and the study validate a loaded checkpoint and
+    then decode it, which must not happen with dropout on."""
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(tokenizer.vocab_size, dropout=0.5)).train(mode)
+    pairs = encode_pairs(tokenizer, ["the house is small", "where is the station"], ["das haus", "wo ist er"], 64)
+    first = validation_loss(model, pairs, 256)
+    assert model.training == mode
+    assert validation_loss(model, pairs, 256) == first  # deterministic: dropout off while validating
