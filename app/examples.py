@@ -55,9 +55,9 @@ class Examples:
 
 BY_LANGUAGE = {
     "en": Examples(
-        sentences=("I have read the book that you gave me.", "She would like to drink a cup of tea.",
-                   "We went home because it was raining.", "When does the train to Berlin leave?",
-                   "I get up at seven every morning."),
+        sentences=("I have read the book that you gave me.", "Yesterday I bought a new car.",
+                   "I know that he is coming tomorrow.", "I have never seen this film.",
+                   "I don't know where my keys are."),
         short="Thank you very much.",
         long="On Sunday the weather was so bad that we stayed at home and read books all afternoon.",
         compare=("The animal didn't cross the street because it was too weak.",  # one piece apart in en-de's
@@ -120,8 +120,9 @@ BY_TASK = {  # models whose input is no language: by the task recorded in their 
 WHY = {  # what the examples show, by task or language pair
     "reverse": "The correct output is the letters in reverse order, so the cross-attention should be an "
                "anti-diagonal.",
-    "en-de": "These need reordering in German (verb at the end of a sub-clause, separable verbs such as "
-             "*aufstehen → stehe … auf*): look for the cross-attention leaving the diagonal.",
+    "en-de": "These need reordering in German (the participle at the end of the clause, *habe … gelesen*; the verb "
+             "at the end of a sub-clause, *dass er morgen kommt*; the verb second after *Gestern*): look for the "
+             "cross-attention leaving the diagonal.",
 }
 
 
