@@ -158,13 +158,13 @@ class _Unmasked:
     hooks: the pass is the model's own ``teacher_forced_hidden``, at the "internals" capture level).
 
     Per attention module (each layer's self_attn / cross_attn): the input of its residual sublayer [1, L, D], its
-    output before the residual [1, L, D] and its per-head context before W^O [1, H, L, d_k]. Also the memory
-    [1, S, D] and the final decoder states [1, T, D].
+    output before the residual [1, L, D], its per-head context before W^O [1, H, L, d_k] and the keys and values
+    it read (for cross-attention, the memory's: [1, H, S, d_k] each). Also the final decoder states [1, T, D].
     """
     sublayer_input: dict[nn.Module, torch.Tensor]
     output: dict[nn.Module, torch.Tensor]
     context: dict[nn.Module, torch.Tensor]
-    memory: torch.Tensor
+    key_value: dict[nn.Module, tuple[torch.Tensor, torch.Tensor]]
     hidden: torch.Tensor
 
     def without(self, attention: nn.Module, heads: range) -> torch.Tensor:
@@ -179,8 +179,8 @@ class _Unmasked:
 def _unmasked_pass(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> _Unmasked:
     """Run the unmasked teacher-forced pass once and keep what every row of the table joins from."""
     layers = [*model.encoder.layers, *model.decoder.layers]
-    pairs = [(sub, attn) for layer in layers for sub, attn in zip(layer.sublayers, attentions_of(layer), strict=False)]
-    kept = _Unmasked({}, {}, {}, torch.empty(0), torch.empty(0))
+    pairs = [(sub, attn) for layer in layers for sub, attn in zip(layer.sublayers, _attentions_of(layer), strict=False)]
+    kept = _Unmasked({}, {}, {}, {}, torch.empty(0))
     caller = threading.get_ident()  # the app shares one model between sessions: keep only this thread's pass
 
     def keep_input(attn: nn.Module, args: tuple) -> None:  # a hook returning a value would replace the arguments
@@ -190,14 +190,10 @@ def _unmasked_pass(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> 
     def keep_output(attn: nn.Module, out: AttentionOutput) -> None:
         if threading.get_ident() == caller:
             kept.output[attn], kept.context[attn] = out.output, out.intermediates.context
-
-    def keep_memory(out: tuple[torch.Tensor, ...]) -> None:
-        if threading.get_ident() == caller:
-            kept.memory = out[0]
+            kept.key_value[attn] = out.key_value
 
     handles = [sub.register_forward_pre_hook(lambda _m, args, attn=attn: keep_input(attn, args)) for sub, attn in pairs]
     handles += [attn.register_forward_hook(lambda m, _args, out: keep_output(m, out)) for _, attn in pairs]
-    handles.append(model.encoder.register_forward_hook(lambda _m, _args, out: keep_memory(out)))
     try:
         kept.hidden, _ = model.teacher_forced_hidden(src, tgt, INTERNALS)
     finally:
@@ -206,7 +202,7 @@ def _unmasked_pass(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> 
     return kept
 
 
-def attentions_of(layer: nn.Module) -> list[nn.Module]:
+def _attentions_of(layer: nn.Module) -> list[nn.Module]:
     """A layer's attention modules in the order of its residual sublayers (self, then cross for the decoder)."""
     return [layer.self_attn, *([layer.cross_attn] if hasattr(layer, "cross_attn") else [])]
 
@@ -239,7 +235,6 @@ def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: S
     target = torch.tensor(list(output_ids), device=device)  # [T]
     unmasked = _unmasked_pass(model, src, tgt)
     masks = padding_mask(src, model.config.pad_id), model.target_mask(tgt)  # [1, 1, 1, S], [1, 1, T, T]
-    memory_kv = model.memory_key_values(unmasked.memory)  # per decoder layer ([1, H, S, d_k], [1, H, S, d_k])
     base = piece_log_probs(model, unmasked.hidden[0], target, logit_chunk).sum()
     rows_per_head = sum(layers.values())  # a group of h heads ends with h x rows_per_head rows
     longest = max(len(source_ids), len(output_ids))
@@ -254,7 +249,7 @@ def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: S
     def drops(group: tuple[range, tuple[str, ...]]) -> tuple[range, list[tuple[str, int]], torch.Tensor]:
         heads, kinds = group
         with torch.no_grad():  # grad mode is per thread
-            labels, states = _staircase(model, unmasked, memory_kv, masks, heads, kinds)
+            labels, states = _staircase(model, unmasked, masks, heads, kinds)
             log_probs = piece_log_probs(model, states.flatten(0, 1), target.repeat(states.size(0)), logit_chunk)
         return heads, labels, (base - log_probs.view(states.size(0), -1).sum(-1)).cpu().view(len(labels), len(heads))
 
@@ -270,9 +265,8 @@ def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: S
     return result
 
 
-def _staircase(model: Transformer, unmasked: _Unmasked, memory_kv: list[tuple[torch.Tensor, torch.Tensor]],
-               masks: tuple[torch.Tensor, torch.Tensor], heads: range, kinds: Sequence[str]
-               ) -> tuple[list[tuple[str, int]], torch.Tensor]:
+def _staircase(model: Transformer, unmasked: _Unmasked, masks: tuple[torch.Tensor, torch.Tensor], heads: range,
+               kinds: Sequence[str]) -> tuple[list[tuple[str, int]], torch.Tensor]:
     """The final decoder states [R, T, D] of one row per head of ``heads`` switched off alone, for every layer of
     ``kinds``, with the (kind, layer) of each block of len(heads) rows in batch order."""
     src_mask, tgt_mask = masks
@@ -302,7 +296,7 @@ def _staircase(model: Transformer, unmasked: _Unmasked, memory_kv: list[tuple[to
             y = own_self if y is None else torch.cat([y, own_self])
             labels.append(("dec_self", layer))
         if y is not None:
-            k, v = memory_kv[layer]  # [1, H, S, d_k]: the unmasked memory's
+            k, v = unmasked.key_value[dec.cross_attn]  # [1, H, S, d_k]: the unmasked memory's
             if own_memory is not None:
                 own_k, own_v = dec.cross_attn.project_key_value(own_memory)  # [R_enc, H, S, d_k] each
                 shared = y.size(0) - own_k.size(0)

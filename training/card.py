@@ -297,7 +297,6 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         *new_sources_section(report, extra),
         "",
         *everyday_section(everyday_report(ckpt.model, ckpt.tokenizer, everyday) if everyday else None),
-        "",
         "Per-source counts of the corpus:",
         "",
         "| source | train | valid | test |",
