@@ -18,11 +18,13 @@ from model.checkpoint import (
     Checkpoint,
     CheckpointError,
     checkpoint_snapshots,
+    length_penalty_of,
     load_checkpoint,
     peek_checkpoint,
     read_config,
     tokenizer_files,
 )
+from model.config import DecodeConfig
 from model.device import describe, resolve_device
 from model.quality import is_weak, test_bleu
 from model.tokenizer import MARIAN_FILES
@@ -56,6 +58,15 @@ def converted_models() -> dict[str, tuple[Path, dict]]:
 @st.cache_resource(show_spinner="Loading the model…")
 def _load_shipped(name: str) -> Checkpoint:
     return load_checkpoint(MODELS[name] if name in MODELS else converted_models()[name][0], resolve_device("auto"))
+
+
+def default_length_penalty(name: str) -> float:
+    """Beam search's α for a shipped model, read from its config.json alone (no weights): the one chosen on its
+    validation split, else the paper's 0.6 (also when the file cannot be read; the pages report that)."""
+    try:
+        return length_penalty_of(read_config(MODELS[name])[1])
+    except (CheckpointError, OSError, KeyError):
+        return DecodeConfig.length_penalty
 
 
 def load_model(name: str) -> Checkpoint:

@@ -39,7 +39,8 @@ def _upload_ui() -> None:
 def _follow_language() -> None:
     """On a change of model: a stock sentence in the box (the default or an example) becomes one the new model reads
     (app.examples.first_sentence), so an English sentence is not fed to a French model; a typed one stays. A
-    target-language token (">>fra<<") stays only if the new model has it."""
+    target-language token (">>fra<<") stays only if the new model has it. Beam search's α becomes the one chosen
+    for the new model on its validation split (Checkpoint.length_penalty)."""
     text = st.session_state.get("text", "")
     bare = with_token(text, None)  # without a multilingual model's target-language token
     try:
@@ -47,6 +48,7 @@ def _follow_language() -> None:
     except Exception:  # the page says that the model cannot be loaded
         log.exception("reading model %r for its example sentence failed", st.session_state.get("model_name"))
         return
+    st.session_state["length_penalty"] = ckpt.length_penalty
     token = leading_token(text, ckpt.tokenizer.language_tokens)  # kept only if the new model knows it
     if bare == DEFAULTS["text"] or is_example(bare):
         st.session_state["text"] = with_token(first_sentence(ckpt.meta, DEFAULTS["text"]), token)

@@ -19,7 +19,7 @@ from urllib.parse import urlencode, urlparse
 import streamlit as st
 
 from app.lecture import SLIDES
-from app.resources import MODELS, UPLOAD_PREFIX, converted_models, load_model
+from app.resources import MODELS, UPLOAD_PREFIX, converted_models, default_length_penalty, load_model
 from app.translation import MAX_INPUT_CHARS
 from model.positional import MAX_POSITIONS
 from model.trace import KINDS
@@ -34,7 +34,7 @@ DEFAULTS = {
     "text": "The old man who lives next door gave me the book yesterday.",
     "beam_size": 1,
     "max_len": 60,
-    "length_penalty": 0.6,
+    "length_penalty": default_length_penalty("en-de"),  # the α chosen for the default model on its validation split
     "kind": "cross",
     "layer": 0,
     "head": -1,  # -1 = mean over heads (a view choice; the model keeps every head)

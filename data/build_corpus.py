@@ -2,6 +2,7 @@
 
     python data/build_corpus.py [--out data/en-de.tsv.gz] [--cache .cache/debs]
     python data/build_corpus.py --extra    # + four more sources -> data/en-de-plus.tsv.gz
+    python data/build_corpus.py --more     # + a third tier of eleven -> data/en-de-plus2.tsv.gz
 
 One command, deterministic: the same .deb files give a byte-identical output. Real human
 translations are taken from four Debian packages (see data/ATTRIBUTION.md, written by this
@@ -24,6 +25,24 @@ unchanged, byte for byte:
 The plus corpus holds every row of the default corpus unchanged (same German, source and split;
 see `deduplicate`), plus the new sources' sentences whose English is not in it yet.
 
+`--more` adds a third tier on top of the plus corpus and writes data/en-de-plus2.tsv.gz with
+data/ATTRIBUTION-plus2.md; the default and plus outputs stay byte for byte as they were:
+
+    hedgewars    hedgewars-data        mission dialogue, campaign and mission briefings (Lua, .txt, .qm)
+    tuxpaint     tuxpaint-data, tuxpaint-stamps-default   tool tips, stamp descriptions for children
+    gbrainy      gbrainy               puzzle questions, answers and tips (.mo)
+    pingus       pingus-data           level descriptions and story (.po)
+    lincity      lincity-ng-data       city building messages and advice (.po)
+    pioneers     pioneers-console-data Settlers of Catan messages and chat (.mo)
+    kde          kstars-data, kalzium-data, kig, step, ksirk, kpat, kajongg   KDE education apps, games
+    gnome        gnome-maps, gnome-software-common   GNOME help and error messages (.mo)
+    scribus      scribus-data          desktop publishing tool tips (Qt .qm)
+    handbook     debian-handbook       The Debian Administrator's Handbook (HTML, paired by paragraph)
+    lohelp       libreoffice-help-de, -en-us   LibreOffice help pages (HTML, paired by paragraph id)
+
+Same rule one tier up: every row of the plus corpus is kept unchanged, and only sentences whose
+English is in neither earlier tier are added (their split comes from the same hash).
+
 The packages are fetched with `apt-get download` into a cache folder (no root, no install) and
 read with `dpkg-deb --fsys-tarfile`; only the wanted members are written below the cache. The
 system is not changed. A cached .deb is reused, so a rebuild is offline once the cache is warm.
@@ -43,6 +62,7 @@ without Debian: tests/data/test_build_corpus.py.
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import csv
 import fnmatch
@@ -58,16 +78,25 @@ import tarfile
 import time
 import unicodedata
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 SOURCES = ("ding", "wesnoth", "libreoffice", "freeciv")
 EXTRA_SOURCES = ("widelands", "warzone2100", "freedroidrpg", "openttd")   # with --extra only
-ALL_SOURCES = SOURCES + EXTRA_SOURCES
+# With --more only. Prose, dialogue and children's text first: within the tier an English sentence
+# found in two sources is, at equal votes, taken from the earlier one (see `deduplicate`).
+MORE_SOURCES = (
+    "hedgewars", "tuxpaint", "gbrainy", "pingus", "lincity", "pioneers",
+    "kde", "gnome", "scribus", "handbook", "lohelp",
+)
+WORDS_SOURCES = ("dingwords",)  # with --ding-words only, on top of any of the above: see parse_ding_words
+PLUS_SOURCES = SOURCES + EXTRA_SOURCES
+ALL_SOURCES = PLUS_SOURCES + MORE_SOURCES + WORDS_SOURCES
 # Dedup tiers: an English sentence found in a tier is decided by that tier alone (see `deduplicate`).
-SOURCE_TIERS = (SOURCES, EXTRA_SOURCES)
+SOURCE_TIERS = (SOURCES, EXTRA_SOURCES, MORE_SOURCES, WORDS_SOURCES)
 SPLITS = ("train", "valid", "test")
 
 WESNOTH_CAMPAIGNS = (
@@ -96,6 +125,14 @@ SOURCE_INFO: dict[str, Source] = {
         "Ding German-English dictionary, Frank Richter, TU Chemnitz (https://dict.tu-chemnitz.de/)",
         "GPL-2.0-or-later",
         "dictionary example sentences, idioms and phrases",
+    ),
+    "dingwords": Source(
+        "dingwords",
+        ("trans-de-en",),
+        ("usr/share/trans/de-en",),
+        "Ding German-English dictionary, Frank Richter, TU Chemnitz (https://dict.tu-chemnitz.de/)",
+        "GPL-2.0-or-later",
+        "the dictionary's one- and two-word entries of common words",
     ),
     "wesnoth": Source(
         "wesnoth",
@@ -155,6 +192,107 @@ SOURCE_INFO: dict[str, Source] = {
         "OpenTTD 13.0, the OpenTTD team and its German translators (https://www.openttd.org/)",
         "GPL-2.0-only",
         "settings help, tool tips and news messages",
+    ),
+    # ---- more sources (--more): a third tier, all ranked after the eight above
+    "hedgewars": Source(
+        "hedgewars",
+        ("hedgewars-data",),
+        tuple(
+            f"usr/share/games/hedgewars/Data/Locale/{name}"
+            for name in (
+                "de.lua", "en.txt", "de.txt", "missions_en.txt", "missions_de.txt",
+                "campaigns_en.txt", "campaigns_de.txt", "hedgewars_de.qm",
+            )
+        ),
+        "Hedgewars 1.0, the Hedgewars Project and its German translators (https://www.hedgewars.org/)",
+        "GPL-2.0-only",
+        "mission dialogue, mission and campaign briefings, game messages",
+    ),
+    "tuxpaint": Source(
+        "tuxpaint",
+        ("tuxpaint-data", "tuxpaint-stamps-default"),
+        ("usr/share/locale/de/LC_MESSAGES/tuxpaint.mo", "usr/share/tuxpaint/stamps/*.txt"),
+        "Tux Paint 0.9.28 and Tux Paint Stamps 2022.06.04, Bill Kendrick (New Breed Software) and "
+        "the Tux Paint translators (https://tuxpaint.org/)",
+        "GPL-2.0-or-later",
+        "drawing tool tips and stamp descriptions written for children",
+    ),
+    "gbrainy": Source(
+        "gbrainy",
+        ("gbrainy",),
+        ("usr/share/locale/de/LC_MESSAGES/gbrainy.mo",),
+        "gbrainy 2.4, Jordi Mas i Hernàndez and its German translators (https://wiki.gnome.org/Apps/gbrainy)",
+        "GPL-2.0-or-later",
+        "logic puzzles: questions, answers and tips; not the CC-BY-SA help pages",
+    ),
+    "pingus": Source(
+        "pingus",
+        ("pingus-data",),
+        ("usr/share/games/pingus/data/po/de.po",),
+        "Pingus 0.7, Ingo Ruhnke and others, and its German translators (https://pingus.seul.org/)",
+        "GPL-2.0-or-later",
+        "level descriptions and story",
+    ),
+    "lincity": Source(
+        "lincity",
+        ("lincity-ng-data",),
+        ("usr/share/games/lincity-ng/locale/de.po", "usr/share/games/lincity-ng/locale/gui/de.po"),
+        "LinCity-NG 2.9, I J Peters, Greg Sharp, Matthias Braun, Wolfgang Becker and others "
+        "(https://github.com/lincity-ng/lincity-ng)",
+        "GPL-2.0-or-later",
+        "city building messages and advice; not the help pages, a free adaptation",
+    ),
+    "pioneers": Source(
+        "pioneers",
+        ("pioneers-console-data",),
+        ("usr/share/locale/de/LC_MESSAGES/pioneers.mo",),
+        "Pioneers 15.6, Dave Cole, Roland Clobus and the Pioneers developers and translators "
+        "(https://pio.sourceforge.net/)",
+        "GPL-2.0-or-later",
+        "board game messages and computer player chat",
+    ),
+    "kde": Source(
+        "kde",
+        ("kstars-data", "kalzium-data", "kig", "step", "ksirk", "kpat", "kajongg"),
+        ("usr/share/locale/de/LC_MESSAGES/*.mo",),
+        "KStars 3.6 and KDE Gear 22.12 (Kalzium, Kig, Step, KsirK, KPatience, Kajongg), their authors "
+        "and the KDE German translation team (https://kde.org/)",
+        "GPL-2.0-or-later",
+        "astronomy, chemistry, geometry and physics explanations, game messages",
+    ),
+    "gnome": Source(
+        "gnome",
+        ("gnome-maps", "gnome-software-common"),
+        ("usr/share/locale/de/LC_MESSAGES/gnome-maps.mo", "usr/share/locale/de/LC_MESSAGES/gnome-software.mo"),
+        "GNOME Maps 43 and GNOME Software 43, their authors and the GNOME German translation team "
+        "(https://www.gnome.org/)",
+        "GPL-2.0-or-later",
+        "help and error messages",
+    ),
+    "scribus": Source(
+        "scribus",
+        ("scribus-data",),
+        ("usr/share/scribus/translations/scribus.de.qm",),
+        "Scribus 1.5.8, the Scribus Team and its German translators (https://www.scribus.net/)",
+        "GPL-2.0-or-later",
+        "desktop publishing tool tips and messages",
+    ),
+    "handbook": Source(
+        "handbook",
+        ("debian-handbook",),
+        ("usr/share/doc/debian-handbook/html/en-US/*.html", "usr/share/doc/debian-handbook/html/de-DE/*.html"),
+        "The Debian Administrator's Handbook (Debian 11), Raphaël Hertzog, Roland Mas and its German "
+        "translators (https://debian-handbook.info/)",
+        "GPL-2.0-or-later (dual GPL-2.0+ / CC-BY-SA-3.0, used under the GPL)",
+        "a book: prose about running a Debian system, paired paragraph by paragraph",
+    ),
+    "lohelp": Source(
+        "lohelp",
+        ("libreoffice-help-en-us", "libreoffice-help-de"),
+        ("usr/share/libreoffice/help/en-US/text/*.html", "usr/share/libreoffice/help/de/text/*.html"),
+        "LibreOffice 7.4 help, The Document Foundation, German localisation (https://help.libreoffice.org/)",
+        "MPL-2.0",
+        "application help pages, paired by paragraph id; not the Basic programming reference",
     ),
 }
 
@@ -258,7 +396,7 @@ def _ding_clean(part: str) -> str:
     return first.strip(" ,;:")
 
 
-def parse_ding_line(line: str) -> list[tuple[str, str]]:
+def parse_ding_line(line: str, min_words: int = MIN_WORDS) -> list[tuple[str, str]]:
     """One Ding line -> aligned (en, de) pairs, filtered.
 
     Sub-entries (" | ") line up in order on both sides; a line whose sides have a different
@@ -283,7 +421,7 @@ def parse_ding_line(line: str) -> list[tuple[str, str]]:
             continue
         if looks_reversed(en, de):
             en, de = de, en
-        if word_count(en) < MIN_WORDS or word_count(de) < MIN_WORDS:
+        if word_count(en) < min_words or word_count(de) < min_words:
             continue
         if not ratio_ok(en, de):
             continue
@@ -319,6 +457,28 @@ def looks_reversed(en: str, de: str) -> bool:
 def parse_ding(lines: Iterable[str]) -> list[tuple[str, str]]:
     """All pairs of a Ding file, in file order."""
     return [pair for line in lines for pair in parse_ding_line(line)]
+
+
+# Zipf frequency (log10 of uses per billion words, wordfreq's scale): 3.5 is about the 20,000th English word,
+# "pharmacy" 3.9, "Abwasserbeseitigungsanlage" 0. German gets less: its compounds split one word's use up.
+WORDS_MIN_ZIPF = {"en": 3.5, "de": 3.0}
+WORDS_MAX = 2  # words per side: the sentences and phrases of three and more are the "ding" source
+_WORD = re.compile(r"[^\W\d_][\w'-]*")  # a word starts with a letter; numbers and punctuation are not judged
+
+
+def parse_ding_words(lines: Iterable[str], zipf: Callable[[str, str], float]) -> list[tuple[str, str]]:
+    """Ding's one- and two-word entries whose every word is common, in file order.
+
+    Why: the sentence tiers teach grammar but leave everyday words unseen (the model wrote "Philosophie" for
+    "pharmacy"), and a dictionary's own entries are human translations of exactly those words. Only common words
+    are kept (``zipf(word, lang)``, wordfreq's zipf_frequency, at least WORDS_MIN_ZIPF): Ding's 267,000 short
+    entries are mostly technical compounds and species names that would swamp the sentences."""
+    def common(text: str, lang: str) -> bool:
+        words = _WORD.findall(text)
+        return bool(words) and min(zipf(w, lang) for w in words) >= WORDS_MIN_ZIPF[lang]
+
+    return [(en, de) for line in lines for en, de in parse_ding_line(line, min_words=1)
+            if word_count(en) <= WORDS_MAX and word_count(de) <= WORDS_MAX and common(en, "en") and common(de, "de")]
 
 
 # --------------------------------------------------------------------------------------------
@@ -565,6 +725,321 @@ def pair_openttd(english: Mapping, german: Mapping) -> list[tuple[str, str]]:
 
 
 # --------------------------------------------------------------------------------------------
+# --more: gettext .po files (Pingus, LinCity-NG)
+# --------------------------------------------------------------------------------------------
+
+_PO_KEYWORD = re.compile(r'^(msgctxt|msgid_plural|msgid|msgstr(?:\[\d+\])?)\s+(".*")$')
+_PO_PLURAL = re.compile(r"msgstr\[(\d+)\]")
+
+
+def read_po(text: str) -> dict:
+    """The catalogue of a .po file, keyed as `read_mo` keys a .mo file's (a context as
+    "ctx\\x04msgid", plural forms as (msgid, n)), so `parse_mo_catalog` reads both alike.
+
+    Some games ship the .po source instead of a compiled .mo. Strings are read the way Python's
+    own msgfmt.py reads them (a quoted C string per line, continuation lines appended). Fuzzy
+    entries are skipped, as msgfmt skips them: they are machine guesses no translator confirmed."""
+    catalog: dict = {}
+    fields: dict[str, str] = {}
+    fuzzy, last = False, ""
+
+    def flush() -> None:
+        nonlocal fuzzy, last
+        msgid = fields.get("msgid")
+        if msgid is not None and not fuzzy:
+            if "msgctxt" in fields:
+                msgid = f"{fields['msgctxt']}\x04{msgid}"
+            for keyword, value in fields.items():
+                plural = _PO_PLURAL.fullmatch(keyword)
+                if plural and "msgid_plural" in fields:
+                    catalog[(msgid, int(plural.group(1)))] = value
+                elif keyword == "msgstr":
+                    catalog[msgid] = value
+        fields.clear()
+        fuzzy, last = False, ""
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        match = _PO_KEYWORD.match(line)
+        new_entry = not line or line.startswith("#") or (match and match.group(1) in ("msgctxt", "msgid"))
+        if new_entry and last.startswith("msgstr"):   # the entry before is complete
+            flush()
+        if line.startswith("#,") and "fuzzy" in line:
+            fuzzy = True
+        elif match:
+            last = match.group(1)
+            fields[last] = ast.literal_eval(match.group(2))
+        elif line.startswith('"') and last:
+            fields[last] += ast.literal_eval(line)
+    flush()
+    return catalog
+
+
+# --------------------------------------------------------------------------------------------
+# --more: Qt .qm translation files (Scribus, the Hedgewars front end)
+# --------------------------------------------------------------------------------------------
+
+_QM_MAGIC = bytes.fromhex("3cb86418caef9c95cd211cbf60a1bddd")
+_QM_MESSAGES = 0x69
+# Tags inside the messages block (qtbase src/corelib/kernel/qtranslator.cpp)
+_QM_END, _QM_TRANSLATION, _QM_OBSOLETE1, _QM_SOURCE, _QM_CONTEXT, _QM_COMMENT = 1, 3, 5, 6, 7, 8
+_QM_SKIPPED = (2, 4, 9)   # old 16-bit source text and context, obsolete: length-prefixed, unused
+
+
+def read_qm(data: bytes) -> list[tuple[str, str]]:
+    """(source text, first translation) of every message of a compiled Qt .qm file, in file order.
+
+    lrelease writes a 16-byte magic, then blocks (one tag byte, a big-endian 32-bit length); the
+    messages block is a run of records, each a sequence of fields ended by tag 1: a translation
+    (UTF-16BE, length 0xFFFFFFFF for none; several for plural forms, the first is kept as for
+    .mo files), the source text and context (UTF-8), a comment; tag 5 carries 4 bytes. The
+    source text is there for the hash check, so the English comes from the same file."""
+    if data[:16] != _QM_MAGIC:
+        raise ValueError("not a Qt .qm file (bad magic)")
+    pos, messages = 16, []
+    while pos < len(data):
+        tag, length = data[pos], int.from_bytes(data[pos + 1:pos + 5], "big")
+        block, pos = data[pos + 5:pos + 5 + length], pos + 5 + length
+        if tag != _QM_MESSAGES:
+            continue
+        i, source, translations = 0, None, []
+        while i < len(block):
+            field = block[i]
+            i += 1
+            if field == _QM_END:
+                if source and translations:
+                    messages.append((source, translations[0]))
+                source, translations = None, []
+                continue
+            if field == _QM_OBSOLETE1:
+                i += 4
+                continue
+            if field not in (_QM_TRANSLATION, _QM_SOURCE, _QM_CONTEXT, _QM_COMMENT) + _QM_SKIPPED:
+                raise ValueError(f"unknown .qm message field {field:#x}")
+            size = int.from_bytes(block[i:i + 4], "big")
+            i += 4
+            if size == 0xFFFFFFFF:   # a null translation
+                continue
+            value = block[i:i + size]
+            i += size
+            if field == _QM_TRANSLATION:
+                translations.append(value.decode("utf-16-be"))
+            elif field == _QM_SOURCE:
+                source = value.decode("utf-8")
+    return messages
+
+
+def parse_qm_messages(messages: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Clean pairs of (source, translation) messages: the .mo rules (`clean_mo_pair`), which also
+    drop Qt's %1 placeholders and & accelerators."""
+    return [pair for en, de in messages for pair in clean_mo_pair(en, de)]
+
+
+# --------------------------------------------------------------------------------------------
+# --more: Hedgewars locale files (Lua string tables, key=value text files)
+# --------------------------------------------------------------------------------------------
+
+_LUA_ENTRY = re.compile(r'^\s*\["((?:[^"\\]|\\.)*)"\]\s*=\s*"((?:[^"\\]|\\.)*)"', re.MULTILINE)
+_LUA_ESCAPE = re.compile(r"\\(.)")
+
+
+def _lua_unescape(text: str) -> str:
+    return _LUA_ESCAPE.sub(lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
+
+
+def parse_lua_locale(text: str) -> list[tuple[str, str]]:
+    """Raw (English, German) pairs of a Hedgewars Data/Locale/<lang>.lua table.
+
+    The missions look their text up in `locale = { ["English"] = "German", ... }`, so the
+    English is the key itself; lines commented out with "--" are not entries."""
+    return [(_lua_unescape(en), _lua_unescape(de)) for en, de in _LUA_ENTRY.findall(text)]
+
+
+def read_key_values(text: str) -> dict[str, list[str]]:
+    """key -> values of a "key=value" file (Hedgewars en.txt, missions_de.txt ...), in order.
+
+    A value may be wrapped in double quotes (mission files); ";" and "#" start comments. A key can
+    repeat (the random messages "02:00=..." are lists), hence a list per key."""
+    table: dict[str, list[str]] = collections.defaultdict(list)
+    for line in text.splitlines():
+        if "=" not in line or line.lstrip().startswith((";", "#")):
+            continue
+        key, value = line.split("=", 1)
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        table[key.strip()].append(value)
+    return dict(table)
+
+
+def pair_key_values(english: Mapping[str, list[str]], german: Mapping[str, list[str]]) -> list[tuple[str, str]]:
+    """Raw pairs of two key=value tables by key, for keys with exactly one value on each side: a
+    list of random variants ("02:00") need not have the same variants, or order, in German."""
+    return [
+        (english[key][0], german[key][0])
+        for key in sorted(english)
+        if len(english[key]) == 1 and len(german.get(key, ())) == 1
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# --more: Tux Paint stamp descriptions (one .txt per stamp)
+# --------------------------------------------------------------------------------------------
+
+
+def parse_stamp_description(text: str) -> tuple[str, str] | None:
+    """(English, German) of a Tux Paint stamp's description file, or None.
+
+    The first line is the English description and each translation follows as "xx.utf8=text"
+    (German: "de.utf8="); a file whose first line is itself such a line has no English."""
+    lines = text.splitlines()
+    if not lines or re.match(r"^[\w@]+\.utf8=", lines[0]):
+        return None
+    german = [line.split("=", 1)[1] for line in lines[1:] if line.startswith("de.utf8=")]
+    return (lines[0], german[0]) if german else None
+
+
+# --------------------------------------------------------------------------------------------
+# --more: help pages and a book in HTML, paired paragraph by paragraph
+# --------------------------------------------------------------------------------------------
+
+CODE_MARK = "\ue000"   # stands in prose text for a code element; a sentence holding it is dropped
+_BLOCK_TAGS = frozenset(
+    "div p pre table tr td th ul ol li dl dt dd img br hr object embed math sup sub "
+    "h1 h2 h3 h4 h5 h6 script style".split()
+)
+_CODE_TAGS = frozenset(("code", "kbd", "samp", "tt", "var"))
+_CODE_CLASSES = frozenset(
+    "literal input filename command citerefentry replaceable parameter computeroutput userinput "
+    "option varname function systemitem envar prompt".split()
+)
+
+
+class _ProseText(HTMLParser):
+    """The text of one paragraph's inline HTML, with each code element replaced by CODE_MARK.
+
+    `usable` turns False on anything that is not a run of inline prose: a nested block
+    (list, table, image, line break) or hidden text (LibreOffice's per-platform alternatives
+    "switchinline", whose hidden variants would be read as text)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.usable = True
+        self._skip: list[str] = []   # open code elements whose text is being skipped
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._skip:
+            if tag == self._skip[0]:
+                self._skip.append(tag)
+            return
+        attributes = dict(attrs)
+        classes = set((attributes.get("class") or "").split())
+        if tag in _BLOCK_TAGS or "hidden" in attributes or "switchinline" in classes:
+            self.usable = False
+        elif tag in _CODE_TAGS or classes & _CODE_CLASSES:
+            self.parts.append(CODE_MARK)
+            self._skip.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._skip and tag == self._skip[0]:
+            self._skip.pop()
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.parts.append(data)
+
+
+def prose_text(fragment: str) -> str | None:
+    """Plain, normalised text of an inline HTML/XML fragment (entities decoded, formatting tags
+    dropped, code elements as CODE_MARK), or None if it is not plain prose (see `_ProseText`)."""
+    parser = _ProseText()
+    parser.feed(fragment)
+    parser.close()
+    return normalize_text("".join(parser.parts)) if parser.usable else None
+
+
+def prose_pairs(en_fragment: str, de_fragment: str) -> list[tuple[str, str]]:
+    """Clean sentence pairs of one paragraph and its translation (HTML/XML fragments).
+
+    Formatting (emphasis, menu names, links) is kept as text, since it is part of the sentence; a
+    code element (file name, command, formula) becomes CODE_MARK first, so that after splitting
+    into sentences only the sentences holding code are dropped, not the whole paragraph. The
+    rest follows `sentence_pairs` (markup check, split when the counts match, is_sentence, ratio)."""
+    en, de = prose_text(en_fragment), prose_text(de_fragment)
+    if not en or not de:
+        return []
+    en_sents, de_sents = split_sentences(en, "en"), split_sentences(de, "de")
+    candidates = list(zip(en_sents, de_sents, strict=True)) if len(en_sents) == len(de_sents) else [(en, de)]
+    pairs = []
+    for e, d in candidates:
+        if CODE_MARK in e or CODE_MARK in d or has_markup(e) or has_markup(d):
+            continue
+        pairs.extend(sentence_pairs(e, d))
+    return pairs
+
+
+_HELP_PARAGRAPH = re.compile(r'<p id="([^"]+)"[^>]*>(.*?)</p>', re.DOTALL)
+_HANDBOOK_PARAGRAPH = re.compile(r'<div class="para"[^>]*>(.*?)</div>', re.DOTALL)
+
+
+def help_paragraphs(page: str) -> dict[str, list[str]]:
+    """id -> inner HTML of the <p id=...> paragraphs of a LibreOffice help page, in order.
+
+    Every language's page is generated from the same .xhp source, so a paragraph keeps its id
+    ("par_id3149489") in every language: the id pairs a paragraph with its translation. An id
+    can repeat within a page (a section embedded twice), hence a list."""
+    table: dict[str, list[str]] = collections.defaultdict(list)
+    for pid, body in _HELP_PARAGRAPH.findall(page):
+        table[pid].append(body)
+    return dict(table)
+
+
+def pair_help_pages(en_page: str, de_page: str) -> list[tuple[str, str]]:
+    """Clean sentence pairs of a LibreOffice help page and its German version, paired by
+    paragraph id (an id seen a different number of times on the two sides is skipped)."""
+    english, german = help_paragraphs(en_page), help_paragraphs(de_page)
+    pairs = []
+    for pid, en_bodies in english.items():
+        de_bodies = german.get(pid, [])
+        if len(de_bodies) == len(en_bodies):
+            for en, de in zip(en_bodies, de_bodies, strict=True):
+                pairs.extend(prose_pairs(en, de))
+    return pairs
+
+
+def pair_paragraph_lists(en_paragraphs: list[str], de_paragraphs: list[str]) -> list[tuple[str, str]]:
+    """Clean sentence pairs of two pages' paragraphs, paired in order, or none at all if the
+    counts differ: the translation then added, dropped or merged a paragraph, and pairing in
+    order would shift every later pair onto the wrong paragraph."""
+    if len(en_paragraphs) != len(de_paragraphs):
+        return []
+    return [pair for en, de in zip(en_paragraphs, de_paragraphs, strict=True) for pair in prose_pairs(en, de)]
+
+
+def handbook_paragraphs(page: str) -> list[str]:
+    """Inner HTML of the <div class="para"> paragraphs of a Debian Handbook page, in order. A
+    paragraph holding a list or an example is cut at its first inner </div>, and the cut body
+    is then dropped by `prose_text` (it holds a block tag)."""
+    return _HANDBOOK_PARAGRAPH.findall(page)
+
+
+# English function words that are not also German words ("in", "an", "was"), nor a letter ("PDF/A")
+_EN_ONLY_WORDS = _EN_FUNCTION_WORDS - {"in", "an", "was", "a"}
+
+
+def looks_untranslated(de: str) -> bool:
+    """True if a "German" sentence reads as English: at least two English-only function words,
+    more than its German ones. Catches an English sentence left in a translated page with a few
+    words changed ("See Abschnitt 11.7 for an example."), which the German == English test
+    does not."""
+    words = re.findall(r"\w+", de.lower())
+    en_votes = sum(w in _EN_ONLY_WORDS for w in words)
+    de_votes = sum(w in _DE_FUNCTION_WORDS for w in words)
+    return en_votes >= 2 and en_votes > de_votes
+
+
+# --------------------------------------------------------------------------------------------
 # Corpus: dedup, split, rows, output
 # --------------------------------------------------------------------------------------------
 
@@ -587,11 +1062,12 @@ def deduplicate(pairs: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, s
     (the consensus translation), then the earlier source in SOURCES (Ding is edited as a
     dictionary), then the shorter, then alphabetical: deterministic whatever the input order.
 
-    Sources come in tiers (SOURCE_TIERS): the four default sources, then the --extra ones. An
-    English sentence found in an earlier tier is decided by that tier alone, votes included, so
-    the extra sources can only add sentences, never change or outvote a default row: the plus
-    corpus is the default corpus plus new rows, and a comparison of the two trains on the same
-    rows and tests on the same test set. Within one tier the rules above apply unchanged.
+    Sources come in tiers (SOURCE_TIERS): the four default sources, then the --extra ones, then
+    the --more ones. An English sentence found in an earlier tier is decided by that tier alone,
+    votes included, so the extra sources can only add sentences, never change or outvote a
+    default row: the plus corpus is the default corpus plus new rows, and a comparison of the two
+    trains on the same rows and tests on the same test set. The same holds one tier up (plus2 =
+    plus + new rows). Within one tier the rules above apply unchanged.
     """
     source_rank = {name: i for i, name in enumerate(ALL_SOURCES)}
     tier_of = {name: i for i, group in enumerate(SOURCE_TIERS) for name in group}
@@ -706,6 +1182,40 @@ EXTRA_COPYRIGHTS = (
 )
 
 
+MORE_COPYRIGHTS = (
+    "Hedgewars: Copyright 2004-2018 Andrey Korotaev, 2006-2008 Igor Ulyanov, 2004-2015 the Hedgewars Project",
+    "and its translators, GNU GPL version 2 only.",
+    "Tux Paint and Tux Paint Stamps: Copyright 2002-2022 Bill Kendrick and the Tux Paint translators, GNU GPL",
+    "v2 or later.",
+    "gbrainy: Copyright 2007-2022 Jordi Mas i Hernàndez, 2007-2018 Siegfried-A. Gevatter and its translators,",
+    "GNU GPL v2 or later (its help pages, CC BY-SA 3.0, are not used).",
+    "Pingus: Copyright 1999-2007 Ingo Ruhnke and others, GNU GPL v2 or later.",
+    "LinCity-NG: Copyright 1995-1997 I J Peters, 1997-2002 Greg Sharp, 2004-2008 Matthias Braun, 2005-2007",
+    "Wolfgang Becker and others, GNU GPL v2 or later.",
+    "Pioneers: Copyright 2000-2014 Dave Cole, Roland Clobus and the other Pioneers authors, GNU GPL v2 or later.",
+    "KStars, Kalzium, Kig, Step, KsirK, KPatience, Kajongg: copyright their KDE authors (among them 2001-2021",
+    "Jasem Mutlaq and Jason Harris; 2003-2008 Carsten Niehaus; 2002-2007 Dominique Devriese and Pino Toscano;",
+    "2007-2009 Vladimir Kuznetsov; 2001-2010 Gaël de Chalendar; 2001-2009 Stephan Kulow; 2008-2017 Wolfgang",
+    "Rohdewald) and the KDE translators, GNU GPL v2 or later (their GFDL handbooks are not used).",
+    "GNOME Maps and GNOME Software: Copyright 2011-2015 Red Hat, Inc., 2013-2018 Free Software Foundation,",
+    "Inc., 2007-2016 Richard Hughes and others, and the GNOME translators, GNU GPL v2 or later.",
+    "Scribus: Copyright 2001-2022 the Scribus Team and its translators, GNU GPL v2 or later.",
+    "The Debian Administrator's Handbook: Copyright 2003-2015 Raphaël Hertzog, 2006-2015 Roland Mas, 2013-2015",
+    "Freexian SARL and its translators, GNU GPL v2 or later or CC BY-SA 3.0 at your choice: used here under",
+    "the GNU GPL v2 or later.",
+    "LibreOffice help: Copyright 2000, 2010 Oracle and/or its affiliates, LibreOffice contributors, The",
+    "Document Foundation and its German localisation team, MPL 2.0 (like the LibreOffice interface text, its",
+    "files carry the notice of the OpenOffice.org work they incorporate, licensed to the ASF under Apache-2.0).",
+    "The plus2 corpus as a whole (and a model trained on it) is distributed under GPL-2.0 (GPL-2.0-only):",
+    "OpenTTD and Hedgewars are GPL-2.0-only, the other GPL texts allow version 2, the Debian Handbook is used",
+    "under its GPL option, and MPL-2.0 (LibreOffice interface and help) lists GPL-2.0 among its secondary",
+    "licences. Not used because their licence cannot be combined with GPL-2.0-only text: Cataclysm: Dark Days",
+    "Ahead and 0 A.D. (CC BY-SA 3.0), GIMP, SuperTuxKart, Naev and the SuperTux game text (GPL-3.0 or",
+    "later), Simutrans (Artistic-1.0), Endgame: Singularity and Unknown Horizons (their text ships as game",
+    "data under CC BY-SA 3.0), Inkscape (a GPL of no stated version), and help pages under CC BY-SA or GFDL.",
+)
+
+
 def render_attribution(
     counts: Mapping[str, collections.Counter],
     versions: Mapping[str, str],
@@ -715,9 +1225,12 @@ def render_attribution(
     """data/ATTRIBUTION.md: each source, its packages and versions, upstream, licence, counts.
 
     With the extra sources (data/ATTRIBUTION-plus.md) their copyright lines are added, and the
-    note that the plus corpus holds the default one unchanged."""
+    note that the plus corpus holds the default one unchanged; with the --more sources
+    (data/ATTRIBUTION-plus2.md) theirs too, every package of theirs with its version, the licence
+    of the whole and the candidates left out for their licence."""
     sources = tuple(sources)
     extra = [name for name in sources if name in EXTRA_SOURCES]
+    more = [name for name in sources if name in MORE_SOURCES]
     out = [
         f"# Attribution and licences of {corpus}",
         "",
@@ -731,11 +1244,27 @@ def render_attribution(
         "copyleft for the LibreOffice text).",
         "",
     ]
-    if extra:
+    if more:
+        out += [
+            "Built with `python data/build_corpus.py --more`: every row of data/en-de-plus.tsv.gz (same",
+            "German, source and split; it holds every row of data/en-de.tsv.gz), plus the sentences of",
+            f"{', '.join(more)} whose English is in neither.",
+            "",
+        ]
+    elif extra:
         out += [
             "Built with `python data/build_corpus.py --extra`: every row of data/en-de.tsv.gz (same",
             f"German, source and split), plus the sentences of {', '.join(extra)} whose English",
             "is not in it.",
+            "",
+        ]
+    if "dingwords" in sources:
+        out += [
+            f"With `--ding-words`, a last tier adds the {sum(counts['dingwords'].values()):,} one- and two-word "
+            "entries of the Ding dictionary",
+            f"whose every word is common (wordfreq Zipf frequency >= {WORDS_MIN_ZIPF['en']} in English, >= "
+            f"{WORDS_MIN_ZIPF['de']} in German)",
+            "and whose English is not in the tiers before; the rows of the tiers before are unchanged.",
             "",
         ]
     out += [
@@ -748,6 +1277,8 @@ def render_attribution(
         pkgs = f"`{first}` {versions.get(first, '')}".strip()
         if name == "wesnoth":
             pkgs += f" and its campaign packages `wesnoth-1.16-{{{','.join(WESNOTH_CAMPAIGNS)}}}`"
+        if name in MORE_SOURCES:   # every package by name and version
+            pkgs = ", ".join(f"`{p}` {versions.get(p, '')}".strip() for p in info.packages)
         out.append(
             f"| {name} ({info.description}) | {sum(counts[name].values()):,} | {pkgs} "
             f"| {info.upstream} | {info.licence} |"
@@ -759,6 +1290,7 @@ def render_attribution(
         "Wesnoth and Freeciv translations: copyright their translators, GNU GPL v2 or later.",
         "LibreOffice translations: copyright The Document Foundation and contributors, MPL 2.0.",
         *(EXTRA_COPYRIGHTS if extra else ()),
+        *(MORE_COPYRIGHTS if more else ()),
         "",
         "The full licence texts are in each package under `/usr/share/doc/<package>/copyright`.",
         "",
@@ -829,13 +1361,85 @@ def extract_members(deb: Path, patterns: Iterable[str], dest: Path) -> list[Path
     return sorted(p for p in dest.rglob("*") if p.is_file() and p.name != ".done")
 
 
+# Pages of the LibreOffice help left out: the Basic programming reference (macro language,
+# ScriptForge API) is about code more than about using the program.
+LOHELP_SKIP = ("text/sbasic/",)
+
+
+def pair_page_trees(
+    files: Iterable[Path], en_dir: str, de_dir: str, pair_pages, skip: tuple[str, ...] = ()
+) -> list[tuple[str, str]]:
+    """Pair each English page (below a folder named en_dir) with the German page at the same
+    relative path below de_dir, via pair_pages(en_text, de_text); pages under skip are left out."""
+    english: dict[str, Path] = {}
+    german: dict[str, Path] = {}
+    for path in files:
+        text = path.as_posix()
+        for marker, table in ((f"/{en_dir}/", english), (f"/{de_dir}/", german)):
+            if marker in text:
+                table[text.split(marker, 1)[1]] = path
+    pairs = []
+    for rel in sorted(english):
+        if rel in german and not rel.startswith(skip):
+            en_page, de_page = (p.read_text(encoding="utf-8-sig") for p in (english[rel], german[rel]))
+            pairs.extend(pair_pages(en_page, de_page))
+    return pairs
+
+
+def read_hedgewars(files: list[Path]) -> list[tuple[str, str]]:
+    """Hedgewars: the missions' Lua table, the key=value files (game text, missions, campaigns)
+    paired by key, and the Qt front end's .qm; all cleaned by the .mo rules."""
+    texts = {p.name: p.read_text(encoding="utf-8-sig") for p in files if p.suffix != ".qm"}
+    raw = parse_lua_locale(texts["de.lua"])
+    for en_name, de_name in (
+        ("en.txt", "de.txt"), ("missions_en.txt", "missions_de.txt"), ("campaigns_en.txt", "campaigns_de.txt"),
+    ):
+        raw += pair_key_values(read_key_values(texts[en_name]), read_key_values(texts[de_name]))
+    pairs = [pair for en, de in raw for pair in clean_mo_pair(en, de)]
+    for path in files:
+        if path.suffix == ".qm":
+            pairs += parse_qm_messages(read_qm(path.read_bytes()))
+    return pairs
+
+
+def read_more_source(name: str, files: list[Path]) -> list[tuple[str, str]]:
+    """All filtered pairs of one --more source, without the German sentences that read as English
+    (see `looks_untranslated`)."""
+    if name == "hedgewars":
+        pairs = read_hedgewars(files)
+    elif name == "lohelp":
+        pairs = pair_page_trees(files, "help/en-US", "help/de", pair_help_pages, LOHELP_SKIP)
+    elif name == "handbook":
+        pairs = pair_page_trees(
+            files, "html/en-US", "html/de-DE",
+            lambda en, de: pair_paragraph_lists(handbook_paragraphs(en), handbook_paragraphs(de)),
+        )
+    else:
+        pairs = []
+        for path in files:
+            if path.suffix == ".mo":
+                pairs += parse_mo_catalog(read_mo(path.read_bytes()))
+            elif path.suffix == ".po":
+                pairs += parse_mo_catalog(read_po(path.read_text(encoding="utf-8")))
+            elif path.suffix == ".qm":
+                pairs += parse_qm_messages(read_qm(path.read_bytes()))
+            elif path.suffix == ".txt" and "/stamps/" in path.as_posix():
+                stamp = parse_stamp_description(path.read_text(encoding="utf-8-sig"))
+                pairs += clean_mo_pair(*stamp) if stamp else []
+    return [(en, de) for en, de in pairs if not looks_untranslated(de)]
+
+
 def read_source(name: str, files: list[Path]) -> list[tuple[str, str]]:
     """All filtered pairs of one source from its extracted files."""
-    if name == "ding":
+    if name in MORE_SOURCES:
+        return read_more_source(name, files)
+    if name in ("ding", "dingwords"):
+        if name == "dingwords":
+            from wordfreq import zipf_frequency  # corpus building only: requirements-data.txt
         pairs = []
         for path in files:
             with open(path, encoding="utf-8") as fh:
-                pairs.extend(parse_ding(fh))
+                pairs.extend(parse_ding(fh) if name == "ding" else parse_ding_words(fh, zipf_frequency))
         return pairs
     if name == "openttd":
         tables = {path.name: read_openttd_lng(path.read_bytes()) for path in files}
@@ -849,9 +1453,11 @@ def read_source(name: str, files: list[Path]) -> list[tuple[str, str]]:
     return pairs
 
 
-def build(out: Path, cache: Path, attribution: Path, extra: bool = False) -> dict[str, collections.Counter]:
+def build(
+    out: Path, cache: Path, attribution: Path, extra: bool = False, more: bool = False, words: bool = False
+) -> dict[str, collections.Counter]:
     started = time.monotonic()
-    sources = ALL_SOURCES if extra else SOURCES
+    sources = (PLUS_SOURCES + MORE_SOURCES if more else PLUS_SOURCES if extra else SOURCES) + (WORDS_SOURCES if words else ())
     all_packages = [p for name in sources for p in SOURCE_INFO[name].packages]
     debs = download_debs(all_packages, cache)
     versions = {p: deb_version(d) for p, d in debs.items()}
@@ -871,7 +1477,8 @@ def build(out: Path, cache: Path, attribution: Path, extra: bool = False) -> dic
         sys.exit("; ".join(problems))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(gzip_bytes(rows_to_tsv(rows)))
-    corpus = "data/en-de-plus.tsv.gz" if extra else "data/en-de.tsv.gz"   # the file's name in the repo
+    # the file's name in the repo
+    corpus = f"data/{corpus_stem(extra, more, words)}.tsv.gz"
     attribution.write_text(render_attribution(counts, versions, sources, corpus), encoding="utf-8")
     print(f"\n{len(triples)} candidates -> {len(rows)} pairs after deduplication\n")
     print(format_counts(counts))
@@ -882,21 +1489,34 @@ def build(out: Path, cache: Path, attribution: Path, extra: bool = False) -> dic
     return counts
 
 
+def corpus_stem(extra: bool, more: bool, words: bool) -> str:
+    """The corpus file's name without .tsv.gz; its attribution file is ATTRIBUTION<what follows en-de>.md."""
+    return "en-de" + ("-plus2" if more else "-plus" if extra else "") + ("-words" if words else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None,
-                        help="corpus to write (default: data/en-de.tsv.gz, with --extra data/en-de-plus.tsv.gz)")
+                        help="corpus to write (default: data/en-de.tsv.gz, with --extra "
+                             "data/en-de-plus.tsv.gz, with --more data/en-de-plus2.tsv.gz)")
     parser.add_argument("--cache", type=Path, default=REPO_ROOT / ".cache" / "debs",
                         help="where .deb files are downloaded and extracted (git-ignored)")
     parser.add_argument("--attribution", type=Path, default=None,
                         help="licence file to write (default: ATTRIBUTION.md next to --out, "
-                             "with --extra ATTRIBUTION-plus.md)")
+                             "with --extra ATTRIBUTION-plus.md, with --more ATTRIBUTION-plus2.md)")
     parser.add_argument("--extra", action="store_true",
                         help=f"add the sources {', '.join(EXTRA_SOURCES)} (after the default ones)")
+    parser.add_argument("--more", action="store_true",
+                        help=f"implies --extra, and adds a third tier: {', '.join(MORE_SOURCES)} "
+                             "-> data/en-de-plus2.tsv.gz")
+    parser.add_argument("--ding-words", action="store_true",
+                        help="adds a last tier, Ding's one- and two-word entries of common words (needs wordfreq: "
+                             "requirements-data.txt) -> data/en-de[-plus|-plus2]-words.tsv.gz")
     args = parser.parse_args(argv)
-    out = args.out or REPO_ROOT / "data" / ("en-de-plus.tsv.gz" if args.extra else "en-de.tsv.gz")
-    attribution = args.attribution or out.parent / ("ATTRIBUTION-plus.md" if args.extra else "ATTRIBUTION.md")
-    build(out, args.cache, attribution, extra=args.extra)
+    stem = corpus_stem(args.extra, args.more, args.ding_words)
+    out = args.out or REPO_ROOT / "data" / f"{stem}.tsv.gz"
+    attribution = args.attribution or out.parent / f"ATTRIBUTION{stem.removeprefix('en-de')}.md"
+    build(out, args.cache, attribution, extra=args.extra or args.more, more=args.more, words=args.ding_words)
     return 0
 
 

@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="checkpoint directory")
     tr.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy)")
     tr.add_argument("--max-len", type=int, default=64, help="maximum generated tokens, EOS included")
-    tr.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha")
+    tr.add_argument("--length-penalty", type=float, help="GNMT alpha (default: the checkpoint's own, chosen on its "
+                                                             "validation split, else the paper's 0.6)")
     tr.add_argument("--device", default="auto", help="auto, cpu or cuda")
     tr.add_argument("--json", help="write pieces, steps and attention to this file")
     cm = commands.add_parser("convert-marian", help="convert a downloaded Hugging Face Marian (opus-mt) folder")
@@ -43,9 +44,10 @@ def translate_command(args: argparse.Namespace) -> int:
     from .serialize import translation_to_dict
 
     try:
-        decode = DecodeConfig(beam_size=args.beam, max_len=args.max_len, length_penalty=args.length_penalty)
         device = resolve_device(args.device)
         ckpt = load_checkpoint(args.checkpoint, device)
+        alpha = ckpt.length_penalty if args.length_penalty is None else args.length_penalty
+        decode = DecodeConfig(beam_size=args.beam, max_len=args.max_len, length_penalty=alpha)
         result = translate(ckpt.model, ckpt.tokenizer, args.text, decode)
     except (CheckpointError, InputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

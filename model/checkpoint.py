@@ -27,7 +27,7 @@ from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save_file
 from torch import nn
 
-from .config import ModelConfig, format_bytes
+from .config import DecodeConfig, ModelConfig, format_bytes
 from .tokenizer import (
     MARIAN_FILES,
     MARIAN_SPECIALS,
@@ -45,6 +45,7 @@ FORMAT_VERSION = 1
 # Marian opus-mt: 300 MB of float32 weights, 0.8 MB of sentencepiece model).
 MAX_WEIGHTS_BYTES = 400 * 2**20
 MAX_CONFIG_BYTES = 2**20
+MAX_LENGTH_PENALTY = 2.0  # the app's slider range; a larger α in a checkpoint's meta is not trusted
 MAX_TOKENIZER_BYTES = 64 * 2**20
 # A safetensors header is ~100 bytes of JSON per tensor plus free-form metadata: allow far more, never unbounded.
 HEADER_BASE_BYTES, HEADER_BYTES_PER_TENSOR = 64 * 2**10, 1024
@@ -91,6 +92,18 @@ class Checkpoint:
     meta: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
 
+    @property
+    def length_penalty(self) -> float:
+        return length_penalty_of(self.meta)
+
+
+def length_penalty_of(meta: dict[str, Any]) -> float:
+    """Beam search's α for a model: the one chosen on its validation split (training.length_penalty) if its meta
+    names a sane one, else the paper's 0.6."""
+    alpha = meta.get("length_penalty")
+    ok = isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0.0 <= alpha <= MAX_LENGTH_PENALTY
+    return float(alpha) if ok else DecodeConfig.length_penalty
+
 
 def save_checkpoint(model: Transformer, tokenizer: TextTokenizer, directory: str | Path,
                     dtype: torch.dtype = torch.float32, meta: dict[str, Any] | None = None) -> Path:
@@ -117,6 +130,7 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "corpus": (str,),  # the corpus file a model (or one stretch of its training) was trained on
     "valid_loss": Number, "valid_bleu": Number, "averaged": (list,), "continued_from": (dict,),
     "source_lang": (str,), "target_lang": (str,), "converted_from": (str,),  # a converted model (model.marian)
+    "length_penalty": Number,  # beam search's α, chosen on the validation split (training.length_penalty)
     "snapshot": (str,),  # one line on what an earlier stage of a model's training is (see checkpoint_snapshots)
 }
 MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped

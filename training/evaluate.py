@@ -28,10 +28,11 @@ from .diagnostics import source_reliance
 
 @torch.inference_mode()
 def translate_many(model: Transformer, tokenizer: Tokenizer, sentences: Sequence[str], beam_size: int = 1,
-                   max_len: int = 100) -> list[str]:
+                   max_len: int = 100, length_penalty: float = DecodeConfig.length_penalty) -> list[str]:
     """Translate sentences one by one with the KV-cached decoder, no attention capture."""
     device = next(model.parameters()).device
-    config = DecodeConfig(beam_size=beam_size, max_len=min(max_len, model.config.max_len - 1))
+    config = DecodeConfig(beam_size=beam_size, max_len=min(max_len, model.config.max_len - 1),
+                          length_penalty=length_penalty)
     outputs = []
     for text in sentences:
         ids = tokenizer.encode_source(text, model.config.max_len)
@@ -51,12 +52,12 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[
             "n": len(hypotheses)}
 
 
-def evaluate_frame(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame, beam_size: int
-                   ) -> tuple[dict, list[str]]:
+def evaluate_frame(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame, beam_size: int,
+                   length_penalty: float = DecodeConfig.length_penalty) -> tuple[dict, list[str]]:
     """Scores overall, per source and per source length of one decoding setting on rows with columns
     source, en, de."""
     start = time.perf_counter()
-    hyps = translate_many(model, tokenizer, frame["en"].tolist(), beam_size)
+    hyps = translate_many(model, tokenizer, frame["en"].tolist(), beam_size, length_penalty=length_penalty)
     report = {"overall": corpus_scores(hyps, frame["de"].tolist())}
     words = frame["en"].str.split().str.len()
     groups = {"per_source": frame["source"],  # short sentences and long ones fail differently: score them apart
@@ -71,14 +72,15 @@ def evaluate_frame(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame
 EVERYDAY = Path(__file__).resolve().parent.parent / "data" / "everyday.tsv"  # typed sentences, see data/README.md
 
 
-def everyday_report(model: Transformer, tokenizer: Tokenizer, path: Path = EVERYDAY) -> dict:
+def everyday_report(model: Transformer, tokenizer: Tokenizer, path: Path = EVERYDAY,
+                    length_penalty: float = DecodeConfig.length_penalty) -> dict:
     """Greedy and beam-4 scores and translations of the everyday sentences (en, de columns): sentences like the
     ones people type, written for this check and in no corpus, so a model is not judged only on game and office
     text, nor on example sentences picked while looking at one model's output."""
     frame = pd.read_csv(path, sep="\t", keep_default_na=False)
     report: dict = {"en": frame["en"].tolist(), "de": frame["de"].tolist()}
     for name, beam in (("greedy", 1), ("beam4", 4)):
-        hyps = translate_many(model, tokenizer, report["en"], beam)
+        hyps = translate_many(model, tokenizer, report["en"], beam, length_penalty=length_penalty)
         report[name] = {"overall": corpus_scores(hyps, report["de"]), "translations": hyps}
     return report
 
@@ -90,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", default="test", choices=["train", "valid", "test"])
     parser.add_argument("--beam", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--limit", type=int, default=0, help="only the first N rows (0 = all)")
+    parser.add_argument("--length-penalty", type=float, help="beam search's α (default: the one chosen for the "
+                        "checkpoint on the validation split by training.length_penalty, else the paper's 0.6)")
     parser.add_argument("--json", help="write the report here")
     parser.add_argument("--hyps", help="write the beam-{max} translations here, one per line")
     args = parser.parse_args(argv)
@@ -103,12 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     frame = frame[frame["split"] == args.split].reset_index(drop=True)
     if args.limit:
         frame = frame.head(args.limit)
-    report = {"checkpoint": str(args.checkpoint), "split": args.split}
+    alpha = ckpt.length_penalty if args.length_penalty is None else args.length_penalty
+    report = {"checkpoint": str(args.checkpoint), "split": args.split, "length_penalty": alpha}
     if args.split != "train" and len(train):
         report["diagnostics"] = source_reliance(ckpt.model, ckpt.tokenizer, frame, train)
         print(f"diagnostics: {json.dumps(report['diagnostics'])}", flush=True)
     for beam in args.beam:
-        scores, hyps = evaluate_frame(ckpt.model, ckpt.tokenizer, frame, beam)
+        scores, hyps = evaluate_frame(ckpt.model, ckpt.tokenizer, frame, beam, alpha)
         report["greedy" if beam == 1 else f"beam{beam}"] = scores
         print(f"beam {beam}: {json.dumps(scores)}", flush=True)
     if args.json:

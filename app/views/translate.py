@@ -97,7 +97,9 @@ def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
     c_lp.slider("Length penalty α", 0.0, 2.0, step=0.1, key="length_penalty", persist_state="session",
                 disabled=beam == 1,
                 help="Only used by beam search (beam size > 1): finished hypotheses are ranked by "
-                     "log-prob / ((5 + length) / 6)^α. α = 0 ranks by raw log-prob, which favours short outputs.")
+                     "log-prob / ((5 + length) / 6)^α. α = 0 ranks by raw log-prob, which favours short outputs. "
+                     f"This model's default, {ckpt.length_penalty:g}, is the α that scored best on its validation "
+                     "split (the paper chose 0.6 the same way for its models).")
     if beam == 1:
         c_lp.caption("Used only by beam search (beam size > 1).")
     slow = st.toggle("Slow motion", key="slow_motion", help="Pause briefly after each step while decoding.")

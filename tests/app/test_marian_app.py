@@ -171,3 +171,20 @@ def test_a_model_with_one_target_language_offers_no_choice_and_drops_a_token(on_
     at.selectbox(key="model_name").select("en-de").run()
     assert at.session_state["text"] == SENTENCE
     assert not [s for s in at.selectbox if s.key == "target_token"]
+
+
+def test_choosing_a_model_sets_beam_search_alpha_to_the_one_chosen_for_it(on_marian, app_test, marian):
+    """A model whose checkpoint records the α chosen on its validation split gets it; one without gets the paper's
+    0.6; a value outside the slider's range is not trusted (the slider would refuse it)."""
+    tuned = dataclasses.replace(marian, meta={**marian.meta, "length_penalty": 1.3})
+    on_marian(PAGES[2], ckpt=tuned)  # (puts the upload where model_label finds it)
+    at = app_test(PAGES[0], model_name="reverse", uploads={NAME: tuned}, length_penalty=0.2)
+    at.selectbox(key="model_name").select(NAME).run()
+    assert at.session_state["length_penalty"] == 1.3 and at.slider(key="length_penalty").value == 1.3
+    at.selectbox(key="model_name").select("reverse").run()
+    assert at.session_state["length_penalty"] == 0.6
+    wild = dataclasses.replace(marian, meta={**marian.meta, "length_penalty": 7.0})
+    on_marian(PAGES[2], ckpt=wild)
+    at = app_test(PAGES[0], model_name="reverse", uploads={NAME: wild})
+    at.selectbox(key="model_name").select(NAME).run()
+    assert at.session_state["length_penalty"] == 0.6 and not at.exception

@@ -496,12 +496,370 @@ def test_render_attribution_names_every_source_licence_and_count():
 
 
 def test_render_attribution_plus_names_the_extra_sources_and_their_licences():
-    rows = [bc.Row(s, "train", f"{s} sentence number one.", f"{s} Satz Nummer eins.") for s in bc.ALL_SOURCES]
-    counts = bc.count_rows(rows, bc.ALL_SOURCES)
-    text = bc.render_attribution(counts, {"openttd-data": "13.0-2"}, bc.ALL_SOURCES, "data/en-de-plus.tsv.gz")
+    rows = [bc.Row(s, "train", f"{s} sentence number one.", f"{s} Satz Nummer eins.") for s in bc.PLUS_SOURCES]
+    counts = bc.count_rows(rows, bc.PLUS_SOURCES)
+    text = bc.render_attribution(counts, {"openttd-data": "13.0-2"}, bc.PLUS_SOURCES, "data/en-de-plus.tsv.gz")
     assert text.startswith("# Attribution and licences of data/en-de-plus.tsv.gz")
-    for name in bc.ALL_SOURCES:
+    assert not any(f"| {name} (" in text for name in bc.MORE_SOURCES)
+    for name in bc.PLUS_SOURCES:
         info = bc.SOURCE_INFO[name]
         assert f"| {name} ({info.description}) | 1 |" in text and info.licence in text
     assert "`openttd-data` 13.0-2" in text and "GPL-2.0-only" in text and "| **8** |" in text
     assert bc.format_counts(counts).splitlines()[-1].split() == ["all", "8", "0", "0", "8"]
+
+
+# ------------------------------------------------------------------ --more: .po files
+
+PO_TEXT = r'''# German translation
+msgid ""
+msgstr ""
+"Content-Type: text/plain; charset=UTF-8\n"
+
+#: src/level.cpp:10
+msgid "The penguins were drawn towards it and crashed."
+msgstr "Die Pinguine zog es dorthin und ihr Boot schlug leck."
+
+msgctxt "menu"
+msgid ""
+"Dig a tunnel and you might "
+"make it to the exit."
+msgstr ""
+"Grabe einen Tunnel und du könntest "
+"es zum Ausgang schaffen."
+
+#, fuzzy
+msgid "This guess was never confirmed by anyone."
+msgstr "Diese Vermutung hat niemand bestätigt."
+
+#, c-format
+msgid "One penguin was saved today."
+msgid_plural "%d penguins were saved today."
+msgstr[0] "Heute wurde ein Pinguin gerettet."
+msgstr[1] "Heute wurden %d Pinguine gerettet."
+msgid "He said \"run\" and ran away."
+msgstr "Er sagte \"lauf\" und lief davon."
+
+#~ msgid "An obsolete entry is only a comment."
+#~ msgstr "Ein veralteter Eintrag ist nur ein Kommentar."
+'''
+
+
+def test_read_po_keys_like_read_mo_skips_fuzzy_and_obsolete():
+    catalog = bc.read_po(PO_TEXT)
+    assert catalog[""].startswith("Content-Type")
+    assert catalog["menu\x04Dig a tunnel and you might make it to the exit."] == (
+        "Grabe einen Tunnel und du könntest es zum Ausgang schaffen."
+    )
+    assert catalog[("One penguin was saved today.", 0)] == "Heute wurde ein Pinguin gerettet."
+    assert catalog[("One penguin was saved today.", 1)] == "Heute wurden %d Pinguine gerettet."
+    assert catalog['He said "run" and ran away.'] == 'Er sagte "lauf" und lief davon.'   # no blank line before it
+    assert "This guess was never confirmed by anyone." not in catalog                       # fuzzy
+    assert not any("obsolete" in str(key) for key in catalog)
+
+
+def test_read_po_catalog_reads_like_a_mo_catalog(tmp_path: Path):
+    entries = {
+        "": MO_HEADER,
+        "The penguins were drawn towards it and crashed.": "Die Pinguine zog es dorthin und ihr Boot schlug leck.",
+        "menu\x04Dig a tunnel and you might make it to the exit.": "Grabe einen Tunnel und du könntest es zum Ausgang schaffen.",
+        "One penguin was saved today.\0%d penguins were saved today.":
+            "Heute wurde ein Pinguin gerettet.\0Heute wurden %d Pinguine gerettet.",
+        'He said "run" and ran away.': 'Er sagte "lauf" und lief davon.',
+    }
+    write_mo(tmp_path / "same.mo", entries)
+    from_mo = bc.parse_mo_catalog(bc.read_mo((tmp_path / "same.mo").read_bytes()))
+    assert bc.parse_mo_catalog(bc.read_po(PO_TEXT)) == from_mo
+    assert ("Dig a tunnel and you might make it to the exit.",
+            "Grabe einen Tunnel und du könntest es zum Ausgang schaffen.") in from_mo
+
+
+# ------------------------------------------------------------------ --more: Qt .qm files
+
+
+def write_qm(messages: list[tuple[str, list[str | None], str]]) -> bytes:
+    """A Qt .qm file as lrelease writes it: magic, a hashes block, then the messages block of
+    (source, translations, context) records; a None translation is written as null."""
+    def field(tag: int, raw: bytes) -> bytes:
+        return bytes([tag]) + len(raw).to_bytes(4, "big") + raw
+
+    block = b""
+    for source, translations, context in messages:
+        for tr in translations:
+            block += field(3, tr.encode("utf-16-be")) if tr is not None else bytes([3]) + b"\xff" * 4
+        block += field(6, source.encode("utf-8")) + field(7, context.encode("utf-8"))
+        block += field(8, b"a comment") + bytes([5]) + b"\0\0\0\0" + bytes([1])
+    hashes = field(0x42, b"\0" * 8)
+    return bc._QM_MAGIC + hashes + field(0x69, block)
+
+
+def test_read_qm_source_first_translation_and_null_translations():
+    data = write_qm([
+        ("There's already a team with same name in the list.",
+         ["Es gibt bereits ein Team mit dem gleichen Namen in der Liste."], "PageNetGame"),
+        ("%n file(s) were exported.", ["Eine Datei wurde exportiert.", "%n Dateien wurden exportiert."], "Export"),
+        ("Nobody has translated this message yet.", [None], "Main"),
+    ])
+    assert bc.read_qm(data) == [
+        ("There's already a team with same name in the list.", "Es gibt bereits ein Team mit dem gleichen Namen in der Liste."),
+        ("%n file(s) were exported.", "Eine Datei wurde exportiert."),
+    ]
+    assert bc.parse_qm_messages(bc.read_qm(data)) == [
+        ("There's already a team with same name in the list.", "Es gibt bereits ein Team mit dem gleichen Namen in der Liste."),
+    ]   # the %n template is dropped by the .mo rules
+    with pytest.raises(ValueError):
+        bc.read_qm(b"\0" * 16 + data[16:])
+    broken = bc._QM_MAGIC + bytes([0x69]) + (1).to_bytes(4, "big") + bytes([0x42])
+    with pytest.raises(ValueError):
+        bc.read_qm(broken)
+
+
+# ------------------------------------------------------------------ --more: Hedgewars
+
+
+def test_parse_lua_locale_unescapes_and_skips_comments():
+    text = (
+        'locale = {\n'
+        '["Please, stop releasing your \\"smoke signals\\"!"]="Bitte hör mit deinen »Rauchzeichen« auf!",\n'
+        '["+1 barrel!"] = "+1 Fass!", -- Tumbler\n'
+        '-- ["Never used in any mission."] = "Nie benutzt.",\n'
+        '["Line one\\nline two"]="Zeile eins\\nZeile zwei",\n'
+        '}\n'
+    )
+    assert bc.parse_lua_locale(text) == [
+        ('Please, stop releasing your "smoke signals"!', "Bitte hör mit deinen »Rauchzeichen« auf!"),
+        ("+1 barrel!", "+1 Fass!"),
+        ("Line one\nline two", "Zeile eins\nZeile zwei"),
+    ]
+
+
+def test_key_values_pair_by_key_and_skip_lists_and_comments():
+    english = bc.read_key_values(
+        "; a comment = not a key\n"
+        'Basic_Training.desc="Learn how to use the bazooka and destroy all targets."\n'
+        "02:00=%1 has been slain.\n02:00=%1 is no more.\n"
+        "04:00=Attack your enemies using a simple grenade.\n"
+        "05:01=Only in English.\n"
+    )
+    german = bc.read_key_values(
+        'Basic_Training.desc="Lern, wie man die Bazooka benutzt, und zerstöre alle Ziele."\n'
+        "02:00=%1 wurde erschlagen.\n"
+        "04:00=Greife deine Feinde mit einer einfachen Granate an.\n"
+    )
+    assert english["02:00"] == ["%1 has been slain.", "%1 is no more."]
+    assert "; a comment " not in english
+    assert bc.pair_key_values(english, german) == [
+        ("Attack your enemies using a simple grenade.", "Greife deine Feinde mit einer einfachen Granate an."),
+        ("Learn how to use the bazooka and destroy all targets.",
+         "Lern, wie man die Bazooka benutzt, und zerstöre alle Ziele."),
+    ]   # 02:00 is a list of random variants, 05:01 has no German
+
+
+# ------------------------------------------------------------------ --more: Tux Paint stamps
+
+
+def test_parse_stamp_description():
+    text = "A lit candle.\nda.utf8=Et tændt lys.\nde.utf8=Eine angezündete Kerze.\nes.utf8=Una vela.\n"
+    assert bc.parse_stamp_description(text) == ("A lit candle.", "Eine angezündete Kerze.")
+    assert bc.parse_stamp_description("A lit candle.\nfr.utf8=Une bougie.\n") is None   # no German
+    assert bc.parse_stamp_description("de.utf8=Eine Kerze.\n") is None                  # no English
+    assert bc.parse_stamp_description("") is None
+
+
+# ------------------------------------------------------------------ --more: HTML help pages and a book
+
+
+def test_prose_text_keeps_formatting_marks_code_and_rejects_blocks_and_hidden_text():
+    assert bc.prose_text('On the <span class="emph">Insert</span> bar, click &quot;<a href="x">Table</a>&quot;.') == (
+        'On the Insert bar, click "Table".'
+    )
+    assert bc.prose_text('Edit <code class="filename">/etc/apt/<em>x</em></code> now.') == f"Edit {bc.CODE_MARK} now."
+    assert bc.prose_text('See <span class="citerefentry"><span class="refentrytitle">apt</span>(8)</span>.') == (
+        f"See {bc.CODE_MARK}."
+    )
+    assert bc.prose_text('Enter <span class="literal">=SUM(A1)</span> here.') == f"Enter {bc.CODE_MARK} here."
+    assert bc.prose_text('Press <span class="switchinline"><span hidden="true" class="MAC">Cmd</span>Ctrl</span>.') is None
+    assert bc.prose_text("Choose one:<ul><li>this</li></ul>") is None
+    assert bc.prose_text("First line<br>second line.") is None
+
+
+def test_prose_pairs_drop_only_the_sentences_holding_code():
+    en = 'APT needs a list of sources. The file <code>sources.list</code> holds it. Each line is one source.'
+    de = 'APT braucht eine Liste der Quellen. Die Datei <code>sources.list</code> enthält sie. Jede Zeile ist eine Quelle.'
+    assert bc.prose_pairs(en, de) == [
+        ("APT needs a list of sources.", "APT braucht eine Liste der Quellen."),
+        ("Each line is one source.", "Jede Zeile ist eine Quelle."),
+    ]
+    # different sentence counts: the paragraph is one unit, and with code in it nothing is kept
+    assert bc.prose_pairs(en, "Die Datei <code>sources.list</code> listet die Quellen, eine pro Zeile.") == []
+    assert bc.prose_pairs("Insert a table now.", "Insert a table now.") == []   # untranslated
+
+
+def test_pair_help_pages_by_paragraph_id():
+    en_page = (
+        '<h1 id="hd_1">Tables</h1>'
+        '<p id="par_1" class="paragraph" dir="auto">Place the cursor where you want to insert the table.</p>'
+        '<p id="par_2" class="listitem">Choose <span class="emph">Table - Insert Table</span>.</p>'
+        '<p id="par_3" class="paragraph">Shown twice here.</p><p id="par_3" class="paragraph">Shown twice here.</p>'
+        '<p id="par_4" class="paragraph">Only the English page has this one.</p>'
+    )
+    de_page = (
+        '<p id="par_2" class="listitem">Wählen Sie <span class="emph">Tabelle – Tabelle einfügen</span>.</p>'
+        '<p id="par_1" class="paragraph" dir="auto">Setzen Sie den Cursor an die Stelle, an der die Tabelle stehen soll.</p>'
+        '<p id="par_3" class="paragraph">Hier nur einmal gezeigt.</p>'
+    )
+    assert bc.help_paragraphs(en_page)["par_3"] == ["Shown twice here.", "Shown twice here."]
+    assert bc.pair_help_pages(en_page, de_page) == [
+        ("Place the cursor where you want to insert the table.",
+         "Setzen Sie den Cursor an die Stelle, an der die Tabelle stehen soll."),
+        ("Choose Table - Insert Table.", "Wählen Sie Tabelle – Tabelle einfügen."),
+    ]   # par_3 occurs twice vs once, par_4 has no German: both skipped
+
+
+def test_pair_paragraph_lists_in_order_only_when_counts_match():
+    en_page = (
+        '<div class="para">The kernel cuts time into small slices.</div>'
+        '<div class="para">Choose one: <div class="itemizedlist"><ul><li>a</li></ul></div></div>'
+        '<div class="para">Such an interface is only an aid.</div>'
+    )
+    de_page = (
+        '<div class="para">Der Kernel teilt die Zeit in kleine Abschnitte auf.</div>'
+        '<div class="para">Wählen Sie: <div class="itemizedlist"><ul><li>a</li></ul></div></div>'
+        '<div class="para">Eine derartige Schnittstelle ist nur eine Hilfe.</div>'
+    )
+    en_paras, de_paras = bc.handbook_paragraphs(en_page), bc.handbook_paragraphs(de_page)
+    assert len(en_paras) == len(de_paras) == 3
+    assert bc.pair_paragraph_lists(en_paras, de_paras) == [
+        ("The kernel cuts time into small slices.", "Der Kernel teilt die Zeit in kleine Abschnitte auf."),
+        ("Such an interface is only an aid.", "Eine derartige Schnittstelle ist nur eine Hilfe."),
+    ]   # the paragraph holding a list is cut at its inner </div> and dropped
+    assert bc.pair_paragraph_lists(en_paras, de_paras[:2]) == []
+
+
+def test_pair_page_trees_pairs_same_relative_paths_and_skips_prefixes(tmp_path: Path):
+    pages = {
+        "en-US/text/swriter/a.html": '<p id="p1">Click the table border to select it.</p>',
+        "de/text/swriter/a.html": '<p id="p1">Klicken Sie auf den Tabellenrand, um sie auszuwählen.</p>',
+        "en-US/text/sbasic/b.html": '<p id="p1">Returns the number of open windows.</p>',
+        "de/text/sbasic/b.html": '<p id="p1">Gibt die Anzahl der offenen Fenster zurück.</p>',
+        "en-US/text/swriter/only_en.html": '<p id="p1">This page has no German version.</p>',
+    }
+    files = []
+    for rel, text in pages.items():
+        path = tmp_path / "help" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        files.append(path)
+    assert bc.pair_page_trees(files, "help/en-US", "help/de", bc.pair_help_pages, bc.LOHELP_SKIP) == [
+        ("Click the table border to select it.", "Klicken Sie auf den Tabellenrand, um sie auszuwählen."),
+    ]
+
+
+@pytest.mark.parametrize(
+    "de, english",
+    [
+        ("See Abschnitt 11.7 for an example of the configuration.", True),
+        ("A different way to make your own keys is described in Abschnitt 10.2.", True),
+        ("Ein anderer Weg is described in Abschnitt 10.2.", False),   # one English word is not enough
+        ("Der ultimative Enttäuschungspreis geht in dieser Runde an: alle!", False),   # "in", "an" are German
+        ("Konvertiert in das Format PDF/A-1b, PDF/A-2b oder PDF/A-3b.", False),       # "A" is a letter here
+        ("Es ist das einzige, das keine vier Seiten hat.", False),
+    ],
+)
+def test_looks_untranslated(de, english):
+    assert bc.looks_untranslated(de) is english
+
+
+def test_read_more_source_dispatches_by_file_type(tmp_path: Path):
+    write_mo(tmp_path / "tuxpaint.mo", {"": MO_HEADER, "Remember to use the left mouse button!":
+                                        "Denke daran, die linke Maustaste zu benutzen!"})
+    stamp = tmp_path / "stamps" / "animals" / "horse.txt"
+    stamp.parent.mkdir(parents=True)
+    stamp.write_text("A horse is a large animal.\nde.utf8=Ein Pferd ist ein großes Tier.\n", encoding="utf-8")
+    english_only = tmp_path / "stamps" / "animals" / "cat.txt"
+    english_only.write_text("A cat sits on the warm mat.\nde.utf8=A cat sits on the mat today.\n", encoding="utf-8")
+    assert sorted(bc.read_more_source("tuxpaint", [tmp_path / "tuxpaint.mo", stamp, english_only])) == [
+        ("A horse is a large animal.", "Ein Pferd ist ein großes Tier."),
+        ("Remember to use the left mouse button!", "Denke daran, die linke Maustaste zu benutzen!"),
+    ]   # the cat's "German" is English with a word changed: dropped by looks_untranslated
+
+
+# ------------------------------------------------------------------ --more: tiers and attribution
+
+
+def test_deduplicate_more_sources_only_add_rows_to_the_plus_corpus():
+    plus = [
+        ("ding", "Who are you?", "Wer bist du?"),
+        ("freedroidrpg", "Click the table border.", "Klick auf den Tabellenrand."),
+    ]
+    more = [
+        ("lohelp", "Who are you?", "Wer sind Sie?"),
+        ("lohelp", "Click the table border!", "Klicken Sie auf den Tabellenrand."),
+        ("handbook", "Click the table border.", "Klicken Sie auf den Tabellenrand."),
+        ("hedgewars", "Stop releasing smoke signals!", "Hör mit den Rauchzeichen auf!"),
+        ("lohelp", "Stop releasing smoke signals!", "Beenden Sie die Rauchzeichen!"),
+    ]
+    result = bc.deduplicate(plus + more)
+    assert set(bc.deduplicate(plus)) <= set(result)                  # two votes from the new tier change nothing
+    assert ("hedgewars", "Stop releasing smoke signals!", "Hör mit den Rauchzeichen auf!") in result   # earlier source
+    assert len(result) == 3
+    assert bc.SOURCE_TIERS[-2:] == (bc.MORE_SOURCES, bc.WORDS_SOURCES)
+    assert bc.ALL_SOURCES == bc.PLUS_SOURCES + bc.MORE_SOURCES + bc.WORDS_SOURCES
+
+
+ZIPF = {("en", "pharmacy"): 3.9, ("de", "Apotheke"): 3.4, ("en", "credit"): 4.6, ("en", "card"): 4.9,
+        ("de", "Kreditkarte"): 3.6, ("en", "sewerage"): 2.4, ("de", "Abwasseranlage"): 1.5, ("en", "to"): 7.4,
+        ("en", "turn"): 5.3, ("de", "sich"): 6.6, ("de", "drehen"): 4.2, ("en", "umbrella"): 3.6,
+        ("de", "Schirmständer"): 1.2, ("en", "stand"): 5.0}
+
+
+def fake_zipf(word: str, lang: str) -> float:
+    return ZIPF.get((lang, word), 0.0)
+
+
+def test_ding_words_keep_short_entries_whose_every_word_is_common():
+    lines = [
+        "Apotheke {f} [pharm.] | Apotheken {pl} :: pharmacy | pharmacies\n",  # plural: "pharmacies" is rare here
+        "Kreditkarte {f} :: credit card\n",
+        "Abwasseranlage {f} :: sewerage\n",                       # a technical word: dropped
+        "sich drehen {vr} :: to turn\n",
+        "Schirmständer {m} :: umbrella stand\n",                  # common English, rare German compound: dropped
+        "jdm. einen Bären aufbinden :: to pull sb.'s leg\n",      # three words: the sentence tier's, not this one's
+    ]
+    assert bc.parse_ding_words(lines, fake_zipf) == [
+        ("pharmacy", "Apotheke"), ("credit card", "Kreditkarte"), ("to turn", "sich drehen")]
+
+
+def test_ding_words_only_add_rows_and_name_their_own_file():
+    plus = [("ding", "to turn the tables", "den Spieß umdrehen"), ("wesnoth", "Turn back!", "Kehrt um!")]
+    words = [("dingwords", "Turn back", "Umkehren"), ("dingwords", "to turn", "sich drehen"),
+             ("dingwords", "to turn", "abbiegen"), ("dingwords", "to turn", "sich drehen")]
+    result = bc.deduplicate(plus + words)
+    assert set(bc.deduplicate(plus)) <= set(result)   # "Turn back" is "Turn back!" by english_key: not added
+    assert ("dingwords", "to turn", "sich drehen") in result and len(result) == 3   # the consensus German
+    assert bc.corpus_stem(extra=True, more=False, words=True) == "en-de-plus-words"
+    assert bc.corpus_stem(extra=False, more=False, words=False) == "en-de"
+    counts = bc.count_rows([bc.Row(s, "train", f"{s} one two.", f"{s} eins zwei.") for s in bc.PLUS_SOURCES + ("dingwords",)],
+                           bc.PLUS_SOURCES + ("dingwords",))
+    text = bc.render_attribution(counts, {}, bc.PLUS_SOURCES + ("dingwords",), "data/en-de-plus-words.tsv.gz")
+    assert "`--ding-words`, a last tier adds the 1 one- and two-word entries" in text
+    assert "| dingwords (the dictionary's one- and two-word entries of common words) | 1 |" in text
+
+
+def test_render_attribution_plus2_names_every_package_licence_and_the_whole():
+    sources = bc.PLUS_SOURCES + bc.MORE_SOURCES
+    rows = [bc.Row(s, "train", f"{s} sentence number one.", f"{s} Satz Nummer eins.") for s in sources]
+    counts = bc.count_rows(rows, sources)
+    versions = {p: "1.0-1" for name in bc.MORE_SOURCES for p in bc.SOURCE_INFO[name].packages}
+    text = bc.render_attribution(counts, versions, sources, "data/en-de-plus2.tsv.gz")
+    assert text.startswith("# Attribution and licences of data/en-de-plus2.tsv.gz")
+    assert "`python data/build_corpus.py --more`" in text and "--extra`:" not in text and "--ding-words" not in text
+    for name in sources:
+        info = bc.SOURCE_INFO[name]
+        assert f"| {name} ({info.description}) | 1 |" in text and info.licence in text
+    for package in versions:
+        assert f"`{package}` 1.0-1" in text
+    assert "| **19** |" in text
+    assert "distributed under GPL-2.0 (GPL-2.0-only)" in text and "Hedgewars are GPL-2.0-only" in text
+    assert "Not used because their licence" in text
+    for line in bc.MORE_COPYRIGHTS:
+        assert line in text
