@@ -16,7 +16,7 @@ import pandas as pd
 import sacrebleu
 import torch
 
-from model.checkpoint import CheckpointError, load_checkpoint
+from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from model.config import DecodeConfig
 from model.decoding import DecodeResult, decode_steps
 from model.tokenizer import Tokenizer
@@ -85,6 +85,21 @@ def everyday_report(model: Transformer, tokenizer: Tokenizer, path: Path = EVERY
     return report
 
 
+def load_inputs(checkpoint: str, corpus: str) -> tuple[Checkpoint, pd.DataFrame] | None:
+    """The checkpoint and the corpus a command scores, or None after saying on stderr why one cannot be read."""
+    try:
+        return load_checkpoint(checkpoint), load_corpus(corpus)
+    except (CheckpointError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
+def split_rows(frame: pd.DataFrame, split: str, limit: int = 0) -> pd.DataFrame:
+    """One split's rows, renumbered from 0; only the first ``limit`` if it is not 0."""
+    rows = frame[frame["split"] == split].reset_index(drop=True)
+    return rows.head(limit) if limit else rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default="pretrained/en-de")
@@ -97,16 +112,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", help="write the report here")
     parser.add_argument("--hyps", help="write the beam-{max} translations here, one per line")
     args = parser.parse_args(argv)
-    try:
-        ckpt = load_checkpoint(args.checkpoint)
-        frame = load_corpus(args.corpus)
-    except (CheckpointError, OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    inputs = load_inputs(args.checkpoint, args.corpus)
+    if inputs is None:
         return 2
+    ckpt, frame = inputs
     train = frame[frame["split"] == "train"]
-    frame = frame[frame["split"] == args.split].reset_index(drop=True)
-    if args.limit:
-        frame = frame.head(args.limit)
+    frame = split_rows(frame, args.split, args.limit)
     alpha = ckpt.length_penalty if args.length_penalty is None else args.length_penalty
     report = {"checkpoint": str(args.checkpoint), "split": args.split, "length_penalty": alpha}
     if args.split != "train" and len(train):

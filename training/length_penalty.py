@@ -13,20 +13,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 import sacrebleu
 
-from model.checkpoint import CONFIG, CheckpointError, load_checkpoint
+from model.checkpoint import CONFIG
 from model.config import DecodeConfig
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer
 
-from .data import load_corpus
-from .evaluate import translate_many
+from .evaluate import load_inputs, split_rows, translate_many
 
 ALPHAS = (0.0, 0.6, 1.0, 1.5, 2.0)  # the app's slider runs 0-2; 0.6 is the paper's
 PAPER_ALPHA = DecodeConfig.length_penalty
@@ -73,15 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="only the first N validation rows (0 = all)")
     parser.add_argument("--write", action="store_true", help=f"write {SWEEP_FILE} and the chosen α into the checkpoint")
     args = parser.parse_args(argv)
-    try:
-        ckpt = load_checkpoint(args.checkpoint)
-        frame = load_corpus(args.corpus)
-    except (CheckpointError, OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    inputs = load_inputs(args.checkpoint, args.corpus)
+    if inputs is None:
         return 2
-    valid = frame[frame["split"] == "valid"]
-    if args.limit:
-        valid = valid.head(args.limit)
+    ckpt, frame = inputs
+    valid = split_rows(frame, "valid", args.limit)
     table = sweep(ckpt.model, ckpt.tokenizer, valid["en"].tolist(), valid["de"].tolist(), args.alphas, args.beam)
     print(table.to_string(index=False))
     if args.write:
