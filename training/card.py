@@ -204,9 +204,14 @@ def new_sources_section(report: dict, extra: dict | None) -> list[str]:
     new = sorted(set(extra[extra_first]["per_source"]) - set(report[first]["per_source"]))
     if not new:
         return []
+    settings = [k for k in extra if k == "greedy" or k.startswith("beam")]
+    scores = {k: extra[k]["per_source"] for k in settings}
     return ["", "The sources added to the corpus later have test rows of their own (split by the same hash of the "
-            "English, so the test split above is unchanged); scored separately:", "",
-            *_score_table(extra, "per_source", new, overall=False)]
+            "English, so the test split above is unchanged); scored separately, one row per source:", "",
+            _md_row(["source", "test pairs", *(f"{k} BLEU / chrF" for k in settings)]),
+            _md_row(["---"] * (2 + len(settings))),
+            *[_md_row([name, scores[extra_first][name]["n"],
+                       *(f"{scores[k][name]['bleu']} / {scores[k][name]['chrf']}" for k in settings)]) for name in new]]
 
 
 def study_section(checkpoint: Path) -> list[str]:

@@ -62,10 +62,12 @@ def test_sources_added_to_the_corpus_are_scored_apart_from_the_comparable_test_s
         return {"per_source": {s: {"bleu": 10.0 + i, "chrf": 30.0 + i, "n": 5 + i} for i, s in enumerate(sources)}}
     report = {"greedy": scores("ding", "wesnoth"), "beam4": scores("ding", "wesnoth")}
     extra = {"greedy": scores("ding", "wesnoth", "widelands"), "beam4": scores("ding", "wesnoth", "widelands")}
+    extra["greedy"]["per_source"]["lohelp"] = {"bleu": 20.0, "chrf": 40.0, "n": 9}
+    extra["beam4"]["per_source"]["lohelp"] = {"bleu": 21.0, "chrf": 41.0, "n": 9}
     lines = new_sources_section(report, extra)
-    header = next(line for line in lines if line.startswith("| decoding"))
-    assert header == "| decoding | widelands BLEU / chrF |"
-    assert "| beam4 | 12.0 / 32.0 (n=7) |" in lines
+    header = next(line for line in lines if line.startswith("| source"))
+    assert header == "| source | test pairs | greedy BLEU / chrF | beam4 BLEU / chrF |"
+    assert lines[-2:] == ["| lohelp | 9 | 20.0 / 40.0 | 21.0 / 41.0 |", "| widelands | 7 | 12.0 / 32.0 | 12.0 / 32.0 |"]
     assert new_sources_section(report, None) == [] and new_sources_section(report, report) == []
 
 
