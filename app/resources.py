@@ -26,7 +26,7 @@ from model.checkpoint import (
 )
 from model.config import DecodeConfig
 from model.device import describe, resolve_device
-from model.quality import is_weak, test_bleu
+from model.quality import is_weak, shipped_scores
 from model.tokenizer import MARIAN_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,11 +61,15 @@ def _load_shipped(name: str) -> Checkpoint:
 
 
 def default_length_penalty(name: str) -> float:
-    """Beam search's α for a shipped model, read from its config.json alone (no weights): the one chosen on its
-    validation split, else the paper's 0.6 (also when the file cannot be read; the pages report that)."""
+    """Beam search's α for a model: the one chosen on its validation split, else the paper's 0.6 (also when the model
+    cannot be read; the pages report that). A model under pretrained/ is read from its config.json alone (no
+    weights), an upload from the session."""
     try:
-        return length_penalty_of(read_config(MODELS[name])[1])
-    except (CheckpointError, OSError, KeyError):
+        if name in MODELS:
+            return length_penalty_of(read_config(MODELS[name])[1])
+        converted = converted_models()
+        return length_penalty_of(converted[name][1]) if name in converted else load_model(name).length_penalty
+    except (CheckpointError, OSError):
         return DecodeConfig.length_penalty
 
 
@@ -205,16 +209,16 @@ def quality_note(ckpt: Checkpoint) -> str | None:
     """A one-line warning when the checkpoint's own test scores say its translations are poor, so nobody
     presents them as good ones; None when it scores well or ships no scores."""
     try:
-        scores = test_bleu(ckpt.path)
+        scores = shipped_scores(ckpt.path)
     except ValueError:
         log.exception("unreadable test scores of %s", ckpt.path)
         return None
     if not is_weak(scores):
         return None
-    listed = ", ".join(f"{k} {bleu:.1f}" for k, bleu in scores.items())
+    listed = ", ".join(f"{k} BLEU {v['bleu']:.1f} / chrF {v['chrf']:.1f}" for k, v in scores.items())
     pair = languages(ckpt.meta)
     output = f"Its {language_name(pair[1])}" if pair else "Its output"
-    return (f"This small model, trained for a few hours on a 2-core CPU, translates poorly (test BLEU: {listed}; "
+    return (f"This small model, trained for a few hours on a 2-core CPU, translates poorly (test {listed}; "
             f"see Model and training). {output} is often wrong, but every attention weight shown is exactly the "
             "one it used.")
 

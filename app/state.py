@@ -209,6 +209,8 @@ def init_state() -> None:
     page without that widget runs, and re-assigning makes the value outlive the page switch."""
     first = not st.session_state.get("_initialised")
     for key, value in DEFAULTS.items():
+        if key == "length_penalty" and key not in st.session_state:  # the α chosen for the session's model
+            value = default_length_penalty(st.session_state.get("model_name", DEFAULTS["model_name"]))
         st.session_state[key] = st.session_state[key] if key in st.session_state else value
     st.session_state["_initialised"] = True
     if first and len(st.query_params):
@@ -218,6 +220,8 @@ def init_state() -> None:
 def _apply_link() -> None:
     params = {name: st.query_params[name] for name in st.query_params}
     values, notes = parse_link(params, model_limits)
+    if "model_name" in values and "length_penalty" not in values:  # a linked model gets its own α, as if chosen
+        values["length_penalty"] = default_length_penalty(values["model_name"])
     st.session_state.update(values)
     st.session_state["_from_link"] = bool(values)  # the Translate page decodes a linked view at once
     if notes:
@@ -236,10 +240,13 @@ def link_params(page: str | None = None) -> dict[str, str]:
     for name, param in URL_PARAMS.items():
         if param.pages is not None and page not in param.pages:
             continue
-        value = st.session_state.get(param.key, DEFAULTS[param.key])
+        default = DEFAULTS[param.key]
+        if param.key == "length_penalty":  # each model's own α is its default (and what a link without one gets)
+            default = default_length_penalty(str(st.session_state.get("model_name", DEFAULTS["model_name"])))
+        value = st.session_state.get(param.key, default)
         if name == "model" and str(value).startswith(UPLOAD_PREFIX):
             continue  # an uploaded checkpoint belongs to its session: no link can open it
-        if value != DEFAULTS[param.key]:
+        if value != default:
             result[name] = param.show(value)
     return result
 

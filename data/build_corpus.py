@@ -1231,6 +1231,7 @@ def render_attribution(
     sources = tuple(sources)
     extra = [name for name in sources if name in EXTRA_SOURCES]
     more = [name for name in sources if name in MORE_SOURCES]
+    words_flag = " --ding-words" if "dingwords" in sources else ""
     out = [
         f"# Attribution and licences of {corpus}",
         "",
@@ -1246,14 +1247,14 @@ def render_attribution(
     ]
     if more:
         out += [
-            "Built with `python data/build_corpus.py --more`: every row of data/en-de-plus.tsv.gz (same",
+            f"Built with `python data/build_corpus.py --more{words_flag}`: every row of data/en-de-plus.tsv.gz (same",
             "German, source and split; it holds every row of data/en-de.tsv.gz), plus the sentences of",
             f"{', '.join(more)} whose English is in neither.",
             "",
         ]
     elif extra:
         out += [
-            "Built with `python data/build_corpus.py --extra`: every row of data/en-de.tsv.gz (same",
+            f"Built with `python data/build_corpus.py --extra{words_flag}`: every row of data/en-de.tsv.gz (same",
             f"German, source and split), plus the sentences of {', '.join(extra)} whose English",
             "is not in it.",
             "",

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st_
 
 from app.lecture import SLIDES
+from app.resources import default_length_penalty
 from app.state import DEFAULTS, URL_PARAMS, VIEWS, LinkLimits, parse_link, view_slug
 from app.translation import store
 
@@ -170,3 +171,15 @@ def test_a_text_with_url_characters_round_trips(app_test):
     at = run_link(app_test, text=text, model="en-de")
     assert at.text_area(key="text").value == text and not at.exception
     assert at.query_params["text"] == text
+
+
+def test_a_linked_model_gets_its_own_alpha_and_the_link_names_only_a_changed_one(app_test):
+    """Each model's α (chosen on its validation split) is its default: a link without "penalty" opens with it and
+    a view on it writes none; another α is written and read back."""
+    own = {name: default_length_penalty(name) for name in ("en-de", "reverse")}
+    assert own["en-de"] != own["reverse"] == 0.6  # the shipped en-de records its own (pretrained/en-de/config.json)
+    for name, alpha in own.items():
+        at = run_link(app_test, model=name)
+        assert at.session_state["length_penalty"] == alpha and "penalty" not in at.query_params
+    at = run_link(app_test, model="reverse", penalty="1.3")
+    assert at.session_state["length_penalty"] == 1.3 and at.query_params["penalty"] == "1.3"
