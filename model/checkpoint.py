@@ -121,6 +121,15 @@ def save_checkpoint(model: Transformer, tokenizer: TextTokenizer, directory: str
     return directory
 
 
+def update_meta(directory: str | Path, **entries: Any) -> None:
+    """Add or replace entries of a saved checkpoint's meta (its config.json), in save_checkpoint's layout: for facts
+    measured after training, such as the length penalty chosen on the validation split."""
+    path = Path(directory) / CONFIG
+    payload = json.loads(path.read_text())
+    payload.setdefault("meta", {}).update(entries)
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+
+
 Number = (int, float)
 # Training facts the app and the model card read from meta, with the types they need. A checkpoint's
 # meta is free-form JSON (an uploaded one says whatever its author wrote), so anything else is dropped.

@@ -23,11 +23,15 @@ def shipped_scores(directory: Path | None) -> dict[str, dict[str, float]] | None
     if path is None or not path.is_file():
         return None
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-        return {k: {m: float(report[k]["overall"][m]) for m in ("bleu", "chrf")}
-                for k in report if k == "greedy" or k.startswith("beam")}
+        return report_scores(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path} is unreadable ({exc})") from None
+
+
+def report_scores(report: dict) -> dict[str, dict[str, float]]:
+    """An evaluation report's (training.evaluate's JSON) overall BLEU and chrF per decoding setting."""
+    return {k: {m: float(report[k]["overall"][m]) for m in ("bleu", "chrf")}
+            for k in report if k == "greedy" or k.startswith("beam")}
 
 
 def is_weak(scores: dict[str, dict[str, float]] | None) -> bool:

@@ -21,7 +21,7 @@ import torch
 from model.checkpoint import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
 from model.config import DecodeConfig
 from model.inference import translate
-from model.quality import WEAK_BLEU, WEAK_CHRF, is_weak
+from model.quality import WEAK_BLEU, WEAK_CHRF, is_weak, report_scores
 from model.transformer import count_parameters
 
 from .data import load_corpus
@@ -34,7 +34,8 @@ STILL_FALLING = 0.02  # validation loss per epoch (nats) still worth more epochs
 
 
 def _weak_model(epochs: list[dict], last: int = 3) -> str:
-    """The card's warning for a model that model.quality calls weak, with what its last epochs say more training would buy."""
+    """The card's warning for a model that model.quality calls weak, with what its last epochs say more training
+    would buy."""
     losses = [float(e["valid_loss"]) for e in epochs[-(last + 1):]]
     per_epoch = (losses[0] - losses[-1]) / (len(losses) - 1) if len(losses) > 1 else None
     if per_epoch is None:
@@ -58,8 +59,8 @@ def _weak_model(epochs: list[dict], last: int = 3) -> str:
 
 LIMITATIONS = """\
 - Small by design (7.6M parameters, 3+3 layers) and trained on a shared 2-core CPU for a few hours on
-  the training split above (130k pairs, 20k of them single words and two-word phrases): long or unusual sentences, names and rare words often come out
-  wrong, repeated or cut short.
+  the training split above (130k pairs, 20k of them single words and two-word phrases): long or unusual
+  sentences, names and rare words often come out wrong, repeated or cut short.
 - The corpus is dictionary entries (many infinitive phrases "to do sth." / "etw. tun"), game dialogue and help
   (Wesnoth, Freeciv, and in the larger corpora Widelands, Warzone 2100, FreedroidRPG, OpenTTD, Hedgewars and
   others), software interface text and help (LibreOffice, KDE, the Debian Administrator's Handbook): its register,
@@ -69,12 +70,6 @@ LIMITATIONS = """\
 - It translates English to German only, one sentence at a time; input beyond 255 pieces is cut.
 - Attention maps show what the model attended to, not a faithful explanation of why it chose a token.
 """
-
-
-def _overall(report: dict) -> dict[str, dict[str, float]]:
-    """An evaluation report's overall BLEU and chrF per decoding setting, as model.quality.shipped_scores reads them."""
-    return {k: {m: report[k]["overall"][m] for m in ("bleu", "chrf")}
-            for k in report if k == "greedy" or k.startswith("beam")}
 
 
 def _epochs(path: Path) -> list[dict]:
@@ -89,14 +84,13 @@ def _md_row(cells: Sequence[object]) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
-def _score_table(report: dict, group: str = "per_source", order: Sequence[str] = (),
-                 overall: bool | None = None) -> list[str]:
+def _score_table(report: dict, group: str = "per_source", order: Sequence[str] = ()) -> list[str]:
     """One row per decoding setting: overall BLEU and chrF (by default only in the per-source table), then
     BLEU / chrF (n) for each key of ``group`` (in ``order`` where given, else all of them sorted)."""
     settings = [k for k in report if k == "greedy" or k.startswith("beam")]
     found = report[settings[0]].get(group, {}) if settings else {}
     keys = [k for k in order if k in found] or sorted(found)
-    overall = group == "per_source" if overall is None else overall
+    overall = group == "per_source"
     lines = [_md_row(["decoding", *(["BLEU", "chrF"] if overall else []), *(f"{k} BLEU / chrF" for k in keys)]),
              _md_row(["---"] * (1 + 2 * overall + len(keys)))]
     for key in settings:
@@ -344,7 +338,7 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         *study_section(checkpoint),
         *snapshots_section(checkpoint),
         "## Known limitations",
-        (_weak_model(epochs) if is_weak(_overall(report)) else "") + LIMITATIONS,
+        (_weak_model(epochs) if is_weak(report_scores(report)) else "") + LIMITATIONS,
     ]
     return "\n".join(lines) + "\n"
 

@@ -12,14 +12,13 @@ CLI: python -m training.length_penalty --checkpoint pretrained/en-de --corpus da
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 import sacrebleu
 
-from model.checkpoint import CONFIG
+from model.checkpoint import CONFIG, update_meta
 from model.config import DecodeConfig
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer
@@ -56,9 +55,7 @@ def write_choice(checkpoint: Path, table: pd.DataFrame) -> float:
     evaluation, the model card and the app read it."""
     alpha = best_alpha(table)
     table.to_csv(checkpoint / SWEEP_FILE, index=False)
-    payload = json.loads((checkpoint / CONFIG).read_text())
-    payload.setdefault("meta", {})["length_penalty"] = alpha
-    (checkpoint / CONFIG).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    update_meta(checkpoint, length_penalty=alpha)
     return alpha
 
 
