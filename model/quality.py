@@ -28,10 +28,15 @@ def shipped_scores(directory: Path | None) -> dict[str, dict[str, float]] | None
         raise ValueError(f"{path} is unreadable ({exc})") from None
 
 
+def decoding_settings(report: dict) -> list[str]:
+    """The decoding settings an evaluation report (training.evaluate's JSON) scored, in its order: "greedy",
+    "beam4", ...; its other keys (split, checkpoint, diagnostics, ...) are not scores."""
+    return [k for k in report if k == "greedy" or k.startswith("beam")]
+
+
 def report_scores(report: dict) -> dict[str, dict[str, float]]:
-    """An evaluation report's (training.evaluate's JSON) overall BLEU and chrF per decoding setting."""
-    return {k: {m: float(report[k]["overall"][m]) for m in ("bleu", "chrf")}
-            for k in report if k == "greedy" or k.startswith("beam")}
+    """An evaluation report's overall BLEU and chrF per decoding setting."""
+    return {k: {m: float(report[k]["overall"][m]) for m in ("bleu", "chrf")} for k in decoding_settings(report)}
 
 
 def is_weak(scores: dict[str, dict[str, float]] | None) -> bool:

@@ -21,7 +21,7 @@ import torch
 from model.checkpoint import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
 from model.config import DecodeConfig
 from model.inference import translate
-from model.quality import WEAK_BLEU, WEAK_CHRF, is_weak, report_scores
+from model.quality import WEAK_BLEU, WEAK_CHRF, decoding_settings, is_weak, report_scores
 from model.transformer import count_parameters
 
 from .data import load_corpus
@@ -49,8 +49,8 @@ def _weak_model(epochs: list[dict], last: int = 3) -> str:
         trend = (f"Its validation loss fell by only {per_epoch:.3f} per epoch over its last {len(losses) - 1} epochs "
                  f"({losses[0]:.3f} -> {losses[-1]:.3f}): more epochs of this recipe would gain little; a larger model "
                  "or more parallel text would be needed.")
-    return (f"- **It does not translate reliably.** Under test BLEU {WEAK_BLEU:g} and chrF {WEAK_CHRF:g} (with no decoding "
-            "setting reaching both) its fluent-looking German often follows "
+    return (f"- **It does not translate reliably.** No decoding setting reaches test BLEU {WEAK_BLEU:g} and chrF "
+            f"{WEAK_CHRF:g} together, and its fluent-looking German often follows "
             "the source only loosely, above all on long or unusual sentences (see the examples above). "
             f"{trend} The attention it shows is exactly the attention it used (for a model whose "
             "attention is known to be right, pick the reversal model), but do not present its translations as good "
@@ -85,9 +85,9 @@ def _md_row(cells: Sequence[object]) -> str:
 
 
 def _score_table(report: dict, group: str = "per_source", order: Sequence[str] = ()) -> list[str]:
-    """One row per decoding setting: overall BLEU and chrF (by default only in the per-source table), then
-    BLEU / chrF (n) for each key of ``group`` (in ``order`` where given, else all of them sorted)."""
-    settings = [k for k in report if k == "greedy" or k.startswith("beam")]
+    """One row per decoding setting: overall BLEU and chrF (in the per-source table only), then BLEU / chrF (n)
+    for each key of ``group`` (in ``order`` where given, else all of them sorted)."""
+    settings = decoding_settings(report)
     found = report[settings[0]].get(group, {}) if settings else {}
     keys = [k for k in order if k in found] or sorted(found)
     overall = group == "per_source"
@@ -199,21 +199,20 @@ def new_sources_section(report: dict, extra: dict | None) -> list[str]:
     """Test scores of the sources a model's corpus added after the test split above was fixed: ``extra`` is an
     evaluation on the larger corpus's test split (python -m training.evaluate --corpus ...), and only the sources
     missing from ``report`` are shown, so the main table stays comparable with earlier models."""
-    first = next((k for k in report if k == "greedy" or k.startswith("beam")), None)
-    extra_first = next((k for k in extra or {} if k == "greedy" or k.startswith("beam")), None)
-    if first is None or extra_first is None:
+    settings, extra_settings = decoding_settings(report), decoding_settings(extra or {})
+    if not settings or not extra_settings:
         return []
-    new = sorted(set(extra[extra_first]["per_source"]) - set(report[first]["per_source"]))
+    extra_first = extra_settings[0]
+    new = sorted(set(extra[extra_first]["per_source"]) - set(report[settings[0]]["per_source"]))
     if not new:
         return []
-    settings = [k for k in extra if k == "greedy" or k.startswith("beam")]
-    scores = {k: extra[k]["per_source"] for k in settings}
+    scores = {k: extra[k]["per_source"] for k in extra_settings}
     return ["", "The sources added to the corpus later have test rows of their own (split by the same hash of the "
             "English, so the test split above is unchanged); scored separately, one row per source:", "",
-            _md_row(["source", "test pairs", *(f"{k} BLEU / chrF" for k in settings)]),
-            _md_row(["---"] * (2 + len(settings))),
+            _md_row(["source", "test pairs", *(f"{k} BLEU / chrF" for k in extra_settings)]),
+            _md_row(["---"] * (2 + len(extra_settings))),
             *[_md_row([name, scores[extra_first][name]["n"],
-                       *(f"{scores[k][name]['bleu']} / {scores[k][name]['chrf']}" for k in settings)]) for name in new]]
+                       *(f"{scores[k][name]['bleu']} / {scores[k][name]['chrf']}" for k in extra_settings)]) for name in new]]
 
 
 def study_section(checkpoint: Path) -> list[str]:
