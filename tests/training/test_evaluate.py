@@ -86,7 +86,8 @@ def test_card_reports_the_measured_numbers(reversal_tsv, tmp_path):
 
 @pytest.mark.parametrize("losses, says", [
     ([3.40, 3.30, 3.21, 3.15], ["falling by 0.083 per epoch", "3.400 -> 3.150", "**it is undertrained**", "--epochs 17"]),
-    ([3.130, 3.123, 3.118, 3.110], ["fell by only 0.007 per epoch", "3.130 -> 3.110", "would gain little"]),
+    ([3.130, 3.123, 3.118, 3.110], ["falling, slowly, by 0.007 per epoch", "3.130 -> 3.110", "buy a little each"]),
+    ([3.130, 3.128, 3.127, 3.124], ["fell by only 0.002 per epoch", "3.130 -> 3.124", "would gain little"]),
 ])
 def test_weak_model_warning_says_what_the_validation_curve_says(reversal_tsv, tmp_path, losses, says):
     """Under WEAK_BLEU the card warns, and whether more epochs would help is read from the last epochs' losses."""
