@@ -105,12 +105,21 @@ def _score_table(report: dict, group: str = "per_source", order: Sequence[str] =
     return lines
 
 
+def _processes(world: int | None) -> str:
+    """How a segment's batches made a step: one process (also when unrecorded, as in checkpoints from before
+    torchrun) or N under torchrun, whose optimizer step takes one batch from each."""
+    if not world or world == 1:
+        return ""
+    return f" on each of {world} processes (torchrun; one optimizer step takes {world} batches)"
+
+
 def _recipe(meta: dict) -> list[str]:
     """The training recipe; a run continued from earlier checkpoints names every part's settings."""
     def settings(m: dict) -> str:
         known = {"dropout": "dropout {}", "label_smoothing": "label smoothing {}", "corpus": "corpus `data/{}`"}
         return "; ".join([f"learning rate factor {m.get('lr_factor')} x d_model^-0.5 x min(step^-0.5, step x "
-                          f"{m.get('warmup')}^-1.5)", f"batches of up to {m.get('max_tokens')} tokens per side",
+                          f"{m.get('warmup')}^-1.5)", f"batches of up to {m.get('max_tokens')} tokens per side"
+                          + _processes(m.get("processes")),
                           f"bf16 autocast: {m.get('bf16')}",
                           *(text.format(m[key]) for key, text in known.items() if m.get(key) is not None)])
     lines = [f"- Recipe: Adam (0.9, 0.98, 1e-9); label smoothing {meta.get('label_smoothing')}; sentences of "

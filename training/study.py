@@ -7,11 +7,13 @@ setting changed, gathered from their per-epoch logs into one file that the model
 Each --run is "setting|start|run directory[|first epoch]": the setting in words, where the run started ("scratch",
 or the checkpoint it continued), a directory with the epochs.csv that python -m training.train writes, and for a
 continued run the first epoch trained with this setting (its epochs.csv also holds the epochs it continued from).
-Only the validation split is ever read: the test split stays for the shipped model's card.
+Only the validation split is ever read: the test split stays for the shipped model's card. With --keep the rows
+already in --out stay for every setting not given again (a study grows over runs whose directories are gone).
 
 A run on a larger corpus logged its loss on that corpus's valid split; --rescore recomputes the loss of every epoch
 whose weights the run kept (<run>/epochs/N) on --valid-corpus's valid split, so every row compares on the same
-sentences (BLEU and chrF are on the first 400 valid sentences, the same in a corpus that only adds sources).
+sentences (BLEU and chrF are on the first 400 valid sentences, the same in a corpus that only adds sources); with
+--update-epochs those losses also replace the ones in each run's epochs.csv, the curve training.export ships.
 """
 from __future__ import annotations
 
@@ -60,6 +62,25 @@ def rescored(study: pd.DataFrame, runs: Sequence[tuple[str, str, Path, int]], co
     return study
 
 
+def kept_rows(path: Path, study: pd.DataFrame) -> pd.DataFrame:
+    """``study`` after the rows of an earlier study file whose settings it does not give again."""
+    if not path.is_file():
+        return study
+    earlier = pd.read_csv(path)
+    return pd.concat([earlier[~earlier["setting"].isin(study["setting"])], study], ignore_index=True)
+
+
+def update_epochs(study: pd.DataFrame, runs: Sequence[tuple[str, str, Path, int]]) -> None:
+    """Write the study's (rescored) validation losses into each run's epochs.csv, epoch by epoch."""
+    for setting, _, directory, _ in runs:
+        path = Path(directory) / "epochs.csv"
+        epochs = pd.read_csv(path)
+        mine = study[study["setting"] == setting].set_index("epoch")["valid_loss"]
+        at = epochs["epoch"].isin(mine.index)
+        epochs.loc[at, "valid_loss"] = epochs.loc[at, "epoch"].map(mine)
+        epochs.to_csv(path, index=False)
+
+
 def summary(study: pd.DataFrame) -> pd.DataFrame:
     """Per setting, in the file's order: its epochs, its last epoch's scores, its best validation loss and, for runs
     from scratch, the scores at COMPARE_EPOCH (equal training for every setting)."""
@@ -85,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rescore", action="store_true", help="recompute kept epochs' validation loss on "
                         "--valid-corpus (runs trained on a larger corpus logged their own valid split's)")
     parser.add_argument("--valid-corpus", type=Path, default=Path("data/en-de.tsv.gz"))
+    parser.add_argument("--update-epochs", action="store_true", help="with --rescore: write the rescored losses "
+                        "into each run's epochs.csv too")
+    parser.add_argument("--keep", action="store_true", help="keep --out's rows of the settings not given here")
     args = parser.parse_args(argv)
     runs = []
     for spec in args.run:
@@ -96,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rescore:
         torch.set_grad_enabled(False)
         study = rescored(study, runs, args.valid_corpus)
+        if args.update_epochs:
+            update_epochs(study, runs)
+    if args.keep:
+        study = kept_rows(Path(args.out), study)
     study.to_csv(args.out, index=False)
     print(summary(study).to_string(index=False))
     return 0

@@ -218,6 +218,7 @@ class Run:
         return {"task": a.task, "epochs": p.epoch, "steps": p.step, "train_seconds": round(p.elapsed_s),
                 "warmup": a.warmup, "lr_factor": a.lr_factor, "max_tokens": a.max_tokens,
                 "label_smoothing": a.label_smoothing, "bf16": a.bf16, "dropout": self.model.config.dropout,
+                "processes": self.ranks.world,  # one optimizer step takes a batch from each
                 **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
 

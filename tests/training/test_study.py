@@ -86,3 +86,27 @@ def test_rescoring_puts_every_kept_epoch_on_the_same_valid_sentences(tmp_path, t
     expected = validation_losses([load_checkpoint(tiny_checkpoint)], corpus)[0]
     assert rescored_study["valid_loss"].tolist() == [3.0, expected] and expected != 2.0
     assert study["valid_loss"].tolist() == [3.0, 2.0]  # the study itself is left as it was
+
+
+def test_a_study_grows_and_its_rescored_losses_become_the_runs_curve(tmp_path, tiny_checkpoint):
+    """A later session's run joins the study file without the earlier runs' directories (--keep), and the losses
+    rescored on the comparable valid split replace the run's own in the epochs.csv that export ships."""
+    corpus = tmp_path / "corpus.tsv"
+    pd.DataFrame({"source": ["ding"] * 3, "split": ["valid", "valid", "train"],
+                  "en": ["The house is small.", "Where is the station?", "a b"],
+                  "de": ["Das Haus ist klein.", "Wo ist der Bahnhof?", "a b"]}).to_csv(corpus, sep="\t", index=False)
+    out = tmp_path / STUDY_FILE
+    earlier = write_run(tmp_path / "earlier", [3.0, 2.5])
+    assert main(["--out", str(out), "--run", f"baseline|scratch|{earlier}"]) == 0
+    shutil.rmtree(earlier)  # gone, as a run directory of an earlier session is
+    later = write_run(tmp_path / "later", [2.5, 2.4, 2.3])  # epochs 1-2 inherited, epoch 3 its own and kept
+    shutil.copytree(tiny_checkpoint, later / "epochs" / "3")
+    assert main(["--out", str(out), "--keep", "--rescore", "--update-epochs", "--valid-corpus", str(corpus),
+                 "--run", f"continued|the baseline (epoch 2)|{later}|3"]) == 0
+    expected = validation_losses([load_checkpoint(tiny_checkpoint)], corpus)[0]
+    study = pd.read_csv(out)
+    assert study[["setting", "epoch"]].values.tolist() == [["baseline", 1], ["baseline", 2], ["continued", 3]]
+    assert study["valid_loss"].tolist() == [3.0, 2.5, expected] and expected != 2.3
+    assert pd.read_csv(later / "epochs.csv")["valid_loss"].tolist() == [2.5, 2.4, expected]
+    assert main(["--out", str(out), "--keep", "--run", f"continued|the baseline (epoch 2)|{later}|2"]) == 0
+    assert pd.read_csv(out)["epoch"].tolist() == [1, 2, 2, 3]  # a setting given again replaces its rows

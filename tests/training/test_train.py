@@ -88,7 +88,7 @@ def test_init_from_continues_a_checkpoint_and_its_history_without_its_optimizer(
 
 def test_training_segments_follow_every_continuation_of_a_checkpoint():
     """A model continued twice keeps all three recipes (the model card and the LR chart name them)."""
-    meta = {"steps": 300, "epochs": 9, "lr_factor": 0.5, "warmup": 80, "max_tokens": 512, "bf16": False,
+    meta = {"steps": 300, "epochs": 9, "lr_factor": 0.5, "warmup": 80, "max_tokens": 512, "bf16": False, "processes": 2,
             "continued_from": {"step": 200, "epoch": 6, "lr_factor": 0.5, "warmup": 80, "max_tokens": 512,
                                "bf16": False, "earlier": {"step": 100, "epoch": 3, "lr_factor": 1.0, "warmup": 80,
                                                           "max_tokens": 1024, "bf16": True}}}
@@ -99,6 +99,9 @@ def test_training_segments_follow_every_continuation_of_a_checkpoint():
     recipe = "\n".join(_recipe(meta))
     assert "steps 1-100 (epochs 1-3): learning rate factor 1.0" in recipe and "bf16 autocast: True" in recipe
     assert "steps 201-300 (epochs 7-9) (continued from the checkpoint before, Adam restarted)" in recipe
+    # a torchrun segment says its step took a batch per process; one recorded before torchrun reads as one process
+    assert "512 tokens per side on each of 2 processes (torchrun; one optimizer step takes 2 batches)" in recipe
+    assert recipe.count("processes") == 1
     assert training_segments({"steps": 50, "epochs": 2, "lr_factor": 1.0})[0]["last_step"] == 50
 
 
