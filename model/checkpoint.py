@@ -137,6 +137,7 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "task": (str,), "steps": (int,), "epochs": (int,), "train_seconds": Number, "warmup": (int,),
     "lr_factor": Number, "max_tokens": (int,), "label_smoothing": Number, "bf16": (bool,), "dropout": Number,
     "corpus": (str,),  # the corpus file a model (or one stretch of its training) was trained on
+    "processes": (int,),  # torchrun processes whose batches made one optimizer step (absent: one)
     "valid_loss": Number, "valid_bleu": Number, "averaged": (list,), "continued_from": (dict,),
     "source_lang": (str,), "target_lang": (str,), "converted_from": (str,),  # a converted model (model.marian)
     "length_penalty": Number,  # beam search's α, chosen on the validation split (training.length_penalty)
@@ -144,7 +145,8 @@ META_TYPES: dict[str, tuple[type, ...]] = {
 }
 MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
-                   "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "earlier": (dict,)}
+                   "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
+                   "earlier": (dict,)}
 
 
 def _typed(values: dict, types: dict[str, tuple[type, ...]]) -> dict:

@@ -63,9 +63,9 @@ def _weak_model(epochs: list[dict], last: int = 3) -> str:
 
 
 LIMITATIONS = """\
-- Small by design (7.6M parameters, 3+3 layers) and trained on a shared 2-core CPU for a few hours on
-  the training split above (130k pairs, 20k of them single words and two-word phrases): long or unusual
-  sentences, names and rare words often come out wrong, repeated or cut short.
+- **Long or unusual sentences, names and rare words often come out wrong.** It is small by design (7.6M
+  parameters, 3+3 layers) and was trained on a shared 2-core CPU for a few hours on the training split above
+  (130k pairs, 20k of them single words and two-word phrases); its output can also repeat itself or stop short.
 - The corpus is dictionary entries (many infinitive phrases "to do sth." / "etw. tun"), game dialogue and help
   (Wesnoth, Freeciv, and in the larger corpora Widelands, Warzone 2100, FreedroidRPG, OpenTTD, Hedgewars and
   others), software interface text and help (LibreOffice, KDE, the Debian Administrator's Handbook): its register,

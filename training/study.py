@@ -118,8 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs.append((parts[0], parts[1], Path(parts[2]), int(parts[3]) if len(parts) == 4 else 1))
     study = collect(runs)
     if args.rescore:
-        torch.set_grad_enabled(False)
-        study = rescored(study, runs, args.valid_corpus)
+        with torch.no_grad():  # not set globally: main also runs inside other programs (and tests)
+            study = rescored(study, runs, args.valid_corpus)
         if args.update_epochs:
             update_epochs(study, runs)
     if args.keep:

@@ -53,14 +53,14 @@ def test_reverse_cross_attention_peaks_on_the_mirrored_position(reverse):
 
 # Training pairs the shipped checkpoint translates exactly to their human reference, then greedy outputs recorded
 # at export for sentences a lecturer might type (see its MODEL_CARD.md for how good it is). These are its outputs,
-# not checked references: this one writes "die Bahnhof" where the one before it wrote "der", a real model's
-# gender error. A change here means the weights, the tokenizer or the decoder changed what the app shows.
+# not checked references (the model before this one wrote "die Bahnhof", a real model's gender error; this one
+# writes "der" again). A change here means the weights, the tokenizer or the decoder changed what the app shows.
 RECORDED = {
     "No solution was found.": "Es wurde keine Lösung gefunden.",  # LibreOffice training pair, its reference
     "But, one question remains.": "Aber eine Frage bleibt.",  # Wesnoth training pair, its reference
     "Not very likely.": "Nicht sehr wahrscheinlich.",  # dictionary training pair, its reference
     "The house is small.": "Das Haus ist klein.",
-    "Where is the station?": "Wo ist die Bahnhof?",
+    "Where is the station?": "Wo ist der Bahnhof?",
     "I am tired.": "Ich bin müde.",
     "The children are playing in the garden.": "Die Kinder spielen im Garten.",
     "I have read the book that you gave me.": "Ich habe das Buch gelesen, das du mir gab.",  # Translate-page
