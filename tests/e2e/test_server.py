@@ -257,7 +257,8 @@ def en_de():
     ckpt = load_checkpoint(ROOT / "pretrained" / "en-de", torch.device("cpu"))
 
     def run(text: str, beam_size: int) -> str:
-        config = DecodeConfig(beam_size=beam_size, max_len=60, length_penalty=0.6)  # the page's defaults
+        # the page's defaults: max_len 60 and the α chosen for this model on validation
+        config = DecodeConfig(beam_size=beam_size, max_len=60, length_penalty=ckpt.length_penalty)
         return translate(ckpt.model, ckpt.tokenizer, text, config).text
     return run
 
