@@ -110,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "into each run's epochs.csv too")
     parser.add_argument("--keep", action="store_true", help="keep --out's rows of the settings not given here")
     args = parser.parse_args(argv)
+    if args.update_epochs and not args.rescore:
+        parser.error("--update-epochs writes rescored losses: give --rescore too")
     runs = []
     for spec in args.run:
         parts = [part.strip() for part in spec.split("|")]

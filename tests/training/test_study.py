@@ -50,6 +50,8 @@ def test_a_study_gathers_runs_and_ranks_them_on_validation(tmp_path, capsys):
 def test_a_malformed_run_is_refused(tmp_path):
     with pytest.raises(SystemExit):
         main(["--out", str(tmp_path / STUDY_FILE), "--run", "only a setting"])
+    with pytest.raises(SystemExit):  # nothing rescored, nothing to write: refused rather than silently ignored
+        main(["--out", str(tmp_path / STUDY_FILE), "--update-epochs", "--run", f"x|scratch|{tmp_path}"])
     bad = tmp_path / "bad"
     bad.mkdir()
     pd.DataFrame({"epoch": [1], "valid_loss": [3.0]}).to_csv(bad / "epochs.csv", index=False)
