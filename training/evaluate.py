@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -82,6 +83,32 @@ def everyday_report(model: Transformer, tokenizer: Tokenizer, path: Path = EVERY
     for name, beam in (("greedy", 1), ("beam4", 4)):
         hyps = translate_many(model, tokenizer, report["en"], beam, length_penalty=length_penalty)
         report[name] = {"overall": corpus_scores(hyps, report["de"]), "translations": hyps}
+    return report
+
+
+NAMES_NUMBERS = EVERYDAY.with_name("names_numbers.tsv")  # names and numbers to carry over, see data/README.md
+
+
+def carried_over(hyps: Sequence[str], keeps: Sequence[Sequence[str]]) -> dict:
+    """The share of the strings each translation must copy verbatim and whole (names, years, amounts, codes) that it does,
+    and every one it misses as (row, string): a name or number turned into another is wrong however fluent."""
+    misses = [(row, s) for row, (hyp, keep) in enumerate(zip(hyps, keeps, strict=True)) for s in keep
+              if not re.search(rf"(?<!\w){re.escape(s)}(?!\w)", hyp)]  # whole: "Anna" is not in "Annatin"
+    total = sum(len(keep) for keep in keeps)
+    return {"share": round(100 * (total - len(misses)) / max(total, 1), 2), "n": total, "misses": misses}
+
+
+def names_numbers_report(model: Transformer, tokenizer: Tokenizer, path: Path = NAMES_NUMBERS,
+                         length_penalty: float = DecodeConfig.length_penalty) -> dict:
+    """Greedy and beam-4 translations of the names-and-numbers sentences (en, de, keep columns), with the share
+    of the keep strings carried over, every miss, and BLEU/chrF against the references."""
+    frame = pd.read_csv(path, sep="\t", keep_default_na=False)
+    keeps = [k.split(" | ") for k in frame["keep"]]
+    report: dict = {"en": frame["en"].tolist(), "de": frame["de"].tolist(), "keep": keeps}
+    for name, beam in (("greedy", 1), ("beam4", 4)):
+        hyps = translate_many(model, tokenizer, report["en"], beam, length_penalty=length_penalty)
+        report[name] = {"overall": corpus_scores(hyps, report["de"]), "carried": carried_over(hyps, keeps),
+                        "translations": hyps}
     return report
 
 

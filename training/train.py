@@ -40,6 +40,7 @@ from model.tokenizer import Tokenizer, train_tokenizer
 from model.transformer import Transformer, count_parameters
 
 from . import distributed
+from .augment import augment_copies
 from .data import Pair, collate, encode_pairs, load_corpus, reversal_corpus, token_batches
 from .diagnostics import attention_entropy
 from .distributed import Ranks
@@ -85,6 +86,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "<out>/epochs/ for checkpoint averaging (python -m training.average; 0 = none)")
     parser.add_argument("--max-steps", type=int, default=0, help="stop after this many steps in total (0 = no cap)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--copy-augment", type=int, default=0, help="add N copies of every training pair that "
+                        "shares a name or number between its sides, that string replaced on both (training.augment)")
+    parser.add_argument("--snapshot-epochs", default="", help="comma-separated epochs whose weights are kept for "
+                        "good in <out>/snapshots/<n> (the 'watch attention learn' snapshots, e.g. 1,2,4,8,16)")
     parser.add_argument("--init-from", help="start a new run from this checkpoint's weights (e.g. the shipped model, "
                         "to keep training it when its optimizer state is gone); Adam starts afresh")
     parser.add_argument("--start-step", type=int, default=0, help="with --init-from: the schedule's step to start at (default: the checkpoint's own)")
@@ -99,7 +104,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def task_corpus(args: argparse.Namespace):
     if args.task == "reverse":
         return reversal_corpus(seed=args.seed)
-    return load_corpus(args.corpus)
+    return augment_copies(load_corpus(args.corpus), args.copy_augment, seed=args.seed)
 
 
 def get_tokenizer(args: argparse.Namespace, out: Path, frame) -> Tokenizer:
@@ -113,7 +118,10 @@ def get_tokenizer(args: argparse.Namespace, out: Path, frame) -> Tokenizer:
     if args.task == "reverse":
         tok = train_tokenizer(train["en"].tolist(), args.vocab, model_type="word")
     else:
-        tok = train_tokenizer(train["en"].tolist() + train["de"].tolist(), args.vocab)
+        # Digits one piece each and unseen characters as bytes: a number is copied digit by digit and nothing
+        # becomes "<unk>" (the model before wrote "202" for "2023" and "⁇" for what its pieces lacked).
+        tok = train_tokenizer(train["en"].tolist() + train["de"].tolist(), args.vocab, split_digits=True,
+                              byte_fallback=True)
     path.write_bytes(tok.model_proto)
     return tok
 
@@ -366,6 +374,8 @@ def end_of_epoch(run: Run, train_loss: float) -> None:
                         meta={**run.meta(), "valid_loss": round(valid_loss, 4), "valid_bleu": scores["bleu"]})
     run.save_last()
     keep_epoch(model, run.tokenizer, run.out / "epochs", progress.epoch, args.keep_epochs, run.meta())
+    if str(progress.epoch) in args.snapshot_epochs.split(","):
+        save_checkpoint(model, run.tokenizer, run.out / "snapshots" / str(progress.epoch), meta=run.meta())
     append_csv(run.out / "epochs.csv", EPOCH_FIELDS, {
         "epoch": progress.epoch, "step": progress.step, "train_loss": f"{train_loss:.4f}",
         "valid_loss": f"{valid_loss:.4f}", "valid_bleu": scores["bleu"], "valid_chrf": scores["chrf"],

@@ -10,7 +10,7 @@ from model.checkpoint import load_checkpoint
 from training.card import build_card
 from training.data import load_corpus, reversal_corpus
 from training.diagnostics import source_reliance
-from training.evaluate import EVERYDAY, corpus_scores, translate_many
+from training.evaluate import EVERYDAY, NAMES_NUMBERS, carried_over, corpus_scores, translate_many
 from training.evaluate import main as evaluate_main
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
@@ -144,3 +144,26 @@ def test_card_scores_the_everyday_sentences_it_lists(tmp_path):
     expected = corpus_scores([r[2].strip() for r in rows],
                              ["Die Kinder spielen im Garten.", "Wo kann ich eine Fahrkarte kaufen?"])
     assert f"| greedy | {expected['bleu']} | {expected['chrf']} |" in section
+
+
+def test_names_numbers_set_is_in_no_corpus_and_every_keep_string_stands_on_both_sides():
+    """The set measures copying: a keep string the reference itself lacks would count a correct output as a miss,
+    and a row from a training corpus would measure memory instead."""
+    frame = pd.read_csv(NAMES_NUMBERS, sep="\t", keep_default_na=False)
+    assert list(frame.columns) == ["en", "de", "keep"] and len(frame) >= 60
+    keeps = [k.split(" | ") for k in frame["keep"]]
+    assert sum(map(len, keeps)) >= 150
+    assert not [(en, s) for en, de, keep in zip(frame["en"], frame["de"], keeps, strict=True)
+                for s in keep if not s or s not in en or s not in de]
+    seen = set()
+    for path in sorted(CORPUS.parent.glob("en-de*.tsv.gz")):
+        seen |= set(load_corpus(path)["en"].str.lower().str.strip())
+    seen |= set(pd.read_csv(EVERYDAY, sep="\t", keep_default_na=False)["en"].str.lower().str.strip())
+    assert not [s for s in frame["en"] if s.lower().strip() in seen]
+
+
+def test_carried_over_counts_every_keep_string_and_lists_the_misses():
+    report = carried_over(["Anna zahlte 250 Euro.", "Um 14:30 Uhr in Oslo."],
+                          [["Anna", "250"], ["14:30", "Oslo", "314"]])
+    assert report == {"share": 80.0, "n": 5, "misses": [(1, "314")]}
+    assert carried_over(["Annatin zahlte 2500 Euro."], [["Anna", "250"]])["misses"] == [(0, "Anna"), (0, "250")]
