@@ -9,9 +9,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st
 
+from app.cancel import run_page
+from app.memory import limit_fragmentation
 from app.sidebar import render_sidebar
 from app.state import sync_url
 
+limit_fragmentation()  # a long-lived server gives freed decode memory back to the system (app.memory)
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 page = st.navigation({"Explore": [
     st.Page("app/views/translate.py", title="Translate", icon=":material/translate:", default=True),
@@ -27,5 +30,5 @@ page = st.navigation({"Explore": [
 ]})
 st.session_state["_page"] = page.url_path  # which parameters belong in this page's link (app.state)
 render_sidebar()
-page.run()
+run_page(page)
 sync_url()

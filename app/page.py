@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.charts.style import plotly_config
+from app.escape import md
 from app.presenter import presentable
 from app.resources import load_model
 from app.translation import ServerBusy, current_request, translate_request
@@ -53,10 +54,19 @@ def keep_valid(key: str, options: list) -> None:
         del st.session_state[key]
 
 
+def budget_notes(translation: Translation) -> None:
+    """What the server's budget reduced before decoding this sentence, and why (model.budget.plan_decode)."""
+    if translation.notes:
+        st.info("**Reduced to fit the server's budget** (one server serves the whole room): "
+                + " ".join(md(note) for note in translation.notes), icon=":material/speed:")
+
+
 def require_translation() -> Translation | None:
     """The current sentence's Translation, or None after showing the user why there is none."""
     try:
-        return translate_request(current_request())
+        translation = translate_request(current_request())
+        budget_notes(translation)
+        return translation
     except InputError as exc:
         st.info(f"{exc} These pages explain the sentence you type on the Translate page.", icon=":material/edit:")
     except ServerBusy as exc:  # not a failure: the class is using every model slot
@@ -72,7 +82,7 @@ def require_translation() -> Translation | None:
 def sentence_caption(translation: Translation) -> None:
     """One line naming the sentence on screen, with a link to change it."""
     left, right = st.columns([5, 1], vertical_alignment="center")
-    left.caption(f"Current sentence: **{translation.source.text}** → **{translation.text}**  "
+    left.caption(f"Current sentence: **{md(translation.source.text)}** → **{md(translation.text)}**  "
                  f"({len(translation.source.ids)} source pieces, {len(translation.target_ids)} output pieces, "
                  f"model *{st.session_state['model_name']}*)")
     with right:

@@ -7,7 +7,7 @@ from app.browser import link_box
 from app.examples import first_sentence, is_example, leading_token, with_token
 from app.presenter import apply_presenter
 from app.resources import MODELS, converted_models, device_label, load_model, load_upload, log, model_label
-from app.state import DEFAULTS, init_state, share_link
+from app.state import DEFAULTS, init_state, link_notice, share_link
 from model.checkpoint import CheckpointError
 
 
@@ -79,3 +79,4 @@ def render_sidebar() -> None:
         st.caption("Link to this view (page, sentence, settings, head):")
         link_box(share_link())
     apply_presenter()
+    link_notice()

@@ -24,6 +24,7 @@ from app.charts.heads import checkpoints_figure, importance_figure
 from app.charts.masks import mask_grid
 from app.charts.mechanics import stage_bars
 from app.charts.training import architecture_diagram, label_smoothing_bars, lr_schedule
+from app.escape import md
 from app.examples import languages
 from app.explorer import attention_view, head_label, head_matrix
 from app.lecture import FAILURES, REORDER_HINT, Slide
@@ -60,18 +61,11 @@ class Deck:
 Made = tuple[go.Figure, dict]  # the figure and the facts it adds
 
 
-def markdown_text(text: str, limit: int = MAX_QUOTE) -> str:
-    """User text quoted in Markdown: shortened, and with no accidental emphasis, links or headings."""
-    text = " ".join(text.split())
-    text = text if len(text) <= limit else text[:limit - 1] + "…"
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", text)
-
-
 def facts(deck: Deck) -> dict:
     """The numbers and quotes every slide's lines may use."""
     cfg, t = deck.ckpt.config, deck.translation
     eps = float(deck.ckpt.meta.get("label_smoothing", 0.1))
-    return dict(source=markdown_text(t.source.text), output=markdown_text(t.text) or "(nothing)",
+    return dict(source=md(t.source.text, MAX_QUOTE), output=md(t.text, MAX_QUOTE) or "(nothing)",
                 n_src=len(t.source.ids), n_out=len(t.target_ids), d_model=cfg.d_model, sqrt_d=math.sqrt(cfg.d_model),
                 n_heads=cfg.n_heads, d_k=cfg.d_k, n_enc=cfg.n_encoder_layers, n_dec=cfg.n_decoder_layers,
                 vocab=cfg.vocab_size, epsilon=eps, true_target=1 - eps + eps / cfg.vocab_size,
@@ -175,7 +169,7 @@ def beam_tree(deck: Deck, beam: int) -> Made:
     nodes = beam_tree_nodes(tree, [(h.tokens, h.path) for h in translation.result.hypotheses])
     fig = beam_tree_figure(nodes, title=f"Beam search tree (beam {beam}): every candidate considered")
     fig.update_traces(mode="markers", selector=dict(name="kept, later dropped"))  # a slide names the paths only
-    return fig, {"beam": beam, "beam_output": markdown_text(translation.text) or "(nothing)"}
+    return fig, {"beam": beam, "beam_output": md(translation.text, MAX_QUOTE) or "(nothing)"}
 
 
 def importance(deck: Deck) -> Made:
@@ -255,9 +249,9 @@ def failure(deck: Deck) -> Made:
     translation = deck.translate(text, 1)
     view = attention_view(translation, "cross")
     fig = _heatmap(view, "cross", translation.trace.n_layers["cross"] - 1, -1)
-    return fig, {"limitation": card_limitation(deck), "fail_source": markdown_text(text),
-                 "fail_output": markdown_text(translation.text) or "(nothing)",
-                 "fail_reference": markdown_text(reference)}
+    return fig, {"limitation": card_limitation(deck), "fail_source": md(text, MAX_QUOTE),
+                 "fail_output": md(translation.text, MAX_QUOTE) or "(nothing)",
+                 "fail_reference": md(reference, MAX_QUOTE)}
 
 
 MAKERS: dict[str, Callable[..., Made]] = {

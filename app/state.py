@@ -18,6 +18,7 @@ from urllib.parse import urlencode, urlparse
 
 import streamlit as st
 
+from app.escape import md
 from app.lecture import SLIDES
 from app.resources import MODELS, UPLOAD_PREFIX, converted_models, default_length_penalty, load_model
 from app.translation import MAX_INPUT_CHARS
@@ -163,7 +164,7 @@ def parse_link(params: Mapping[str, str], limits_of: Callable[[str], LinkLimits]
 
     ``limits_of(model)`` gives what the values are checked against for the link's model. Never raises."""
     given = {ALIASES.get(name, name): value for name, value in params.items()}
-    notes = [f"{name}: unknown" for name in given if name not in URL_PARAMS]
+    notes = [f"{_short(name)}: unknown" for name in given if name not in URL_PARAMS]
     values: dict[str, object] = {}
     parsed: dict[str, object] = {}
     limits = None
@@ -225,11 +226,25 @@ def _apply_link() -> None:
     st.session_state.update(values)
     st.session_state["_from_link"] = bool(values)  # the Translate page decodes a linked view at once
     if notes:
-        log.info("link parameters ignored: %s", "; ".join(notes))
-        st.toast("Ignored in this link: " + "; ".join(notes), icon=":material/link_off:")
+        log.info("link parameters ignored: %r", notes)
+        st.session_state["_link_notes"] = notes  # shown by link_notice until the visitor dismisses it
     for name in params:
         if name not in URL_PARAMS:  # unknown, or an old alias: sync_url writes the known ones back
             del st.query_params[name]
+
+
+def link_notice() -> None:
+    """The parameters a link could not use, in a notice at the top of the page that stays (across pages) until
+    dismissed. Names and values come from whoever wrote the link: escaped, never rendered as Markdown."""
+    notes = st.session_state.get("_link_notes")
+    if not notes:
+        return
+    box = st.container(border=True)
+    text, close = box.columns([12, 1], vertical_alignment="center")
+    text.markdown(":material/link_off: **Ignored in this link:** " + "; ".join(md(note) for note in notes))
+    if close.button("Dismiss", key="dismiss_link_notes", help="Hide this notice"):
+        del st.session_state["_link_notes"]
+        st.rerun()
 
 
 def link_params(page: str | None = None) -> dict[str, str]:

@@ -4,9 +4,16 @@ The cache is a small LRU shared by all sessions (a Translation is frozen and nev
 sentence translated on the Translate page is instantly available on the Masks or Mechanics page,
 and a class of students typing the lecturer's example hits the cache.
 
-Decoding is bounded: at most MAX_CONCURRENT_TRANSLATIONS translations run at once in this server process
-(``SLOTS``); the others wait their turn, say so on the page while they wait, and give up with ServerBusy
-after SLOT_WAIT_S seconds instead of hanging.
+Decoding is bounded, and fair to a whole room:
+- every request is priced before it starts and reduced to the budget (model.budget.plan_decode);
+- at most MAX_CONCURRENT_TRANSLATIONS translations run at once in this server process (``SLOTS``), and a heavy one
+  (estimated over HEAVY_S seconds) may take all but one of them, so one heavy request never holds up the light
+  ones; the others wait their turn, say so on the page while they wait, and give up with ServerBusy after
+  SLOT_WAIT_S seconds instead of hanging;
+- the same request asked by many sessions at once (a class opening the lecturer's link) is decoded once: the
+  others wait for it (``IN_FLIGHT``) and get the cached result;
+- a decode stops within one step when its session leaves, reruns or changes a widget (app.cancel), unless other
+  sessions are waiting for the same result.
 """
 from __future__ import annotations
 
@@ -19,9 +26,12 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app.cancel import session_stop_signal
 from app.resources import load_model
+from model.budget import Plan
+from model.checkpoint import Checkpoint
 from model.config import DecodeConfig
-from model.inference import Translation, translate
+from model.inference import Cancelled, Source, StopSignal, Translation, check_stop, finish, planned, stream
 
 MAX_INPUT_CHARS = 8000  # the text box refuses more; the model reads at most MAX_POSITIONS pieces of it
 # How many translations may decode at the same time in one server process: the core count of the machine the
@@ -29,10 +39,11 @@ MAX_INPUT_CHARS = 8000  # the text box refuses more; the model reads at most MAX
 # two slots keep both cores busy; more would only make every session slower (and use more memory at once).
 # Raise it on a bigger machine. Cached translations, figures and head switches never take a slot.
 MAX_CONCURRENT_TRANSLATIONS = 2
+HEAVY_S = 3.0  # estimated seconds of compute (model.budget.decode_cost) from which a decode counts as heavy
 SLOT_WAIT_S = 60.0  # a translation that waits longer for a slot gives up with ServerBusy (a message, not a hang)
 WAIT_POLL_S = 0.5  # how often a waiting session refreshes its "waiting" note (which lets Streamlit stop the run)
 
-OnWait = Callable[[int, float], None]  # (translations running, seconds waited so far)
+OnWait = Callable[[int, float], None]  # (translations running, or -1 when waiting for the same one; seconds waited)
 
 
 class ServerBusy(RuntimeError):
@@ -57,6 +68,7 @@ class DecodeSlots:
             raise ValueError(f"need at least one decoding slot, got {limit}")
         self.limit = limit
         self._slots = threading.BoundedSemaphore(limit)
+        self._heavy = threading.BoundedSemaphore(max(1, limit - 1))  # a heavy decode takes one of these as well
         self._lock = threading.Lock()
         self._running = 0
         self._waiting = 0
@@ -73,9 +85,25 @@ class DecodeSlots:
         with self._lock:
             return self._waiting
 
-    def acquire(self, on_wait: OnWait | None = None, timeout: float | None = None) -> None:
+    def acquire(self, on_wait: OnWait | None = None, timeout: float | None = None, heavy: bool = False) -> None:
+        """Take a slot, waiting as the class docstring says; a heavy decode first takes a heavy pass (all slots
+        but one), so a light request always finds a slot once the running light ones finish."""
         timeout = SLOT_WAIT_S if timeout is None else timeout
-        if not self._slots.acquire(blocking=False):
+        if not heavy:
+            self._take(self._slots, on_wait, timeout)
+            return
+        start = time.monotonic()
+        self._take(self._heavy, on_wait, timeout, count=False)
+        try:
+            self._take(self._slots, on_wait, max(0.0, timeout - (time.monotonic() - start)))
+        except BaseException:
+            self._heavy.release()
+            raise
+
+    def _take(self, semaphore: threading.BoundedSemaphore, on_wait: OnWait | None, timeout: float,
+              count: bool = True) -> None:
+        """Acquire one semaphore in WAIT_POLL_S rounds, calling on_wait before each; ServerBusy after timeout."""
+        if not semaphore.acquire(blocking=False):
             with self._lock:
                 self._waiting += 1
             try:
@@ -87,41 +115,44 @@ class DecodeSlots:
                     if waited >= timeout:
                         raise ServerBusy(f"The server is busy: all {self.limit} model slots stayed taken for "
                                          f"{timeout:.0f} s. Please try again in a minute.")
-                    if self._slots.acquire(timeout=min(WAIT_POLL_S, timeout - waited)):
+                    if semaphore.acquire(timeout=min(WAIT_POLL_S, max(0.0, timeout - waited))):
                         break
             finally:
                 with self._lock:
                     self._waiting -= 1
-        with self._lock:
-            self._running += 1
+        if count:
+            with self._lock:
+                self._running += 1
 
-    def release(self) -> None:
+    def release(self, heavy: bool = False) -> None:
         with self._lock:
             self._running -= 1
         self._slots.release()
+        if heavy:
+            self._heavy.release()
 
-    def slot(self, on_wait: OnWait | None = None, timeout: float | None = None) -> Slot:
+    def slot(self, on_wait: OnWait | None = None, timeout: float | None = None, heavy: bool = False) -> Slot:
         """``with slots.slot(on_wait) as held:`` decode while holding one slot (``held.paused()`` gives it back
-        for a while)."""
-        return Slot(self, on_wait, timeout)
+        for a while); ``heavy`` for a decode estimated over HEAVY_S seconds."""
+        return Slot(self, on_wait, timeout, heavy)
 
 
 class Slot:
     """One held decoding slot (a context manager); ``held`` says whether it is held right now."""
 
-    def __init__(self, slots: DecodeSlots, on_wait: OnWait | None, timeout: float | None) -> None:
-        self._slots, self._on_wait, self._timeout = slots, on_wait, timeout
+    def __init__(self, slots: DecodeSlots, on_wait: OnWait | None, timeout: float | None, heavy: bool = False) -> None:
+        self._slots, self._on_wait, self._timeout, self._heavy = slots, on_wait, timeout, heavy
         self.held = False
 
     def __enter__(self) -> Slot:
-        self._slots.acquire(self._on_wait, self._timeout)
+        self._slots.acquire(self._on_wait, self._timeout, self._heavy)
         self.held = True
         return self
 
     def __exit__(self, *exc_info) -> None:
         if self.held:
             self.held = False
-            self._slots.release()
+            self._slots.release(self._heavy)
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -129,9 +160,9 @@ class Slot:
         slot again. If the body raises, the slot is not taken back."""
         if self.held:
             self.held = False
-            self._slots.release()
+            self._slots.release(self._heavy)
         yield
-        self._slots.acquire(self._on_wait, self._timeout)
+        self._slots.acquire(self._on_wait, self._timeout, self._heavy)
         self.held = True
 
 
@@ -204,7 +235,8 @@ def waiting_note() -> Iterator[OnWait]:
         nonlocal box
         if box is None:
             box = st.empty()
-        box.info(waiting_message(running, waited_s), icon=":material/hourglass_top:")
+        text = shared_waiting_message(waited_s) if running < 0 else waiting_message(running, waited_s)
+        box.info(text, icon=":material/hourglass_top:")
 
     try:
         yield show
@@ -220,18 +252,113 @@ def waiting_note() -> Iterator[OnWait]:
         box.empty()
 
 
-def translate_request(request: Request, on_wait: OnWait | None = None) -> Translation:
-    """The cached translation, computed (without streaming) if missing, holding one of the process's decoding
-    slots (waiting for one, with a note on the page unless ``on_wait`` is given). Raises InputError for bad text
-    and ServerBusy when no slot became free within SLOT_WAIT_S seconds."""
-    cached = store().get(request)
-    if cached is not None:
-        return cached
+class Job:
+    """One decode in progress that other sessions may wait for: ``done`` is set when it ends (well or not)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.waiters = 0  # sessions waiting for this result (guarded by InFlight's lock)
+
+
+class InFlight:
+    """The requests being decoded now, so that a class opening the same link at once decodes it once: the first
+    session decodes, the others wait for its result (and take over if it stops without one)."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[Request, Job] = {}
+        self._lock = threading.Lock()
+
+    def claim(self, request: Request) -> tuple[Job, bool]:
+        """The job for ``request`` and whether the caller owns it (must decode, then ``finish``) or waits for it
+        (then ``leave``)."""
+        with self._lock:
+            job = self._jobs.get(request)
+            if job is None:
+                job = self._jobs[request] = Job()
+                return job, True
+            job.waiters += 1
+            return job, False
+
+    def waited_for(self, job: Job) -> bool:
+        with self._lock:
+            return job.waiters > 0
+
+    def leave(self, job: Job) -> None:
+        with self._lock:
+            job.waiters -= 1
+
+    def finish(self, request: Request, job: Job) -> None:
+        with self._lock:
+            if self._jobs.get(request) is job:
+                del self._jobs[request]
+        job.done.set()
+
+
+IN_FLIGHT = InFlight()  # one per server process, like SLOTS
+
+
+def shared_waiting_message(waited_s: float) -> str:
+    return f"Another visitor is translating this same sentence; using their result… {waited_s:.0f} s"
+
+
+def _wait_for(job: Job, on_wait: OnWait, should_stop: StopSignal) -> None:
+    """Wait for another session's decode of the same request, in short rounds (showing that it waits, and
+    stopping if this session leaves); ServerBusy after SLOT_WAIT_S."""
+    start = time.monotonic()
+    try:
+        while not job.done.wait(WAIT_POLL_S):
+            waited = time.monotonic() - start
+            on_wait(-1, waited)
+            check_stop(should_stop)
+            if waited >= SLOT_WAIT_S:
+                raise ServerBusy(f"The server is busy: this translation did not finish within {SLOT_WAIT_S:.0f} s. "
+                                 "Please try again in a minute.")
+    finally:
+        IN_FLIGHT.leave(job)
+
+
+def planned_request(request: Request) -> tuple[Checkpoint, Source, Plan]:
+    """The model, the prepared source and the budgeted plan of a request (InputError for unreadable text)."""
     ckpt = load_model(request.model_name)
-    with waiting_note() as note, SLOTS.slot(on_wait or note):
+    source, plan = planned(ckpt.model, ckpt.tokenizer, request.text, request.decode_config)
+    return ckpt, source, plan
+
+
+def translate_request(request: Request, on_wait: OnWait | None = None,
+                      should_stop: StopSignal | None = None) -> Translation:
+    """The cached translation, computed (without streaming) if missing, holding one of the process's decoding
+    slots (waiting for one, with a note on the page unless ``on_wait`` is given). The same request asked by
+    several sessions at once is decoded once. Raises InputError for bad text, ServerBusy when no slot became free
+    within SLOT_WAIT_S seconds, and Cancelled when this session left (``should_stop``, by default its own signal)
+    while nobody else waited for the result."""
+    should_stop = should_stop or session_stop_signal()
+    while True:
+        cached = store().get(request)
+        if cached is not None:
+            return cached
+        job, owner = IN_FLIGHT.claim(request)
+        if not owner:
+            with waiting_note() as note:
+                _wait_for(job, on_wait or note, should_stop)
+            continue  # its result is in the store now, or its owner stopped and this session takes over
+        try:
+            return _decode(request, job, on_wait, should_stop)
+        finally:
+            IN_FLIGHT.finish(request, job)
+
+
+def _decode(request: Request, job: Job, on_wait: OnWait | None, should_stop: StopSignal) -> Translation:
+    ckpt, source, plan = planned_request(request)
+    heavy = plan.cost.seconds > HEAVY_S
+    with waiting_note() as note, SLOTS.slot(on_wait or note, heavy=heavy):
         cached = store().get(request)  # another session may have translated it while this one waited
         if cached is not None:
             return cached
-        result = translate(ckpt.model, ckpt.tokenizer, request.text, request.decode_config)
+        steps = []
+        for step in stream(ckpt.model, source, plan.decode):
+            steps.append(step)
+            if should_stop() and not IN_FLIGHT.waited_for(job):
+                raise Cancelled("stopped: the session that asked for it left and nobody else waits for it")
+        result = finish(ckpt.model, ckpt.tokenizer, source, steps, plan.decode.beam_size, plan.notes, plan.decode)
     store().put(request, result)
     return result

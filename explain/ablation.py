@@ -17,7 +17,7 @@ import torch
 from explain.heads import head_importance, n_layers_of, sequence_log_probs, teacher_forced
 from model.config import DecodeConfig
 from model.decoding import DecodeResult, decode_steps
-from model.inference import Translation, prepare_source, translate
+from model.inference import StopSignal, Translation, check_stop, prepare_source, translate
 from model.tokenizer import Tokenizer
 from model.trace import KINDS, Head, HeadMask
 from model.transformer import Transformer
@@ -69,11 +69,12 @@ def teacher_forced_pair(model: Transformer, source_ids: Sequence[int], output_id
 
 
 def ablate(model: Transformer, tokenizer: Tokenizer, original: Translation, heads: Iterable[Head],
-           config: DecodeConfig) -> Ablation:
+           config: DecodeConfig, should_stop: StopSignal | None = None) -> Ablation:
     """Decode ``original``'s sentence again with ``heads`` off (model.inference.translate with a head mask)
     and measure what the heads did for the original output."""
     heads = tuple(sorted(set(heads)))
-    ablated = translate(model, tokenizer, original.source.text, config, head_mask=switched_off(model, heads))
+    ablated = translate(model, tokenizer, original.source.text, config, head_mask=switched_off(model, heads),
+                        should_stop=should_stop)
     source, output = original.source.ids, original.target_ids
     before = sequence_log_probs(model, source, output)[0]
     after = sequence_log_probs(model, source, output, switched_off(model, heads))[0]
@@ -100,7 +101,8 @@ def changed_pieces(a: Sequence[str], b: Sequence[str]) -> tuple[list[bool], list
 
 
 def importance_over_sentences(model: Transformer, tokenizer: Tokenizer, texts: Sequence[str],
-                              config: DecodeConfig = DecodeConfig()) -> dict[str, torch.Tensor]:
+                              config: DecodeConfig = DecodeConfig(), should_stop: StopSignal | None = None
+                              ) -> dict[str, torch.Tensor]:
     """Head importance (explain.heads.head_importance) summed over several sentences, each on its own
     output (decoded with ``config``, no attention captured), per kind [L, H] in nats."""
     device = model.embed.token.weight.device
@@ -108,8 +110,11 @@ def importance_over_sentences(model: Transformer, tokenizer: Tokenizer, texts: S
     total = {kind: torch.zeros(layers[kind], n_heads) for kind in KINDS}
     for text in texts:
         source = prepare_source(tokenizer, text)
-        steps = decode_steps(model, torch.tensor(source.ids, device=device), config, return_attention=False)
-        output = DecodeResult.from_steps(list(steps), 1).best
-        for kind, values in head_importance(model, source.ids, output.tokens).items():
+        steps = []
+        for step in decode_steps(model, torch.tensor(source.ids, device=device), config, return_attention=False):
+            steps.append(step)
+            check_stop(should_stop)
+        output = DecodeResult.from_steps(steps, 1).best
+        for kind, values in head_importance(model, source.ids, output.tokens, should_stop=should_stop).items():
             total[kind] += values
     return total

@@ -22,6 +22,7 @@ from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
 from model.attention import INTERNALS
+from model.inference import StopSignal, check_stop
 from model.masks import padding_mask
 from model.trace import KINDS, AttentionTrace
 from model.transformer import Transformer
@@ -64,17 +65,20 @@ def attention_graph(residual: np.ndarray) -> csr_array:
     return csr_array(capacity)
 
 
-def flow_values(residual: np.ndarray) -> np.ndarray:
+def flow_values(residual: np.ndarray, should_stop: StopSignal | None = None) -> np.ndarray:
     """The maximum flow from each last-layer position i to each input token j through residual maps Â [L, S, S]
     -> [S, S], unnormalised (a value is at most 1: all that leaves a node is its row of Â)."""
     n_layers, length, _ = residual.shape
     graph = attention_graph(residual)
     top = n_layers * length
-    values = [[maximum_flow(graph, top + i, j).flow_value for j in range(length)] for i in range(length)]
+    values = []
+    for i in range(length):  # one row of max-flow problems per position; the caller may stop between rows
+        check_stop(should_stop)
+        values.append([maximum_flow(graph, top + i, j).flow_value for j in range(length)])
     return np.asarray(values, dtype=np.float64) / FLOW_SCALE  # [S, S]
 
 
-def attention_flow(weights: torch.Tensor) -> torch.Tensor:
+def attention_flow(weights: torch.Tensor, should_stop: StopSignal | None = None) -> torch.Tensor:
     """Attention flow of self-attention weights [L, H, S, S] -> [S, S], rows sum to 1 (Abnar & Zuidema, 2020).
 
     Where rollout multiplies the residual maps (every path counts, weighted by its product), flow treats each Â_l
@@ -84,7 +88,7 @@ def attention_flow(weights: torch.Tensor) -> torch.Tensor:
     if weights.size(-1) > MAX_FLOW_PIECES:
         raise ValueError(f"attention flow solves S^2 max-flow problems; at most {MAX_FLOW_PIECES} pieces, "
                          f"not {weights.size(-1)}")
-    values = flow_values(residual_attention(weights.cpu()).numpy())  # [S, S]
+    values = flow_values(residual_attention(weights.cpu()).numpy(), should_stop)  # [S, S]
     return torch.from_numpy(values / values.sum(axis=-1, keepdims=True)).to(weights.dtype)
 
 
@@ -267,15 +271,19 @@ class Attribution:
     agreement: Agreement
 
 
-def attribute(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int]) -> Attribution:
+def attribute(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int],
+              should_stop: StopSignal | None = None) -> Attribution:
     """The three attributions of ``output_ids`` (ending with EOS, as decoded) to ``source_ids`` (ending with EOS):
-    one forward at the "internals" level for rollout, flow and norms, one batched backward for the saliency."""
+    one forward at the "internals" level for rollout, flow and norms, one batched backward for the saliency; the
+    flow's rows of max-flow problems ask ``should_stop`` between them."""
     norms = norm_based(model, source_ids, [model.config.bos_id, *output_ids[:-1]])
     source_rollout = rollout(norms.weights["enc_self"])  # [S, S]
+    check_stop(should_stop)
     maps = {ROLLOUT: decoder_source_attribution(norms.weights["cross"], source_rollout),
             NORM_BASED: norm_based_source_shares(norms),
             SALIENCY: gradient_x_input(model, source_ids, output_ids).float()}
+    check_stop(should_stop)
     encoder = norms.weights["enc_self"]  # [L, H, S, S]
-    source_flow = attention_flow(encoder) if encoder.size(-1) <= MAX_FLOW_PIECES else None
+    source_flow = attention_flow(encoder, should_stop) if encoder.size(-1) <= MAX_FLOW_PIECES else None
     return Attribution(norms=norms, source_rollout=source_rollout, source_flow=source_flow, maps=maps,
                        agreement=agreement(maps))

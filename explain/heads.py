@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from model.attention import INTERNALS, AttentionOutput
+from model.inference import StopSignal, check_stop
 from model.masks import padding_mask
 from model.tokenizer import SPECIAL_PIECES
 from model.trace import KINDS, Head, HeadMask
@@ -215,7 +216,7 @@ def usable_cores() -> int:
 @torch.no_grad()
 def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int],
                     activation_budget: int = ACTIVATION_BUDGET, logit_chunk: int = LOGIT_CHUNK,
-                    workers: int | None = None) -> dict[str, torch.Tensor]:
+                    workers: int | None = None, should_stop: StopSignal | None = None) -> dict[str, torch.Tensor]:
     """For every head, how much the log-probability of the model's own output drops when only that head is
     switched off (Michel et al., 2019), per kind [L, H] in nats (positive = the head matters for this output).
 
@@ -226,7 +227,8 @@ def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: S
     decoder on their own memory (whose decoder self-attention in layer 1 is still the unmasked one); dec_self and
     cross rows share the unmasked memory's keys and values. Heads run in groups that keep the feed-forward
     activations under ``activation_budget`` floats, on ``workers`` threads (default: the usable cores; torch
-    releases the GIL inside its kernels), the output layer in chunks of ``logit_chunk`` logits.
+    releases the GIL inside its kernels), the output layer in chunks of ``logit_chunk`` logits. ``should_stop`` is
+    asked before each group (model.inference.check_stop: Cancelled when the caller left).
     """
     device = model.embed.token.weight.device
     layers, n_heads = n_layers_of(model), model.config.n_heads
@@ -248,6 +250,7 @@ def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: S
 
     def drops(group: tuple[range, tuple[str, ...]]) -> tuple[range, list[tuple[str, int]], torch.Tensor]:
         heads, kinds = group
+        check_stop(should_stop)
         with torch.no_grad():  # grad mode is per thread
             labels, states = _staircase(model, unmasked, masks, heads, kinds)
             log_probs = piece_log_probs(model, states.flatten(0, 1), target.repeat(states.size(0)), logit_chunk)

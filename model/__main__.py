@@ -9,25 +9,68 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .budget import DEFAULT_BUDGET
+
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "pretrained" / "en-de"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line on stderr, ``error: ...``, and exit status 2 (as every other
+    error of the CLI), not a usage block."""
+
+    def error(self, message: str):  # noqa: D102 (argparse's own hook)
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def bounded_int(low: int, high: int):
+    """An argparse type: an integer from ``low`` to ``high``, checked where it enters."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got {text}")
+        return value
+    return parse
+
+
+def bounded_float(low: float, high: float):
+    """An argparse type: a finite number from ``low`` to ``high`` (nan and inf are refused)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number from {low:g} to {high:g}, got {text!r}") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"expected a number from {low:g} to {high:g}, got {text}")
+        return value
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m model", description="Attention Explorer's Transformer")
+    from .config import MAX_BEAM, MAX_LENGTH_PENALTY
+    from .positional import MAX_POSITIONS
+
+    parser = Parser(prog="python -m model", description="Attention Explorer's Transformer")
     commands = parser.add_subparsers(dest="command", required=True)
     tr = commands.add_parser("translate", help="translate one sentence")
     tr.add_argument("text")
     tr.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="checkpoint directory")
-    tr.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy)")
-    tr.add_argument("--max-len", type=int, default=64, help="maximum generated tokens, EOS included")
-    tr.add_argument("--length-penalty", type=float, help="GNMT alpha (default: the checkpoint's own, chosen on its "
-                                                             "validation split, else the paper's 0.6)")
-    tr.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    tr.add_argument("--json", help="write pieces, steps and attention to this file")
+    tr.add_argument("--beam", type=bounded_int(1, MAX_BEAM), default=1, help=f"beam size, 1 (greedy) to {MAX_BEAM}")
+    tr.add_argument("--max-len", type=bounded_int(1, MAX_POSITIONS - 1), default=64,
+                    help=f"maximum generated tokens, EOS included (1 to {MAX_POSITIONS - 1})")
+    tr.add_argument("--length-penalty", type=bounded_float(0.0, MAX_LENGTH_PENALTY),
+                    help=f"GNMT alpha from 0 to {MAX_LENGTH_PENALTY:g} (default: the checkpoint's own, chosen on its "
+                         "validation split, else the paper's 0.6)")
+    tr.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    tr.add_argument("--json", help="write pieces, steps and attention to this file (at most "
+                                   f"{DEFAULT_BUDGET.max_json_bytes // 2**20} MB: a longer decode is refused)")
     cm = commands.add_parser("convert-marian", help="convert a downloaded Hugging Face Marian (opus-mt) folder")
     cm.add_argument("folder", help="the folder with config.json, model.safetensors or pytorch_model.bin, source.spm, "
                                    "target.spm and vocab.json")
@@ -39,19 +82,32 @@ def translate_command(args: argparse.Namespace) -> int:
     from .checkpoint import CheckpointError, load_checkpoint
     from .config import DecodeConfig
     from .device import resolve_device
-    from .inference import InputError, beyond_training, translate
+    from .inference import InputError, beyond_training, planned, translate
     from .positional import MAX_POSITIONS
     from .serialize import translation_to_dict
 
+    if args.json is not None and not args.json.strip():
+        print("error: --json needs a file name", file=sys.stderr)
+        return 2
     try:
         device = resolve_device(args.device)
         ckpt = load_checkpoint(args.checkpoint, device)
         alpha = ckpt.length_penalty if args.length_penalty is None else args.length_penalty
         decode = DecodeConfig(beam_size=args.beam, max_len=args.max_len, length_penalty=alpha)
+        if args.json:  # priced before any work: a file too large to be useful is refused, not written
+            budget = DEFAULT_BUDGET
+            json_bytes = planned(ckpt.model, ckpt.tokenizer, args.text, decode, budget)[1].cost.json_bytes
+            if json_bytes > budget.max_json_bytes:
+                print(f"error: --json would write about {json_bytes / 2**20:,.0f} MB (limit "
+                      f"{budget.max_json_bytes / 2**20:,.0f} MB): shorten the text or lower --max-len or --beam",
+                      file=sys.stderr)
+                return 2
         result = translate(ckpt.model, ckpt.tokenizer, args.text, decode)
     except (CheckpointError, InputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
     if result.source.dropped:
         print(f"warning: input cut to {MAX_POSITIONS} positions; {result.source.dropped} pieces dropped", file=sys.stderr)
     if beyond_training(ckpt.model, len(result.source.ids)):

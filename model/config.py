@@ -18,6 +18,11 @@ MAX_MODEL_LEN = 4096  # ModelConfig.max_len (positions the model was built for)
 MAX_MODEL_BYTES = 2 * 2**30
 LIMITS = {"vocab_size": MAX_VOCAB_SIZE, "d_model": MAX_D_MODEL, "n_heads": MAX_HEADS,
           "n_encoder_layers": MAX_LAYERS, "n_decoder_layers": MAX_LAYERS, "d_ff": MAX_D_FF, "max_len": MAX_MODEL_LEN}
+# What a decode request may ask for, checked where it enters (CLI, API, app links): a beam wider than 16 buys
+# nothing a lecture shows, α past 10 only overflows, and nothing decodes past the position table.
+MAX_BEAM = 16
+MAX_LENGTH_PENALTY = 10.0
+MAX_TOP_K = 100
 POSITION_TABLE = 1024  # rows of the position table at least (model.positional.MAX_POSITIONS, tested equal)
 # The options a real translation model (Marian opus-mt) needs beyond the paper; the first of each is the paper's.
 ACTIVATIONS = ("relu", "gelu", "swish")  # the FFN's non-linearity; swish is also called SiLU: x * sigmoid(x)
@@ -186,11 +191,10 @@ class DecodeConfig:
     top_k: int = 10
 
     def __post_init__(self) -> None:
-        if not isinstance(self.beam_size, int) or self.beam_size < 1:
-            raise ValueError(f"beam_size must be a positive integer, got {self.beam_size!r}")
-        if not isinstance(self.max_len, int) or self.max_len < 1:
-            raise ValueError(f"max_len must be a positive integer, got {self.max_len!r}")
-        if self.length_penalty < 0:
-            raise ValueError(f"length_penalty must be >= 0, got {self.length_penalty}")
-        if not isinstance(self.top_k, int) or self.top_k < 1:
-            raise ValueError(f"top_k must be a positive integer, got {self.top_k!r}")
+        for name, high in (("beam_size", MAX_BEAM), ("max_len", POSITION_TABLE - 1), ("top_k", MAX_TOP_K)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
+                raise ValueError(f"{name} must be an integer from 1 to {high}, got {value!r}")
+        alpha = self.length_penalty
+        if not isinstance(alpha, (int, float)) or not 0 <= alpha <= MAX_LENGTH_PENALTY:  # NaN fails both
+            raise ValueError(f"length_penalty must be a number from 0 to {MAX_LENGTH_PENALTY:g}, got {alpha!r}")

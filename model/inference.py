@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 
+from .budget import DEFAULT_BUDGET, Budget, Plan, plan_decode
 from .config import DecodeConfig
 from .decoding import DecodeResult, DecodeStep, decode_steps
 from .positional import MAX_POSITIONS
@@ -17,6 +18,20 @@ from .transformer import Transformer
 
 class InputError(ValueError):
     """Text the model cannot translate (e.g. empty); the message is meant for the user."""
+
+
+class Cancelled(BaseException):
+    """The caller asked the work to stop (its browser session left, reran or changed a setting). Like
+    KeyboardInterrupt it is a signal, not an error: ``except Exception`` handlers let it pass to the caller."""
+
+
+StopSignal = Callable[[], bool]  # asked after every step: True stops the work (raises Cancelled)
+
+
+def check_stop(should_stop: StopSignal | None) -> None:
+    """Raise Cancelled if the caller wants the work stopped: long loops call this once per step."""
+    if should_stop is not None and should_stop():
+        raise Cancelled("stopped: the request was abandoned")
 
 
 @dataclass(frozen=True)
@@ -45,6 +60,8 @@ class Translation:
     target_input_pieces: tuple[str, ...]
     text: str
     trace: AttentionTrace
+    notes: tuple[str, ...] = ()  # what the budget reduced before decoding, and why (model.budget.plan_decode)
+    decode: DecodeConfig | None = None  # the settings it was decoded with (after the budget's reductions)
 
     @property
     def nbytes(self) -> int:
@@ -81,7 +98,7 @@ def stream(model: Transformer, source: Source, config: DecodeConfig, return_atte
 
 
 def finish(model: Transformer, tokenizer: TextTokenizer, source: Source, steps: list[DecodeStep],
-           n_best: int) -> Translation:
+           n_best: int, notes: Sequence[str] = (), decode: DecodeConfig | None = None) -> Translation:
     """Assemble the Translation once the last step is in, its trace from the rows captured while decoding."""
     result = DecodeResult.from_steps(steps, n_best)
     best = result.best
@@ -89,7 +106,7 @@ def finish(model: Transformer, tokenizer: TextTokenizer, source: Source, steps: 
     return Translation(source=source, result=result, target_ids=best.tokens,
                        target_pieces=tuple(tokenizer.pieces(best.tokens)),
                        target_input_pieces=tuple(tokenizer.pieces(inputs)), text=tokenizer.decode(best.tokens),
-                       trace=result.attention_for(best))
+                       trace=result.attention_for(best), notes=tuple(notes), decode=decode)
 
 
 def beyond_training(model: Transformer, length: int) -> bool:
@@ -105,9 +122,27 @@ def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device |
                         device=device)  # [B, L]
 
 
-def translate(model: Transformer, tokenizer: TextTokenizer, text: str, config: DecodeConfig = DecodeConfig(),
-              head_mask: HeadMask | None = None) -> Translation:
-    """Translate one sentence and capture all its attention (with the heads in ``head_mask`` switched off)."""
+def planned(model: Transformer, tokenizer: TextTokenizer, text: str, config: DecodeConfig,
+            budget: Budget = DEFAULT_BUDGET) -> tuple[Source, Plan]:
+    """The source and the decode settings a request runs with, priced and fitted into ``budget`` before any
+    decoding (model.budget.plan_decode: what was reduced is in the plan's notes)."""
     source = prepare_source(tokenizer, text)
-    steps = list(stream(model, source, config, head_mask=head_mask))
-    return finish(model, tokenizer, source, steps, config.beam_size)
+    plan = plan_decode(model.config, len(source.ids), config, budget)
+    if plan.source_len < len(source.ids):
+        source = prepare_source(tokenizer, text, plan.source_len)
+    return source, plan
+
+
+def translate(model: Transformer, tokenizer: TextTokenizer, text: str, config: DecodeConfig = DecodeConfig(),
+              head_mask: HeadMask | None = None, budget: Budget = DEFAULT_BUDGET,
+              should_stop: StopSignal | None = None) -> Translation:
+    """Translate one sentence and capture all its attention (with the heads in ``head_mask`` switched off).
+
+    The request is priced first and reduced to fit ``budget`` (the Translation's ``notes`` say what was
+    reduced); ``should_stop`` is asked after every step and stops the decode with Cancelled."""
+    source, plan = planned(model, tokenizer, text, config, budget)
+    steps = []
+    for step in stream(model, source, plan.decode, head_mask=head_mask):
+        steps.append(step)
+        check_stop(should_stop)
+    return finish(model, tokenizer, source, steps, plan.decode.beam_size, plan.notes, plan.decode)

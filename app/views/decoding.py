@@ -3,7 +3,6 @@ The step is in the URL (?step=3) and steps with the keys ← / → (a presentati
 from __future__ import annotations
 
 import logging
-import re
 from functools import partial
 
 import streamlit as st
@@ -19,8 +18,9 @@ from app.charts.decoding import (
     topk_figure,
 )
 from app.charts.style import plotly_config
+from app.escape import md
 from app.explorer import clamp_state, head_label, layer_head_ui, pieces_html, point_customdata, select_head
-from app.page import TRANSLATE_PAGE, to_numpy
+from app.page import TRANSLATE_PAGE, budget_notes, to_numpy
 from app.presenter import presentable
 from app.resources import load_model
 from app.state import sync_url
@@ -31,11 +31,6 @@ from model.tokenizer import Tokenizer
 
 log = logging.getLogger("attention_explorer")
 STEP_KEYS = {"ArrowLeft": "prev_step", "PageUp": "prev_step", "ArrowRight": "next_step", "PageDown": "next_step"}
-
-
-def _md(text: str) -> str:
-    """User text made safe for markdown (no accidental emphasis, links or headings)."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", text)
 
 
 def _move_step(delta: int, n_steps: int) -> None:
@@ -149,14 +144,15 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
     nodes = beam_tree_nodes(tree, [(h.tokens, h.path) for h in translation.result.hypotheses],
                             root_piece=translation.target_input_pieces[0])
     selected = nodes[(nodes.step == t) & (nodes.row == chosen.row) & (nodes.token == chosen.token)].id
-    fig = beam_tree_figure(nodes, title=f"Beam search tree (beam {request.beam_size}): every candidate considered",
+    beam = translation.decode.beam_size
+    fig = beam_tree_figure(nodes, title=f"Beam search tree (beam {beam}): every candidate considered",
                            current_step=t, selected=int(selected.iloc[0]) if len(selected) else None)
     st.plotly_chart(presentable(fig), key="beam_tree", width="stretch", theme=None,
                     on_select=partial(_pick_node, "beam_tree"),
                     selection_mode="points", config=plotly_config("beam_tree", st.session_state["image_format"]))
-    st.caption(f"At each step the {2 * request.beam_size} best continuations of all live hypotheses are looked at: "
-               f"the best {request.beam_size} that do not end are kept (circles), an ending with </s> among the best "
-               f"{request.beam_size} finishes a hypothesis (diamond), the rest are pruned (grey ×). Red: the "
+    st.caption(f"At each step the {2 * beam} best continuations of all live hypotheses are looked at: "
+               f"the best {beam} that do not end are kept (circles), an ending with </s> among the best "
+               f"{beam} finishes a hypothesis (diamond), the rest are pruned (grey ×). Red: the "
                "best translation's path; blue: the other n-best; pale: kept for a while, then dropped. "
                "The yellow column is the current step; click a node to inspect it.")
     alpha = request.length_penalty
@@ -178,7 +174,7 @@ def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request
     t = step_ui(len(steps), translation.target_input_pieces[0])
     chosen = candidate_ui(translation, tokenizer, request, t)
     step_detail_ui(translation, tokenizer, steps[t], chosen)
-    if request.beam_size > 1:
+    if translation.decode.beam_size > 1:
         beam_ui(translation, tokenizer, request, t, chosen)
     else:
         st.info("Greedy decoding: one hypothesis, one choice per step. Set the beam size above 1 on the Translate "
@@ -204,9 +200,11 @@ def main() -> None:
         log.exception("decoding page failed for %r", request)
         st.error("Sorry, this sentence could not be decoded (an internal error; the details are in the server log).")
         return
-    search = "greedy" if request.beam_size == 1 else f"beam search, beam {request.beam_size}"
-    st.markdown(f"Source: **{_md(translation.source.text)}** → **{_md(translation.text) or '(empty output)'}** "
+    beam = translation.decode.beam_size
+    search = "greedy" if beam == 1 else f"beam search, beam {beam}"
+    st.markdown(f"Source: **{md(translation.source.text)}** → **{md(translation.text) or '(empty output)'}** "
                 f"({search}, {len(translation.result.steps)} steps).")
+    budget_notes(translation)
     st.caption(f"Each step runs the decoder once: it reads {translation.target_input_pieces[0]} (the start piece) "
                "and the pieces chosen so far, attends to itself "
                "(masked: earlier positions only) and to the encoded source, and outputs a probability for every "

@@ -17,7 +17,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.cancel import session_stop_signal
 from app.charts import heads as charts
+from app.charts.axes import plotly_text
+from app.escape import md
 from app.examples import compare_pair, examples_for
 from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
 from app.resources import load_model, load_snapshot, snapshots_of
@@ -68,7 +71,8 @@ def sentence_importance(model_name: str, source_ids: tuple[int, ...], output_ids
                         ) -> dict[str, np.ndarray]:
     """explain.heads.head_importance of one sentence: per kind [L, H], nats."""
     model = load_model(model_name).model
-    return {kind: to_numpy(v) for kind, v in head_importance(model, source_ids, output_ids).items()}
+    importance = head_importance(model, source_ids, output_ids, should_stop=session_stop_signal())
+    return {kind: to_numpy(v) for kind, v in importance.items()}
 
 
 @st.cache_data(show_spinner="Summing head importance over the example sentences (once per model)…")
@@ -78,7 +82,8 @@ def examples_importance(model_name: str) -> dict[str, np.ndarray] | None:
     examples = examples_for(ckpt.meta)  # in the model's source language
     if examples is None:
         return None
-    total = importance_over_sentences(ckpt.model, ckpt.tokenizer, list(examples.sentences), DecodeConfig())
+    total = importance_over_sentences(ckpt.model, ckpt.tokenizer, list(examples.sentences), DecodeConfig(),
+                                      should_stop=session_stop_signal())
     return {kind: to_numpy(v) for kind, v in total.items()}
 
 
@@ -86,13 +91,14 @@ def examples_importance(model_name: str) -> dict[str, np.ndarray] | None:
 def cached_ablation(request: Request, heads: tuple[tuple[str, int, int], ...]):
     """explain.ablation.ablate of the request's translation (frozen, shared read-only by every session)."""
     ckpt = load_model(request.model_name)
-    return ablate(ckpt.model, ckpt.tokenizer, translate_request(request), heads, request.decode_config)
+    return ablate(ckpt.model, ckpt.tokenizer, translate_request(request), heads, request.decode_config,
+                  should_stop=session_stop_signal())
 
 
 @st.cache_data(show_spinner="Attributing every output piece three ways…", max_entries=64)
 def attribution_arrays(model_name: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...]) -> dict:
     """explain.attribution.attribute as numpy: maps per method [T, S], rollout [S, S], norms per kind, agreement."""
-    result = attribute(load_model(model_name).model, source_ids, output_ids)
+    result = attribute(load_model(model_name).model, source_ids, output_ids, should_stop=session_stop_signal())
     norms = result.norms
     return {
         "maps": {name: to_numpy(m) for name, m in result.maps.items()},
@@ -247,9 +253,9 @@ def comparison_ui(translation: Translation, request: Request, off: list, n_heads
               help="exp(change): how many times more (> 1) or less (< 1) likely the original output became.")
     before, after = changed_pieces(translation.target_pieces, result.ablated.target_pieces)
     c_on, c_off = st.columns(2)
-    c_on.markdown(f"**Every head on** · {translation.text}" + charts.chips_html(translation.target_pieces, before),
+    c_on.markdown(f"**Every head on** · {md(translation.text)}" + charts.chips_html(translation.target_pieces, before),
                   unsafe_allow_html=True)
-    c_off.markdown(f"**With the heads off** · {result.ablated.text or '(empty output)'}"
+    c_off.markdown(f"**With the heads off** · {md(result.ablated.text) or '(empty output)'}"
                    + charts.chips_html(result.ablated.target_pieces, after), unsafe_allow_html=True)
     if not any(before) and not any(after):
         st.caption("The translation did not change: the remaining heads make up for the ones switched off.")
@@ -470,7 +476,8 @@ def compare_section(request: Request) -> None:
         weights = one_head(to_numpy(translation.trace.weights(kind)[layer, 0]), head)
         figures.append(charts.matrix_figure(weights, queries, keys, value_name="weight", row_title=q_title,
                                             col_title=k_title, zmax=1.0,
-                                            title=f"{name.capitalize()}: {translation.text}<br><sup>{where}</sup>"))
+                                            title=f"{name.capitalize()}: {plotly_text([translation.text])[0]}"
+                                                  f"<br><sup>{where}</sup>"))
     c1, c2 = st.columns(2)
     with c1:
         plot(figures[0], "heads_cmp_first")

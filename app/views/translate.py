@@ -19,11 +19,22 @@ from app.examples import (
     with_token,
 )
 from app.explorer import attention_explorer, clamp_state, pieces_html
+from app.page import budget_notes
 from app.resources import load_model, model_label, quality_note
 from app.state import sync_url
-from app.translation import MAX_INPUT_CHARS, SLOTS, Request, ServerBusy, current_request, store, waiting_message
+from app.translation import (
+    HEAVY_S,
+    MAX_INPUT_CHARS,
+    SLOTS,
+    Request,
+    ServerBusy,
+    current_request,
+    planned_request,
+    store,
+    waiting_message,
+)
 from model.checkpoint import Checkpoint
-from model.inference import InputError, Translation, finish, prepare_source, stream
+from model.inference import InputError, Translation, finish, stream
 from model.positional import MAX_POSITIONS
 
 log = logging.getLogger("attention_explorer")
@@ -114,8 +125,8 @@ def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Transl
     Decoding holds one of the server's few model slots (app.translation.SLOTS); while every slot is taken, the
     progress bar says it waits, and after SLOT_WAIT_S seconds ServerBusy ends the wait. Slow motion gives the
     slot back during each pause."""
-    source = prepare_source(ckpt.tokenizer, request.text)
-    limit = min(request.max_len, MAX_POSITIONS - 1)
+    _, source, plan = planned_request(request)
+    limit = plan.decode.max_len
     progress = st.progress(0.0, text="Encoding the source…")
     live = st.empty()
 
@@ -124,8 +135,8 @@ def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Transl
 
     steps = []
     try:
-        with SLOTS.slot(on_wait=waiting) as slot:
-            for step in stream(ckpt.model, source, request.decode_config):
+        with SLOTS.slot(on_wait=waiting, heavy=plan.cost.seconds > HEAVY_S) as slot:
+            for step in stream(ckpt.model, source, plan.decode):
                 steps.append(step)
                 alive = f" · {step.beams.size(0)} hypotheses alive" if request.beam_size > 1 else ""
                 progress.progress(min(1.0, (step.step + 1) / limit),
@@ -135,7 +146,8 @@ def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Transl
                 if slow:
                     with slot.paused():
                         time.sleep(SLOW_MOTION_SECONDS)
-            translation = finish(ckpt.model, ckpt.tokenizer, source, steps, request.beam_size)
+            translation = finish(ckpt.model, ckpt.tokenizer, source, steps, plan.decode.beam_size, plan.notes,
+                                 plan.decode)
     except Exception:  # an error or ServerBusy: no half-finished progress left on the page (a rerun is not caught)
         progress.empty()
         live.empty()
@@ -151,8 +163,9 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
         st.info("Settings changed — press **Translate**. Showing the last result "
                 f"(“{request.text[:80]}{'…' if len(request.text) > 80 else ''}”, beam {request.beam_size}, "
                 f"{model_label(request.model_name)}).", icon=":material/info:")
+    budget_notes(translation)
     dropped, n_source = translation.source.dropped, len(translation.source.ids)
-    if dropped:
+    if dropped and not translation.notes:  # a cut the budget made is in its notes already
         st.warning(f"The input is longer than the {MAX_POSITIONS} positions this app reads (</s> included): "
                    f"the last {dropped} pieces were dropped and only the first {n_source - 1} were translated.",
                    icon=":material/content_cut:")
@@ -170,8 +183,8 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
     c_tgt.markdown("**Output pieces** (one per decoding step)" + pieces_html(translation.target_pieces),
                    unsafe_allow_html=True)
     hyps = translation.result.hypotheses
-    if request.beam_size > 1:
-        st.caption(f"Beam search (beam {request.beam_size}, α = {request.length_penalty}) finished "
+    if translation.decode.beam_size > 1:
+        st.caption(f"Beam search (beam {translation.decode.beam_size}, α = {request.length_penalty}) finished "
                    f"{len(hyps)} hypotheses; the best is shown.")
     st.page_link("app/views/decoding.py", label="See how it was decoded, step by step", icon=":material/stairs:")
 

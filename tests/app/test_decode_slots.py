@@ -11,6 +11,7 @@ import pytest
 
 from app import translation
 from app.translation import MAX_CONCURRENT_TRANSLATIONS, SLOTS, DecodeSlots, ServerBusy, waiting_message
+from model.inference import Cancelled
 
 HANG_S = 30  # a generous bound for waits that must succeed; never reached when the code is right
 
@@ -183,3 +184,90 @@ def test_concept_pages_wait_for_a_slot_too(app_test, all_slots_taken, monkeypatc
     at = app_test(page="app/views/masks.py", text="n o s l o t")
     assert not at.exception
     assert any("server is busy" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+class HeavyHolder(Holder):
+    def run(self) -> None:
+        try:
+            with self.slots.slot(on_wait=self.on_wait, timeout=HANG_S, heavy=True):
+                self.acquired.set()
+                self.let_go.wait(HANG_S)
+        except BaseException as exc:  # reported to the test
+            self.error = exc
+
+
+def test_heavy_requests_never_take_the_last_slot_so_light_ones_get_through():
+    """Policy: a decode estimated over HEAVY_S may use all slots but one; a light one may use any."""
+    slots = DecodeSlots(2)
+    heavy, second_heavy, light = HeavyHolder(slots), HeavyHolder(slots), Holder(slots)
+    heavy.start()
+    assert heavy.acquired.wait(HANG_S)
+    second_heavy.start()
+    assert second_heavy.waiting.wait(HANG_S) and not second_heavy.acquired.is_set()  # one slot is kept for light
+    light.start()
+    assert light.acquired.wait(HANG_S), "a light request waited behind heavy ones"
+    assert not light.waiting.is_set()
+    light.let_go.set()
+    light.join(HANG_S)
+    assert not second_heavy.acquired.is_set()  # the free slot is still not for a second heavy one
+    heavy.let_go.set()
+    heavy.join(HANG_S)
+    assert second_heavy.acquired.wait(HANG_S)
+    second_heavy.let_go.set()
+    second_heavy.join(HANG_S)
+    assert slots.running == 0 and all(h.error is None for h in (heavy, second_heavy, light))
+
+
+def test_a_class_opening_the_same_link_decodes_it_once(monkeypatch):
+    """Eight sessions asking for the same translation at once: one decodes, the others wait for its result."""
+    translation.store.clear()
+    decodes, started, go_on = [], threading.Event(), threading.Event()
+    real_stream = translation.stream
+
+    def counted_stream(*args, **kwargs):
+        decodes.append(1)
+        started.set()
+        go_on.wait(HANG_S)  # keep it in flight until every session has asked
+        return real_stream(*args, **kwargs)
+
+    monkeypatch.setattr(translation, "stream", counted_stream)
+    request = translation.Request(model_name="reverse", text="s h a r e d")
+    results, errors = [], []
+
+    def ask() -> None:
+        try:
+            results.append(translation.translate_request(request, on_wait=lambda *_: None,
+                                                         should_stop=lambda: False))
+        except BaseException as exc:  # reported to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, daemon=True) for _ in range(8)]
+    threads[0].start()
+    assert started.wait(HANG_S)
+    for thread in threads[1:]:
+        thread.start()
+    while translation.IN_FLIGHT._jobs and next(iter(translation.IN_FLIGHT._jobs.values())).waiters < 7:
+        threading.Event().wait(0.01)
+    go_on.set()
+    for thread in threads:
+        thread.join(HANG_S)
+    assert not errors and len(results) == 8 and len(decodes) == 1
+    assert all(r is results[0] for r in results) and results[0].text == "d e r a h s"
+
+
+def test_an_abandoned_decode_stops_unless_another_session_waits_for_it(monkeypatch):
+    translation.store.clear()
+    request = translation.Request(model_name="reverse", text="a b a n d o n e d", max_len=60)
+    steps = []
+    real_stream = translation.stream
+
+    def counted(*args, **kwargs):
+        for step in real_stream(*args, **kwargs):
+            steps.append(step)
+            yield step
+
+    monkeypatch.setattr(translation, "stream", counted)
+    with pytest.raises(Cancelled):
+        translation.translate_request(request, on_wait=lambda *_: None, should_stop=lambda: True)
+    assert len(steps) == 1 and translation.store().get(request) is None and not translation.IN_FLIGHT._jobs
+    assert translation.translate_request(request, should_stop=lambda: False).text == "d e n o d n a b a"

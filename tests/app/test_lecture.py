@@ -8,8 +8,9 @@ import plotly.graph_objects as go
 import pytest
 
 from app.charts.style import PRESENTER_COLORSCALE, PRESENTER_TICK_FONT, WEIGHT_COLORSCALE, presented
+from app.escape import md
 from app.lecture import SLIDES
-from app.slide_figures import MAKERS, Deck, build, card_limitation, markdown_text
+from app.slide_figures import MAKERS, Deck, build, card_limitation
 from app.translation import store
 from model.config import DecodeConfig
 from model.inference import translate
@@ -87,8 +88,8 @@ def test_the_limitation_comes_from_the_model_card(shipped, decks):
     weak = is_weak(shipped_scores(shipped("en-de").path))  # the card leads with the warning only for a weak model
     assert card_limitation(decks(shipped, "en-de")) == ("It does not translate reliably." if weak else
                                                         "Long or unusual sentences, names and rare words often come out wrong.")
-    assert markdown_text("a *b* [c](d) " + "x" * 200).startswith(r"a \*b\* \[c\]\(d\)")
-    assert len(markdown_text("y" * 500)) == 140
+    assert md("a *b* [c](d) " + "x" * 200, 140).startswith(r"a \*b\* \[c\]\(d\)")
+    assert len(md("y" * 500, 140)) == 140
 
 
 def test_presenter_restyles_any_figure(shipped, decks):
@@ -148,4 +149,5 @@ def test_a_slide_that_does_not_exist_is_ignored(app_test):
     at.query_params["slide"] = "99"
     at.query_params["model"] = "reverse"
     at.run()
-    assert "slide=99" in at.toast[0].value and at.session_state["slide"] == 1 and not at.exception
+    notices = [m.value for m in at.markdown if "Ignored in this link" in m.value]
+    assert "slide=99" in notices[0] and at.session_state["slide"] == 1 and not at.exception

@@ -2,6 +2,8 @@
 unknown or invalid is dropped with a notice and never raises, and the URL follows the state afterwards."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st_
@@ -118,7 +120,7 @@ def test_a_link_restores_the_translate_view_and_draws_it(app_test, figures):
     assert (at.segmented_control(key="layer").value, at.segmented_control(key="head").value) == (1, 2)
     titles = [fig["layout"]["title"]["text"] for fig in figures(at).values()]
     assert any(t.endswith("layer 2 · head 3") for t in titles), titles  # decoded at once, no click needed
-    assert not at.toast
+    assert "_link_notes" not in at.session_state
     assert dict(at.query_params) == {"model": "reverse", "text": "a b c d", "kind": "enc_self", "layer": "2",
                                      "head": "3"}  # defaults (view heatmap, words off) stay out of the link
 
@@ -126,12 +128,33 @@ def test_a_link_restores_the_translate_view_and_draws_it(app_test, figures):
 def test_invalid_parameters_give_one_notice_and_the_page_still_works(app_test, figures):
     at = run_link(app_test, model="reverse", layer="99", beam="abc", kind="foo", zzz="1", head="-3")
     assert not at.exception
-    assert len(at.toast) == 1
-    notice = at.toast[0].value
-    for part in ("layer=99", "beam=abc", "kind=foo", "zzz", "head=-3"):
+    notice = link_notice_text(at)
+    for part in ("layer=99", "beam=abc", "kind=foo", "zzz", r"head=\-3"):
         assert part in notice
     assert (at.session_state["layer"], at.session_state["beam_size"], at.session_state["kind"]) == (0, 1, "cross")
     assert dict(at.query_params) == {"model": "reverse"}  # the rejected ones are gone from the URL
+    at.switch_page(DECODING).run()
+    assert "layer=99" in link_notice_text(at)  # it stays, on every page, until dismissed
+    at.button(key="dismiss_link_notes").click().run()
+    assert not at.exception and not [m for m in at.markdown if "Ignored in this link" in m.value]
+
+
+def link_notice_text(at) -> str:
+    notices = [m.value for m in at.markdown if "Ignored in this link" in m.value]
+    assert len(notices) == 1, notices
+    return notices[0]
+
+
+def test_a_link_whose_parameter_name_is_markdown_shows_it_as_plain_text(app_test):
+    """The room's link may come from anyone: a name like [Session expired - log in again](http://...) must not
+    become a clickable link (or any other Markdown) inside the app's own notice."""
+    name = "[Session expired - log in again](http://127.0.0.1:9/x)"
+    at = run_link(app_test, model="reverse", **{name: "1", "text": "a b", "zz": "[x](http://127.0.0.1:9/y)"})
+    assert not at.exception
+    notice = link_notice_text(at)
+    listed = notice.split("**Ignored in this link:**")[1]
+    assert not re.search(r"(?<!\\)[\[\]()*_#<>]", listed)  # every Markdown character the visitor sent is escaped
+    assert r"\[Session expired \- log" in listed
 
 
 def test_the_url_follows_the_explorer_and_the_keyboard_buttons(app_test):

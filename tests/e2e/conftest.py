@@ -58,6 +58,7 @@ def _stop(process: subprocess.Popen) -> None:
 class Server:
     url: str
     log_path: Path
+    pid: int = 0  # the server process, to read its CPU time and memory from /proc
 
     def log_tail(self, lines: int = 80) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -86,7 +87,7 @@ def run_server(script: str | Path, log_path: Path) -> Iterator[Server]:
                     pytest.fail(f"streamlit did not answer /_stcore/health within {STARTUP_TIMEOUT_S} s:\n"
                                 f"{log.read()}")
                 time.sleep(0.3)
-            yield Server(url, log_path)
+            yield Server(url, log_path, process.pid)
         finally:
             _stop(process)
 

@@ -52,16 +52,23 @@ def test_largest_change_per_layer_is_the_largest_difference(tiny_model, tokenize
             assert value == result.difference(kind)[layer].abs().max()
 
 
+def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal up to float32 rounding. The two rows are one batch: the same inputs can take different blocked kernel
+    paths per row (which paths depends on what ran before in the process), so equal maps agree to about 1e-7,
+    not bit for bit; a map the switched-off head changed differs by orders of magnitude more."""
+    return torch.allclose(a, b, rtol=0, atol=1e-6)
+
+
 def test_a_head_switched_off_changes_only_the_maps_above_it(tiny_model):
     """A head's output is dropped after its weights are computed: its own layer's maps stay, later ones move."""
     source, output = [5, 6, 7, 8, 3], [9, 10, 11, 3]
     _, weights = teacher_forced_pair(tiny_model, source, output, [("enc_self", 0, 1)])
-    assert torch.equal(weights["enc_self"][0, 1], weights["enc_self"][0, 0])
-    assert not torch.allclose(weights["enc_self"][1, 1], weights["enc_self"][1, 0])
-    assert not torch.allclose(weights["cross"][0, 1], weights["cross"][0, 0])  # the encoder output moved
-    assert torch.equal(weights["dec_self"][0, 1], weights["dec_self"][0, 0])  # the decoder's first layer reads ids
+    assert same(weights["enc_self"][0, 1], weights["enc_self"][0, 0])
+    assert (weights["enc_self"][1, 1] - weights["enc_self"][1, 0]).abs().max() > 1e-4
+    assert (weights["cross"][0, 1] - weights["cross"][0, 0]).abs().max() > 1e-4  # the encoder output moved
+    assert same(weights["dec_self"][0, 1], weights["dec_self"][0, 0])  # the decoder's first layer reads ids
     _, weights = teacher_forced_pair(tiny_model, source, output, [("cross", 1, 0)])
-    assert all(torch.equal(w[:, 1], w[:, 0]) for w in (weights["enc_self"], weights["dec_self"], weights["cross"]))
+    assert all(same(w[:, 1], w[:, 0]) for w in (weights["enc_self"], weights["dec_self"], weights["cross"]))
 
 
 def test_map_difference_only_for_maps_that_line_up():

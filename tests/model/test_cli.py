@@ -3,6 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -36,3 +38,55 @@ def test_errors_are_one_line_without_traceback(tiny_checkpoint, tmp_path):
         assert proc.returncode == 2
         assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def run_main(capsys, *args) -> tuple[int, str, str]:
+    """The CLI in this process (no interpreter start per case): exit status, stdout, stderr."""
+    from model.__main__ import main
+
+    try:
+        status = main(["translate", *args])
+    except SystemExit as exc:
+        status = exc.code
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+BAD_ARGUMENTS = [["--beam", "10000"], ["--beam", "1" + "0" * 20], ["--beam", "0"], ["--beam", "2.5"],
+                 ["--max-len", "0"], ["--max-len", "1024"], ["--length-penalty", "1e308"],
+                 ["--length-penalty", "nan"], ["--length-penalty", "inf"], ["--length-penalty", "-0.1"],
+                 ["--device", "foo"], ["--device", "CPU"], ["--device", "cuda:-1"], ["--json", ""], ["--json", " "]]
+
+
+def test_every_number_is_checked_where_it_enters(tiny_checkpoint, capsys):
+    """Out of range, not finite or not a number: one line 'error: ...', exit 2, before any model is loaded."""
+    for bad in BAD_ARGUMENTS:
+        status, out, err = run_main(capsys, "Hallo", "--checkpoint", str(tiny_checkpoint), *bad)
+        assert status == 2, bad
+        assert err.startswith("error: ") and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (bad, err)
+        assert out == ""
+
+
+def test_a_hostile_decode_is_reduced_to_the_budget_and_says_so(tiny_checkpoint, capsys, monkeypatch):
+    """168 characters the model never ends, at the sliders' maxima: the length limit is cut to 2 x source + 10
+    before decoding, and stderr says what was reduced and why."""
+    status, out, err = run_main(capsys, "!?.,;:" * 28, "--checkpoint", str(tiny_checkpoint), "--beam", "8",
+                                "--max-len", "1023")
+    assert status == 0 and out.strip()
+    notes = [line for line in err.splitlines() if line.startswith("note: Length limit 1023 → ")]
+    assert notes and "2 × the" in notes[0]
+
+
+def test_a_json_over_its_budget_is_refused_before_decoding(tiny_checkpoint, tmp_path, capsys, monkeypatch):
+    """The en-de model's 1,024-piece --json was 262 MB; the tiny model's is smaller, so its limit is lowered here."""
+    import model.__main__
+    import model.inference
+    from model.budget import Budget
+
+    monkeypatch.setattr(model.__main__, "DEFAULT_BUDGET", Budget(max_json_bytes=2**20))
+    monkeypatch.setattr(model.inference, "stream", lambda *a, **k: pytest.fail("decoded a refused request"))
+    out = tmp_path / "big.json"
+    status, _, err = run_main(capsys, " ".join(["house"] * 300), "--checkpoint", str(tiny_checkpoint),
+                              "--json", str(out))
+    assert status == 2 and err.startswith("error: --json would write about ") and "(limit 1 MB)" in err
+    assert not out.exists()

@@ -1,0 +1,79 @@
+"""A server a lecture hall shares: the link that once took it past 16 GB is priced and bounded, its work stops
+when the visitor leaves, and nothing a link carries is rendered as Markdown. A real `streamlit run` on 127.0.0.1,
+driven by Debian's Chromium; CPU time and memory are read from the server's /proc entry."""
+from __future__ import annotations
+
+import os
+import time
+import urllib.parse
+
+import pytest
+
+from tests.e2e.conftest import run_server
+
+pytestmark = pytest.mark.e2e
+
+WAIT_MS = 60_000
+HOSTILE = "/decoding?" + urllib.parse.urlencode({"beam": 8, "max_len": 1023, "text": "!?.,;:" * 28})
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of the process (all its threads) so far."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def resident_mb(pid: int) -> float:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def cpu_share(pid: int, window_s: float = 1.0) -> float:
+    """The share of one core the process used over the next ``window_s`` seconds."""
+    start, t0 = cpu_seconds(pid), time.monotonic()
+    time.sleep(window_s)
+    return (cpu_seconds(pid) - start) / (time.monotonic() - t0)
+
+
+@pytest.fixture(scope="module")
+def hall_server(tmp_path_factory):
+    with run_server("streamlit_app.py", tmp_path_factory.mktemp("hall") / "server.log") as server:
+        yield server
+
+
+def test_an_abandoned_hostile_link_stops_and_the_server_idles_within_5_s(browser, hall_server):
+    pid = hall_server.pid
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.goto(hall_server.url + HOSTILE, wait_until="domcontentloaded")
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while cpu_share(pid, 0.5) < 0.5:  # wait until the decode is under way
+        assert time.monotonic() < deadline, "the hostile link never started any work"
+    peak = resident_mb(pid)
+    time.sleep(2)
+    peak = max(peak, resident_mb(pid))
+    context.close()  # the visitor closes the tab mid-decode
+    left = time.monotonic()
+    while cpu_share(pid) > 0.1:
+        assert time.monotonic() - left < 5 + 1, "the server still works 5 s after the last visitor left"
+    assert peak < 1500, f"the server held {peak:.0f} MB for one hostile link"
+    assert "Traceback" not in hall_server.log_tail(200)
+
+
+def test_a_link_made_of_markdown_shows_as_text_not_as_a_link(browser, hall_server):
+    name = "[Session expired - log in again](http://127.0.0.1:9/x)"
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(hall_server.url + "/?" + urllib.parse.urlencode({name: "1", "model": "reverse", "text": "a b"}),
+              wait_until="domcontentloaded")
+    notice = page.locator("[data-testid=stMarkdownContainer]", has_text="Ignored in this link")
+    notice.first.wait_for(timeout=WAIT_MS)
+    assert page.locator("a[href^='http://127.0.0.1:9']").count() == 0
+    assert "[Session expired" in notice.first.inner_text()
+    page.wait_for_timeout(6000)  # a toast would be gone by now; the notice stays until dismissed
+    assert notice.first.is_visible()
+    page.get_by_role("button", name="Dismiss").click()
+    notice.first.wait_for(state="detached", timeout=WAIT_MS)
+    page.close()
