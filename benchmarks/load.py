@@ -214,12 +214,14 @@ class Tab:
         if self.ws is not None:
             await self.ws.close()
 
-    async def rerun(self, states: dict[str, object], fragment: bool = False) -> dict:
+    async def rerun(self, states: dict[str, object], fragment: bool = False, query: str = "", page: str = "") -> dict:
         """One interaction: the widget states by user key (True = a button click, a list = a segmented control's
-        choice, else a text); returns what it drew (translation line, heatmap spec) and its errors."""
+        choice, else a text), on ``page`` (a url path; "" = the page it is on) with the link's ``query`` string;
+        returns what it drew (translation line, heatmap spec) and its errors."""
         msg = BackMsg()
         client = msg.rerun_script
-        client.query_string = ""
+        client.query_string = query
+        client.page_name = page
         fragment_id = ""
         for key, value in states.items():
             widget_id, fragment_id = self.widgets[key]
@@ -267,6 +269,7 @@ class Tab:
         match = WIDGET_ID.match(widget_id) if isinstance(widget_id, str) else None
         if match:
             self.widgets[match.group("key")] = (widget_id, fragment_id)
+        drawn["elements"] = drawn.get("elements", 0) + 1
         if element_type == "exception":
             drawn["errors"].append(f"exception on the page: {body.type or 'redacted'}")
         elif element_type == "alert":
