@@ -24,8 +24,10 @@ if (!window.__aeKeys) {
   document.addEventListener('keydown', (event) => {
     if (event.ctrlKey || event.altKey || event.metaKey || event.repeat) return;
     const target = event.target;
-    if (target && target.closest && target.closest(
-        'input, textarea, select, [contenteditable="true"], [role="slider"], [role="combobox"], [role="listbox"]')) {
+    // A switch or checkbox does nothing with these keys, so it does not keep them: right after Presenter mode is
+    // toggled, the focus is still on its switch (in a sidebar now folded away) and → must turn the slide.
+    if (target && target.closest && target.closest('input:not([type=checkbox]), textarea, select, '
+        + '[contenteditable="true"], [role="slider"], [role="combobox"], [role="listbox"]')) {
       return;
     }
     for (const holder of document.querySelectorAll('[data-ae-keys]')) {

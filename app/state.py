@@ -29,13 +29,19 @@ log = logging.getLogger("attention_explorer")
 
 VIEWS = ("Heatmap", "Head view", "Model view")  # the explorer's views, named in links by their slug
 MAX_BEAM = 8
+MAX_SEED = 999_999
 
 DEFAULTS = {
     "model_name": "en-de",
-    "text": "The old man who lives next door gave me the book yesterday.",
+    "text": "My brother has bought a new house in the city.",  # en-de gets it right, verb last (app.examples)
     "beam_size": 1,
     "max_len": 60,
     "length_penalty": default_length_penalty("en-de"),  # the α chosen for the default model on its validation split
+    "sample": False,  # sampling instead of greedy / beam search, and its settings (model.config.Sampling)
+    "temperature": 1.0,
+    "sample_top_k": 0,
+    "top_p": 1.0,
+    "seed": 0,
     "kind": "cross",
     "layer": 0,
     "head": -1,  # -1 = mean over heads (a view choice; the model keeps every head)
@@ -99,14 +105,19 @@ def _text(text: str, *_) -> str:
     return text
 
 
-def _penalty(text: str, *_) -> float:
+def _number(text: str, low: float, high: float, step: float) -> float:
+    """A finite number in [low, high], rounded to its slider's step."""
     try:
         value = float(text)
     except ValueError:
-        raise ValueError("not a number (0–2)") from None
-    if not math.isfinite(value) or not 0.0 <= value <= 2.0:
-        raise ValueError("out of range (0–2)")
-    return round(value, 1)  # the slider's step
+        raise ValueError(f"not a number ({low:g}–{high:g})") from None
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ValueError(f"out of range ({low:g}–{high:g})")
+    return round(round(value / step) * step, 6)
+
+
+def _penalty(text: str, *_) -> float:
+    return _number(text, 0.0, 2.0, 0.1)
 
 
 def _kind(text: str, *_) -> str:
@@ -144,6 +155,11 @@ URL_PARAMS: dict[str, UrlParam] = {  # parsed in this order: the model first, th
     "beam": UrlParam(key="beam_size", parse=lambda t, *_: _integer(t, 1, MAX_BEAM, "beam"), show=str),
     "max_len": UrlParam(key="max_len", parse=lambda t, *_: _integer(t, 1, MAX_POSITIONS - 1, "pieces"), show=str),
     "penalty": UrlParam(key="length_penalty", parse=_penalty, show=lambda v: f"{v:g}"),
+    "sample": UrlParam(key="sample", parse=_flag, show=lambda v: "1" if v else "0"),
+    "temperature": UrlParam(key="temperature", parse=lambda t, *_: _number(t, 0.0, 2.0, 0.1), show=lambda v: f"{v:g}"),
+    "topk": UrlParam(key="sample_top_k", parse=lambda t, *_: _integer(t, 0, 100, "pieces, 0 = all"), show=str),
+    "topp": UrlParam(key="top_p", parse=lambda t, *_: _number(t, 0.05, 1.0, 0.05), show=lambda v: f"{v:g}"),
+    "seed": UrlParam(key="seed", parse=lambda t, *_: _integer(t, 0, MAX_SEED, "seed"), show=str),
     "kind": UrlParam(key="kind", parse=_kind, show=str, pages=("",)),
     "layer": UrlParam(key="layer", parse=_layer, show=lambda v: str(v + 1), pages=("", "decoding")),
     "head": UrlParam(key="head", parse=_head, show=lambda v: "mean" if v < 0 else str(v + 1), pages=("", "decoding")),

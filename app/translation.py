@@ -30,7 +30,7 @@ from app.cancel import session_stop_signal
 from app.resources import load_model
 from model.budget import Plan
 from model.checkpoint import Checkpoint
-from model.config import DecodeConfig
+from model.config import DecodeConfig, Sampling
 from model.inference import Cancelled, Source, StopSignal, Translation, check_stop, finish, planned, stream
 
 MAX_INPUT_CHARS = 8000  # the text box refuses more; the model reads at most MAX_POSITIONS pieces of it
@@ -176,10 +176,13 @@ class Request:
     beam_size: int = 1
     max_len: int = 60
     length_penalty: float = 0.6
+    sampling: Sampling | None = None  # draw each piece instead of searching (then the beam is 1)
 
     @property
     def decode_config(self) -> DecodeConfig:
-        return DecodeConfig(beam_size=self.beam_size, max_len=self.max_len, length_penalty=self.length_penalty)
+        beam = 1 if self.sampling is not None else self.beam_size
+        return DecodeConfig(beam_size=beam, max_len=self.max_len, length_penalty=self.length_penalty,
+                            sampling=self.sampling)
 
 
 CACHE_ENTRIES, CACHE_BYTES = 128, 256 * 2**20  # translations shared by every session: at most this many and this much
@@ -221,8 +224,10 @@ def store() -> TranslationStore:
 
 def current_request() -> Request:
     s = st.session_state
+    sampling = Sampling(temperature=float(s["temperature"]), top_k=int(s["sample_top_k"]), top_p=float(s["top_p"]),
+                        seed=int(s["seed"])) if s.get("sample") else None
     return Request(model_name=s["model_name"], text=s["text"], beam_size=int(s["beam_size"]), max_len=int(s["max_len"]),
-                   length_penalty=float(s["length_penalty"]))
+                   length_penalty=float(s["length_penalty"]), sampling=sampling)
 
 
 @contextmanager
@@ -317,6 +322,16 @@ def _wait_for(job: Job, on_wait: OnWait, should_stop: StopSignal) -> None:
         IN_FLIGHT.leave(job)
 
 
+@contextmanager
+def heavy_slot() -> Iterator[None]:
+    """One decoding slot, as a heavy request, for model work that is not a decode (head importance, attribution,
+    decoding with heads off): it queues with the decodes under the same policy (one slot always stays for light
+    requests), waits under the caller's spinner, and stops waiting (Cancelled) if the session leaves."""
+    stop = session_stop_signal()
+    with SLOTS.slot(on_wait=lambda *_: check_stop(stop), heavy=True):
+        yield
+
+
 def planned_request(request: Request) -> tuple[Checkpoint, Source, Plan]:
     """The model, the prepared source and the budgeted plan of a request (InputError for unreadable text)."""
     ckpt = load_model(request.model_name)
@@ -359,6 +374,6 @@ def _decode(request: Request, job: Job, on_wait: OnWait | None, should_stop: Sto
             steps.append(step)
             if should_stop() and not IN_FLIGHT.waited_for(job):
                 raise Cancelled("stopped: the session that asked for it left and nobody else waits for it")
-        result = finish(ckpt.model, ckpt.tokenizer, source, steps, plan.decode.beam_size, plan.notes, plan.decode)
+        result = finish(ckpt.model, ckpt.tokenizer, source, steps, plan)
     store().put(request, result)
     return result

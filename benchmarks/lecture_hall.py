@@ -47,7 +47,7 @@ from load import (  # noqa: E402 (the sibling benchmark, run as a script)
 )
 
 MAX_SESSIONS, MAX_MINUTES = 300, 30
-SHARED_TEXT = "The old man who lives next door gave me the book yesterday."
+SHARED_TEXT = "My brother has bought a new house in the city."  # the app's default sentence
 SHARED_LINK = urllib.parse.urlencode({"text": SHARED_TEXT, "beam": 4})
 HOSTILE_LINKS = [("decoding", urllib.parse.urlencode({"beam": 8, "max_len": 1023, "text": "!?.,;:" * 28})),
                  ("", urllib.parse.urlencode({"text": ("The weather is nice today and " * 140)[:4000]}))]

@@ -8,6 +8,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -54,7 +55,7 @@ def bounded_float(low: float, high: float):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .config import MAX_BEAM, MAX_LENGTH_PENALTY
+    from .config import MAX_BEAM, MAX_LENGTH_PENALTY, MAX_TEMPERATURE, MAX_VOCAB_SIZE
     from .positional import MAX_POSITIONS
 
     parser = Parser(prog="python -m model", description="Attention Explorer's Transformer")
@@ -68,6 +69,16 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--length-penalty", type=bounded_float(0.0, MAX_LENGTH_PENALTY),
                     help=f"GNMT alpha from 0 to {MAX_LENGTH_PENALTY:g} (default: the checkpoint's own, chosen on its "
                          "validation split, else the paper's 0.6)")
+    tr.add_argument("--sample", action="store_true", help="draw each next piece instead of searching (greedy "
+                    "or beam); with --temperature, --top-k, --top-p and --seed")
+    tr.add_argument("--temperature", type=bounded_float(0.0, MAX_TEMPERATURE), default=1.0,
+                    help=f"with --sample: divides the log-probabilities, 0 (greedy) to {MAX_TEMPERATURE:g}")
+    tr.add_argument("--top-k", type=bounded_int(0, MAX_VOCAB_SIZE), default=0,
+                    help="with --sample: draw only among the k most probable pieces (0 = all)")
+    tr.add_argument("--top-p", type=bounded_float(1e-6, 1.0), default=1.0,
+                    help="with --sample: draw only among the most probable pieces that together reach p (1 = all)")
+    tr.add_argument("--seed", type=bounded_int(0, 2**63 - 1), default=0, help="with --sample: the same seed gives "
+                    "the same sample")
     tr.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     tr.add_argument("--json", help="write pieces, steps and attention to this file (at most "
                                    f"{DEFAULT_BUDGET.max_json_bytes // 2**20} MB: a longer decode is refused)")
@@ -80,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def translate_command(args: argparse.Namespace) -> int:
     from .checkpoint import CheckpointError, load_checkpoint
-    from .config import DecodeConfig
+    from .config import DecodeConfig, Sampling
     from .device import resolve_device
     from .inference import InputError, beyond_training, planned, translate
     from .positional import MAX_POSITIONS
@@ -93,7 +104,8 @@ def translate_command(args: argparse.Namespace) -> int:
         device = resolve_device(args.device)
         ckpt = load_checkpoint(args.checkpoint, device)
         alpha = ckpt.length_penalty if args.length_penalty is None else args.length_penalty
-        decode = DecodeConfig(beam_size=args.beam, max_len=args.max_len, length_penalty=alpha)
+        sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed) if args.sample else None
+        decode = DecodeConfig(beam_size=args.beam, max_len=args.max_len, length_penalty=alpha, sampling=sampling)
         if args.json:  # priced before any work: a file too large to be useful is refused, not written
             budget = DEFAULT_BUDGET
             json_bytes = planned(ckpt.model, ckpt.tokenizer, args.text, decode, budget)[1].cost.json_bytes
@@ -115,7 +127,7 @@ def translate_command(args: argparse.Namespace) -> int:
               "was built for; it runs on positions it never saw", file=sys.stderr)
     print(result.text)
     if args.json:
-        data = translation_to_dict(result, ckpt.tokenizer, {**decode.__dict__, "device": str(device),
+        data = translation_to_dict(result, ckpt.tokenizer, {**dataclasses.asdict(result.decode or decode), "device": str(device),
                                                             "checkpoint": str(args.checkpoint)})
         try:
             Path(args.json).write_text(json.dumps(data, ensure_ascii=False))

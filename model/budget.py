@@ -100,16 +100,24 @@ class BudgetError(ValueError):
 @dataclass(frozen=True)
 class Plan:
     """The settings a request runs with: ``decode`` (maybe reduced), the source positions it may read
-    (``source_len``), its cost, and ``notes`` saying what was reduced and why (empty when nothing was)."""
+    (``source_len``), its cost, and ``notes`` saying what was reduced and why (empty when nothing was).
+    ``bound_note`` says that the length limit was cut to ``output_bound``: worth saying only to a decode that
+    reached that limit (``notes_for``), since any other ended before it."""
 
     decode: DecodeConfig
     source_len: int
     cost: DecodeCost
     notes: tuple[str, ...] = ()
+    bound_note: str | None = None
 
     def after(self, earlier: list[str]) -> Plan:
         """This plan with the notes of the reductions made before it first."""
         return dataclasses.replace(self, notes=tuple(earlier) + self.notes)
+
+    def notes_for(self, steps: int) -> tuple[str, ...]:
+        """The notes a decode of ``steps`` steps should show."""
+        reached = self.bound_note is not None and steps >= self.decode.max_len
+        return ((self.bound_note,) if reached else ()) + self.notes
 
 
 def _fits(model: ModelConfig, source_len: int, decode: DecodeConfig, budget: Budget) -> bool:
@@ -136,10 +144,10 @@ def plan_decode(model: ModelConfig, source_len: int, decode: DecodeConfig, budge
     4. the source is cut to what fits a greedy decode.
     The notes name each reduction, with the cost that caused it."""
     notes: list[str] = []
-    bound = output_bound(source_len)
+    bound, bound_note = output_bound(source_len), None
     if decode.max_len > bound:
-        notes.append(f"Length limit {decode.max_len} → {bound} output pieces (2 × the {source_len} source positions "
-                     "+ 10): a translation that has not ended by then is repeating itself.")
+        bound_note = (f"Length limit {decode.max_len} → {bound} output pieces (2 × the {source_len} source positions "
+                      "+ 10): a translation that has not ended by then is repeating itself.")
         decode = dataclasses.replace(decode, max_len=bound)
     cost = decode_cost(model, source_len, decode)
     if cost.over(budget):
@@ -166,7 +174,7 @@ def plan_decode(model: ModelConfig, source_len: int, decode: DecodeConfig, budge
                              f"({why}). Split it into sentences.")
                 greedy = dataclasses.replace(decode, beam_size=1, max_len=min(decode.max_len, output_bound(cut)))
                 return plan_decode(model, cut, greedy, budget).after(notes)
-    return Plan(decode, source_len, decode_cost(model, source_len, decode), tuple(notes))
+    return Plan(decode, source_len, decode_cost(model, source_len, decode), tuple(notes), bound_note)
 
 
 def _longest_source(model: ModelConfig, decode: DecodeConfig, budget: Budget) -> int:

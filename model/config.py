@@ -23,6 +23,7 @@ LIMITS = {"vocab_size": MAX_VOCAB_SIZE, "d_model": MAX_D_MODEL, "n_heads": MAX_H
 MAX_BEAM = 16
 MAX_LENGTH_PENALTY = 10.0
 MAX_TOP_K = 100
+MAX_TEMPERATURE = 10.0
 POSITION_TABLE = 1024  # rows of the position table at least (model.positional.MAX_POSITIONS, tested equal)
 # The options a real translation model (Marian opus-mt) needs beyond the paper; the first of each is the paper's.
 ACTIVATIONS = ("relu", "gelu", "swish")  # the FFN's non-linearity; swish is also called SiLU: x * sigmoid(x)
@@ -177,18 +178,45 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """Sampling the next piece instead of searching (the decoding a GPT-style demo uses): the model's distribution is
+    divided by ``temperature`` in log space (0 = always the most probable piece, i.e. greedy), cut to the ``top_k``
+    most probable pieces (0 = no cut) and to the smallest set whose probability reaches ``top_p`` (1 = no cut),
+    renormalised, and one piece is drawn with a generator seeded by ``seed`` (the same seed, the same sample)."""
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        checks = (("temperature", self.temperature, 0.0, MAX_TEMPERATURE), ("top_p", self.top_p, 0.0, 1.0))
+        for name, value, low, high in checks:
+            if not isinstance(value, (int, float)) or not low <= value <= high:  # NaN fails too
+                raise ValueError(f"{name} must be a number from {low:g} to {high:g}, got {value!r}")
+        if self.top_p == 0:
+            raise ValueError("top_p must be above 0 (1 keeps every piece)")
+        if not isinstance(self.top_k, int) or not 0 <= self.top_k <= MAX_VOCAB_SIZE:
+            raise ValueError(f"top_k must be an integer from 0 (no cut) to {MAX_VOCAB_SIZE}, got {self.top_k!r}")
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise ValueError(f"seed must be an integer from 0 to 2**63 - 1, got {self.seed!r}")
+
+
+@dataclass(frozen=True)
 class DecodeConfig:
     """How to search for a translation.
 
     ``max_len`` counts generated tokens, EOS included. ``length_penalty`` is GNMT's alpha
     (0 = rank hypotheses by raw log-probability). ``top_k`` is how many next-token
-    probabilities each step reports for display; it does not change the search.
+    probabilities each step reports for display; it does not change the search. ``sampling`` draws each
+    next piece instead (one hypothesis: beam_size must be 1).
     """
 
     beam_size: int = 1
     max_len: int = 64
     length_penalty: float = 0.6
     top_k: int = 10
+    sampling: Sampling | None = None
 
     def __post_init__(self) -> None:
         for name, high in (("beam_size", MAX_BEAM), ("max_len", POSITION_TABLE - 1), ("top_k", MAX_TOP_K)):
@@ -198,3 +226,5 @@ class DecodeConfig:
         alpha = self.length_penalty
         if not isinstance(alpha, (int, float)) or not 0 <= alpha <= MAX_LENGTH_PENALTY:  # NaN fails both
             raise ValueError(f"length_penalty must be a number from 0 to {MAX_LENGTH_PENALTY:g}, got {alpha!r}")
+        if self.sampling is not None and self.beam_size != 1:
+            raise ValueError(f"sampling draws one hypothesis: beam_size must be 1, got {self.beam_size}")

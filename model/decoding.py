@@ -1,8 +1,8 @@
 """Greedy and beam-search decoding as step generators (the UI streams every step).
 
-``greedy_steps`` / ``beam_steps`` yield a frozen DecodeStep after each step; ``greedy_decode`` /
-``beam_search`` just drain them. Both use the KV cache of ``Transformer.step`` and decode all beams of
-one sentence as one batch. Each step keeps, per decoded row, the attention that produced its
+``greedy_steps`` / ``beam_steps`` / ``sample_steps`` (model.sampling draws the piece) yield a frozen DecodeStep
+after each step; ``greedy_decode`` / ``beam_search`` just drain them. All use the KV cache of ``Transformer.step``
+and decode all beams of one sentence as one batch. Each step keeps, per decoded row, the attention that produced its
 next-token distribution, so the rows stacked along a hypothesis' path equal the maps of one
 teacher-forced forward of that output.
 """
@@ -16,6 +16,7 @@ import torch
 
 from .config import DecodeConfig
 from .masks import causal_mask, padding_mask
+from .sampling import SampleChoice, draw
 from .trace import AttentionTrace, HeadMask
 from .transformer import Transformer
 
@@ -75,6 +76,7 @@ class DecodeStep:
     parents: torch.Tensor
     finished: tuple[Hypothesis, ...]
     done: bool
+    sample: SampleChoice | None = None  # what the sampler did (model.sampling), None for greedy and beam search
 
     @property
     def dec_self(self) -> torch.Tensor | None:
@@ -280,6 +282,43 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
         prefixes, scores = beams, beam_scores
 
 
+@torch.inference_mode()
+def sample_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig, return_attention: bool = True,
+                 head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+    """Draw the next piece at every step (config.sampling says how). src [S] or [1, S]. The cumulative log-prob of
+    the output is the model's own (before the temperature), so a sample and a greedy output compare."""
+    if config.sampling is None:
+        raise ValueError("sample_steps needs a DecodeConfig with sampling")
+    src = _prepare(model, src)
+    cfg = model.config
+    generator = torch.Generator(device=src.device).manual_seed(config.sampling.seed)
+    state, encoder = _start(model, src, return_attention, head_mask)
+    prefix = torch.tensor([[cfg.bos_id]], device=src.device)  # [1, 1]
+    score = torch.zeros(1, device=src.device)
+    for t in range(config.max_len):
+        out = model.step(state, prefix[:, -1:], return_attention)
+        state = out.state
+        topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [1, k]
+        choice = draw(_selectable(out.log_probs, cfg.bos_id, cfg.pad_id)[0], config.sampling, generator,
+                      config.top_k)
+        token = choice.token
+        new_score = score + out.log_probs[0, token]
+        beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
+        ended = token == cfg.eos_id
+        done = ended or t + 1 == config.max_len
+        finished = (_finished(tuple(beams[0, 1:].tolist()), float(new_score), (0,) * (t + 1), cfg.eos_id,
+                              config.length_penalty),) if done else ()
+        yield DecodeStep(step=t, prefixes=prefix, prefix_scores=score, topk_ids=topk_ids, topk_probs=topk_probs,
+                         attention=_step_attention(encoder, out.attention),
+                         candidates=(Candidate(0, token, float(new_score), "finished" if done else "kept"),),
+                         beams=beams[:0] if ended else beams, beam_scores=new_score[:0] if ended else new_score,
+                         parents=torch.zeros(0 if ended else 1, dtype=torch.long), finished=finished, done=done,
+                         sample=choice)
+        if done:
+            return
+        prefix, score = beams, new_score
+
+
 def greedy_decode(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),
                   return_attention: bool = True, head_mask: HeadMask | None = None) -> DecodeResult:
     return DecodeResult.from_steps(list(greedy_steps(model, src, config, return_attention, head_mask)), 1)
@@ -292,7 +331,9 @@ def beam_search(model: Transformer, src: torch.Tensor, config: DecodeConfig = De
 
 def decode_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig,
                  return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
-    """Greedy for beam_size 1, beam search otherwise."""
+    """Sampling when the config asks for it, else greedy for beam_size 1 and beam search otherwise."""
+    if config.sampling is not None:
+        return sample_steps(model, src, config, return_attention, head_mask)
     if config.beam_size == 1:
         return greedy_steps(model, src, config, return_attention, head_mask)
     return beam_steps(model, src, config, return_attention, head_mask)

@@ -98,15 +98,25 @@ def stream(model: Transformer, source: Source, config: DecodeConfig, return_atte
 
 
 def finish(model: Transformer, tokenizer: TextTokenizer, source: Source, steps: list[DecodeStep],
-           n_best: int, notes: Sequence[str] = (), decode: DecodeConfig | None = None) -> Translation:
+           plan: Plan) -> Translation:
     """Assemble the Translation once the last step is in, its trace from the rows captured while decoding."""
-    result = DecodeResult.from_steps(steps, n_best)
+    result = DecodeResult.from_steps(steps, plan.decode.beam_size)
     best = result.best
     inputs = (model.config.decoder_start_id,) + best.tokens[:-1]
     return Translation(source=source, result=result, target_ids=best.tokens,
                        target_pieces=tuple(tokenizer.pieces(best.tokens)),
                        target_input_pieces=tuple(tokenizer.pieces(inputs)), text=tokenizer.decode(best.tokens),
-                       trace=result.attention_for(best), notes=tuple(notes), decode=decode)
+                       trace=result.attention_for(best), notes=plan.notes_for(len(steps)), decode=plan.decode)
+
+
+UNTRUSTED_UNKNOWN_SHARE = 0.3  # from this share of unknown source pieces on, a translation is mostly guesswork
+
+
+def unknown_share(source: Source, unk_id: int) -> float:
+    """The share of the source's pieces (EOS excluded) the vocabulary lacks: what the model read as <unk>. Chinese
+    or emoji for the en-de model are all <unk>, and its "translation" then says nothing about the input."""
+    pieces = source.ids[:-1]
+    return sum(i == unk_id for i in pieces) / max(len(pieces), 1)
 
 
 def beyond_training(model: Transformer, length: int) -> bool:
@@ -145,4 +155,4 @@ def translate(model: Transformer, tokenizer: TextTokenizer, text: str, config: D
     for step in stream(model, source, plan.decode, head_mask=head_mask):
         steps.append(step)
         check_stop(should_stop)
-    return finish(model, tokenizer, source, steps, plan.decode.beam_size, plan.notes, plan.decode)
+    return finish(model, tokenizer, source, steps, plan)

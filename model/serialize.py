@@ -31,7 +31,15 @@ def step_to_dict(step: DecodeStep, tokenizer: Tokenizer) -> dict[str, Any]:
         })
     candidates = [{"row": c.row, "id": c.token, "piece": tokenizer.id_to_piece(c.token),
                    "log_prob": round(c.log_prob, 6), "status": c.status} for c in step.candidates]
-    return {"step": step.step, "rows": rows, "candidates": candidates}
+    data = {"step": step.step, "rows": rows, "candidates": candidates}
+    if step.sample is not None:  # what the sampler did: the model's top pieces before and after temperature and cut
+        s = step.sample
+        data["sample"] = {"kept": s.kept, "token": s.token, "piece": tokenizer.id_to_piece(s.token),
+                          "prob_before": round(s.token_before, 6), "prob_after": round(s.token_after, 6),
+                          "top": [{"id": int(i), "piece": tokenizer.id_to_piece(int(i)), "before": round(float(b), 6),
+                                   "after": round(float(a), 6)} for i, b, a in zip(s.ids, s.before, s.after,
+                                                                                  strict=True)]}
+    return data
 
 
 def translation_to_dict(translation: Translation, tokenizer: Tokenizer, decode: dict[str, Any] | None = None

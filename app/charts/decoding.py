@@ -50,6 +50,28 @@ def topk_figure(pieces: Sequence[str], probs: np.ndarray, chosen: Sequence[bool]
     return styled(fig, title, max(300, 34 * len(pieces) + 120))
 
 
+def sampling_figure(pieces: Sequence[str], before: np.ndarray, after: np.ndarray, chosen: Sequence[bool], *,
+                    title: str) -> go.Figure:
+    """The sampler at one step: for the model's most probable pieces (most probable on top), their probability as
+    the model gave it (grey) and after the temperature and the cut (blue; 0 = cut away); the piece drawn in red."""
+    before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
+    rows = np.arange(len(pieces))
+    labels = plotly_text(pieces)
+    fig = go.Figure([
+        go.Bar(x=before, y=rows, orientation="h", name="model", marker_color="#bdbdbd", customdata=labels,
+               hovertemplate="<b>%{customdata}</b><br>model probability %{x:.4f}<extra></extra>"),
+        go.Bar(x=after, y=rows, orientation="h", name="after temperature and cut",
+               marker_color=[CHOSEN_COLOR if c else ROW_COLOR for c in chosen], customdata=labels,
+               text=[f"{p:.3f}" for p in after], textposition="outside",
+               hovertemplate="<b>%{customdata}</b><br>probability drawn from %{x:.4f}<extra></extra>")])
+    fig.update_xaxes(automargin=True, title_text="probability of the next piece", range=[0, 1.15], showgrid=True,
+                     gridcolor="#eee")
+    fig.update_yaxes(automargin=True, title_text="candidate next piece", tickmode="array", tickvals=list(rows),
+                     ticktext=labels, autorange="reversed")
+    fig.update_layout(barmode="group", bargap=0.2, legend=dict(orientation="h", y=-0.25, x=0))
+    return styled(fig, title, max(320, 44 * len(pieces) + 140))
+
+
 def attention_row_figure(weights: np.ndarray, key_labels: Sequence[str], *, title: str, key_title: str,
                          query_label: str) -> go.Figure:
     """One query's attention over its keys as bars: weights [K]; bars at 0..K-1 labelled with the pieces."""

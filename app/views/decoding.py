@@ -15,6 +15,7 @@ from app.charts.decoding import (
     beam_tree_figure,
     beam_tree_nodes,
     nbest_frame,
+    sampling_figure,
     topk_figure,
 )
 from app.charts.style import plotly_config
@@ -98,13 +99,16 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
                 + pieces_html(prefix + [piece], highlight=len(prefix)), unsafe_allow_html=True)
     c_probs, c_attn = st.columns([2, 3])
     with c_probs:
-        ids = step.topk_ids[row].tolist()
-        fig = topk_figure(tokenizer.pieces(ids), to_numpy(step.topk_probs[row]),
-                          [i == chosen.token for i in ids], title=f"Top {len(ids)} next pieces at step {step.step + 1}")
-        st.plotly_chart(presentable(fig), key="decoding_topk", width="stretch", theme=None,
-                        config=plotly_config("next_piece_probs", fmt))
-        if chosen.token not in ids:
-            st.caption(f"The chosen piece {piece} is not among the top {len(ids)} of this row.")
+        if step.sample is not None:
+            sampler_ui(step, tokenizer, fmt)
+        else:
+            ids = step.topk_ids[row].tolist()
+            fig = topk_figure(tokenizer.pieces(ids), to_numpy(step.topk_probs[row]), [i == chosen.token for i in ids],
+                              title=f"Top {len(ids)} next pieces at step {step.step + 1}")
+            st.plotly_chart(presentable(fig), key="decoding_topk", width="stretch", theme=None,
+                            config=plotly_config("next_piece_probs", fmt))
+            if chosen.token not in ids:
+                st.caption(f"The chosen piece {piece} is not among the top {len(ids)} of this row.")
     with c_attn:
         n_layers, _, n_heads, _ = step.dec_self.shape
         layer, head = layer_head_ui(n_layers, n_heads)
@@ -122,6 +126,19 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
                                                          key_title="source piece", query_label=prefix[-1])),
                         key="decoding_cross", width="stretch", theme=None,
                         config=plotly_config("cross_row", fmt))
+
+
+def sampler_ui(step: DecodeStep, tokenizer: Tokenizer, fmt: str) -> None:
+    """What sampling did at this step: the model's distribution, the one drawn from, and the piece drawn."""
+    sample = step.sample
+    ids = sample.ids.tolist()
+    fig = sampling_figure(tokenizer.pieces(ids), to_numpy(sample.before), to_numpy(sample.after),
+                          [i == sample.token for i in ids], title=f"Step {step.step + 1}: the model, then the sampler")
+    st.plotly_chart(presentable(fig), key="decoding_sample", width="stretch", theme=None,
+                    config=plotly_config("sampling", fmt))
+    drawn = md(tokenizer.id_to_piece(sample.token))
+    st.caption(f"Drew **{drawn}**: probability {sample.token_before:.3f} from the model, {sample.token_after:.3f} "
+               f"after the temperature and the cut, which left {sample.kept} pieces to draw from.")
 
 
 def _pick_node(chart_key: str) -> None:
@@ -176,6 +193,9 @@ def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request
     step_detail_ui(translation, tokenizer, steps[t], chosen)
     if translation.decode.beam_size > 1:
         beam_ui(translation, tokenizer, request, t, chosen)
+    elif translation.decode.sampling is not None:
+        st.info("Sampling: one hypothesis, each piece drawn at random from the reshaped distribution (left). Another "
+                "seed on the Translate page draws another sentence; temperature 0 is greedy decoding.")
     else:
         st.info("Greedy decoding: one hypothesis, one choice per step. Set the beam size above 1 on the Translate "
                 "page to see the beam-search tree and the n-best list.")

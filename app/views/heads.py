@@ -24,7 +24,7 @@ from app.escape import md
 from app.examples import compare_pair, examples_for
 from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
 from app.resources import load_model, load_snapshot, snapshots_of
-from app.translation import Request, current_request, translate_request
+from app.translation import Request, current_request, heavy_slot, translate_request
 from explain.ablation import ablate, changed_pieces, importance_over_sentences, map_difference
 from explain.attribution import MAX_FLOW_PIECES, NORM_BASED, ROLLOUT, SALIENCY, attribute
 from explain.checkpoints import incompatibility, read_output
@@ -71,7 +71,8 @@ def sentence_importance(model_name: str, source_ids: tuple[int, ...], output_ids
                         ) -> dict[str, np.ndarray]:
     """explain.heads.head_importance of one sentence: per kind [L, H], nats."""
     model = load_model(model_name).model
-    importance = head_importance(model, source_ids, output_ids, should_stop=session_stop_signal())
+    with heavy_slot():
+        importance = head_importance(model, source_ids, output_ids, should_stop=session_stop_signal())
     return {kind: to_numpy(v) for kind, v in importance.items()}
 
 
@@ -82,8 +83,9 @@ def examples_importance(model_name: str) -> dict[str, np.ndarray] | None:
     examples = examples_for(ckpt.meta)  # in the model's source language
     if examples is None:
         return None
-    total = importance_over_sentences(ckpt.model, ckpt.tokenizer, list(examples.sentences), DecodeConfig(),
-                                      should_stop=session_stop_signal())
+    with heavy_slot():
+        total = importance_over_sentences(ckpt.model, ckpt.tokenizer, list(examples.sentences), DecodeConfig(),
+                                          should_stop=session_stop_signal())
     return {kind: to_numpy(v) for kind, v in total.items()}
 
 
@@ -91,14 +93,17 @@ def examples_importance(model_name: str) -> dict[str, np.ndarray] | None:
 def cached_ablation(request: Request, heads: tuple[tuple[str, int, int], ...]):
     """explain.ablation.ablate of the request's translation (frozen, shared read-only by every session)."""
     ckpt = load_model(request.model_name)
-    return ablate(ckpt.model, ckpt.tokenizer, translate_request(request), heads, request.decode_config,
-                  should_stop=session_stop_signal())
+    original = translate_request(request)
+    with heavy_slot():
+        return ablate(ckpt.model, ckpt.tokenizer, original, heads, request.decode_config,
+                      should_stop=session_stop_signal())
 
 
 @st.cache_data(show_spinner="Attributing every output piece three ways…", max_entries=64)
 def attribution_arrays(model_name: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...]) -> dict:
     """explain.attribution.attribute as numpy: maps per method [T, S], rollout [S, S], norms per kind, agreement."""
-    result = attribute(load_model(model_name).model, source_ids, output_ids, should_stop=session_stop_signal())
+    with heavy_slot():
+        result = attribute(load_model(model_name).model, source_ids, output_ids, should_stop=session_stop_signal())
     norms = result.norms
     return {
         "maps": {name: to_numpy(m) for name, m in result.maps.items()},

@@ -11,6 +11,7 @@ from app.downloads import trace_json
 from app.examples import (
     example_why,
     examples_for,
+    is_example,
     language_name,
     languages,
     leading_token,
@@ -21,7 +22,7 @@ from app.examples import (
 from app.explorer import attention_explorer, clamp_state, pieces_html
 from app.page import budget_notes
 from app.resources import load_model, model_label, quality_note
-from app.state import sync_url
+from app.state import DEFAULTS, MAX_SEED, sync_url
 from app.translation import (
     HEAVY_S,
     MAX_INPUT_CHARS,
@@ -31,10 +32,12 @@ from app.translation import (
     current_request,
     planned_request,
     store,
+    translate_request,
     waiting_message,
 )
+from model.budget import DEFAULT_BUDGET
 from model.checkpoint import Checkpoint
-from model.inference import InputError, Translation, finish, stream
+from model.inference import UNTRUSTED_UNKNOWN_SHARE, InputError, Translation, finish, stream, unknown_share
 from model.positional import MAX_POSITIONS
 
 log = logging.getLogger("attention_explorer")
@@ -99,12 +102,17 @@ def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
     limit = MAX_POSITIONS - 1
     clamp_state("beam_size", 1, 8, 1)
     clamp_state("max_len", 1, limit, min(60, limit))
-    beam = c_beam.slider("Beam size (1 = greedy)", 1, 8, key="beam_size", persist_state="session",
+    sampling = bool(st.session_state.get("sample"))
+    beam = c_beam.slider("Beam size (1 = greedy)", 1, 8, key="beam_size", persist_state="session", disabled=sampling,
                          help="Greedy decoding takes the most probable piece at every step. Beam search keeps the "
-                              "best k partial translations and may find a better whole sentence.")
+                              "best k partial translations and may find a better whole sentence. Not used while "
+                              "sampling (one hypothesis).")
     c_len.slider("Max output length (pieces)", 1, limit, key="max_len", persist_state="session",
                  help=f"Decoding stops at </s> or after this many pieces. This model was built for {model_max_len} "
-                      f"positions; longer outputs run on positions it never saw (at most {MAX_POSITIONS}).")
+                      f"positions; longer outputs run on positions it never saw (at most {MAX_POSITIONS}). The "
+                      f"server is shared: a request is held to a budget ({DEFAULT_BUDGET.max_bytes // 2**20} MB of "
+                      f"attention, {DEFAULT_BUDGET.max_seconds:.0f} s of compute) and at most 2 × the source length "
+                      "+ 10 pieces; what was reduced is said above the result.")
     c_lp.slider("Length penalty α", 0.0, 2.0, step=0.1, key="length_penalty", persist_state="session",
                 disabled=beam == 1,
                 help="Only used by beam search (beam size > 1): finished hypotheses are ranked by "
@@ -113,10 +121,31 @@ def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
                      "split (the paper chose 0.6 the same way for its models).")
     if beam == 1:
         c_lp.caption("Used only by beam search (beam size > 1).")
-    slow = st.toggle("Slow motion", key="slow_motion", help="Pause briefly after each step while decoding.")
-    clicked = st.button("Translate", key="translate", type="primary", icon="▶️")
+    if sampling:
+        sampling_ui()
+    c_go, c_slow, c_sample = st.columns([2, 2, 3], vertical_alignment="center")
+    clicked = c_go.button("Translate", key="translate", type="primary", icon="▶️")
+    slow = c_slow.toggle("Slow motion", key="slow_motion", help="Pause briefly after each step while decoding.")
+    c_sample.toggle("Sample instead of searching", key="sample", persist_state="session",
+                    help="Draw each next piece from the model's distribution (as GPT-style demos do) instead of "
+                         "taking the most probable one: a temperature reshapes it, top-k and top-p cut it.")
     from_link = st.session_state.pop("_from_link", False)  # a shared link shows its view without a click
     return current_request(), clicked or from_link, slow
+
+
+def sampling_ui() -> None:
+    """Temperature, top-k, top-p and seed of sampling (model.config.Sampling)."""
+    c_t, c_k, c_p, c_s = st.columns(4)
+    c_t.slider("Temperature", 0.0, 2.0, step=0.1, key="temperature", persist_state="session",
+               help="The log-probabilities are divided by it before the draw: below 1 sharpens the distribution, "
+                    "above 1 flattens it, 0 always takes the most probable piece (greedy).")
+    c_k.slider("Top-k (0 = all pieces)", 0, 100, key="sample_top_k", persist_state="session",
+               help="Draw only among the k most probable pieces.")
+    c_p.slider("Top-p", 0.05, 1.0, step=0.05, key="top_p", persist_state="session",
+               help="Draw only among the most probable pieces that together reach this probability (nucleus "
+                    "sampling); 1 keeps all.")
+    c_s.number_input("Seed", 0, MAX_SEED, step=1, key="seed", persist_state="session",
+                     help="The same seed draws the same pieces: a sample can be shown again, and shared by link.")
 
 
 def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Translation:
@@ -138,7 +167,7 @@ def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Transl
         with SLOTS.slot(on_wait=waiting, heavy=plan.cost.seconds > HEAVY_S) as slot:
             for step in stream(ckpt.model, source, plan.decode):
                 steps.append(step)
-                alive = f" · {step.beams.size(0)} hypotheses alive" if request.beam_size > 1 else ""
+                alive = f" · {step.beams.size(0)} hypotheses alive" if plan.decode.beam_size > 1 else ""
                 progress.progress(min(1.0, (step.step + 1) / limit),
                                   text=f"Step {step.step + 1} (at most {limit}){alive}")
                 live.markdown("**Decoding…** best so far:" + pieces_html(ckpt.tokenizer.pieces(step.best_tokens())),
@@ -146,8 +175,7 @@ def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Transl
                 if slow:
                     with slot.paused():
                         time.sleep(SLOW_MOTION_SECONDS)
-            translation = finish(ckpt.model, ckpt.tokenizer, source, steps, plan.decode.beam_size, plan.notes,
-                                 plan.decode)
+            translation = finish(ckpt.model, ckpt.tokenizer, source, steps, plan)
     except Exception:  # an error or ServerBusy: no half-finished progress left on the page (a rerun is not caught)
         progress.empty()
         live.empty()
@@ -164,6 +192,11 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
                 f"(“{request.text[:80]}{'…' if len(request.text) > 80 else ''}”, beam {request.beam_size}, "
                 f"{model_label(request.model_name)}).", icon=":material/info:")
     budget_notes(translation)
+    unknown = unknown_share(translation.source, load_model(request.model_name).tokenizer.unk_id)
+    if unknown >= UNTRUSTED_UNKNOWN_SHARE:
+        st.warning(f"{unknown:.0%} of this input is unknown to the model's vocabulary (shown as <unk>): it reads "
+                   "those pieces as one and the same unknown token, so this translation cannot be trusted. Type a "
+                   "sentence in the model's source language.", icon=":material/help:")
     dropped, n_source = translation.source.dropped, len(translation.source.ids)
     if dropped and not translation.notes:  # a cut the budget made is in its notes already
         st.warning(f"The input is longer than the {MAX_POSITIONS} positions this app reads (</s> included): "
@@ -186,6 +219,9 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
     if translation.decode.beam_size > 1:
         st.caption(f"Beam search (beam {translation.decode.beam_size}, α = {request.length_penalty}) finished "
                    f"{len(hyps)} hypotheses; the best is shown.")
+    elif (sampling := translation.decode.sampling) is not None:
+        st.caption(f"Sampled: temperature {sampling.temperature:g}, top-k {sampling.top_k or 'all'}, top-p "
+                   f"{sampling.top_p:g}, seed {sampling.seed} (the same seed draws the same pieces).")
     st.page_link("app/views/decoding.py", label="See how it was decoded, step by step", icon=":material/stairs:")
 
 
@@ -219,9 +255,15 @@ def main() -> None:
         st.info("Type a sentence above (or pick an example), then press **Translate**.")
         return
     translation, stale, shown = store().get(request), False, request
+    # A first visit shows the default sentence (or an example) translated at once: it is the same for everyone, so
+    # it is decoded once per server and every later visitor gets it from the shared store without a click.
+    shared = request.text == DEFAULTS["text"] or is_example(with_token(request.text, None))
+    first_view = "last_request" not in st.session_state
     try:
         if translation is None and clicked:
             translation = stream_translation(ckpt, request, slow)
+        elif translation is None and shared and first_view:
+            translation = translate_request(request)
     except InputError as exc:
         st.info(str(exc))
         return

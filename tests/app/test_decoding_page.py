@@ -98,3 +98,32 @@ def test_text_typed_on_translate_survives_the_page_switch(app_test):
     at.button(key="next_step").click().run()  # a second run on this page: the Translate widgets are gone
     assert not at.exception
     assert any("a b c" in m.value and "c b a" in m.value for m in at.markdown)
+
+
+def test_sampling_shows_the_distribution_before_and_after_and_the_piece_drawn(app_test, figures, shipped):
+    """A seeded sample, as the Translate page's sampling settings ask for it: the Decoding page shows, per step, the
+    model's probabilities and the ones drawn from (the drawn piece marked), and the same seed draws the same pieces."""
+    settings = dict(sample=True, temperature=1.5, sample_top_k=3, top_p=0.9, seed=7)
+    at = app_test(PAGE, text=TEXT, **settings)
+    assert not at.exception
+    from model.config import Sampling
+
+    config = DecodeConfig(max_len=60, sampling=Sampling(temperature=1.5, top_k=3, top_p=0.9, seed=7))
+    direct = translate(shipped("reverse").model, shipped("reverse").tokenizer, TEXT, config)
+    at.slider(key="step").set_value(2).run()
+    step = direct.result.steps[1]
+    fig = figures(at)["decoding_sample"]
+    np.testing.assert_array_equal(fig["data"][0]["x"], step.sample.before.double().numpy())
+    np.testing.assert_array_equal(fig["data"][1]["x"], step.sample.after.double().numpy())
+    assert sum(1 for a in fig["data"][1]["x"] if a > 0) <= 3  # top-k 3 cut the rest
+    assert "decoding_topk" not in figures(at) and any("Sampling: one hypothesis" in i.value for i in at.info)
+    again = app_test(PAGE, text=TEXT, **settings)
+    assert [m.value for m in again.markdown if "Source:" in m.value] == [m.value for m in at.markdown
+                                                                          if "Source:" in m.value]
+
+
+def test_temperature_zero_samples_the_greedy_translation(app_test, shipped):
+    greedy = _direct(shipped("reverse"), "q w e r t y", 1)
+    at = app_test(PAGE, text="q w e r t y", sample=True, temperature=0.0, seed=3)
+    assert not at.exception
+    assert any(greedy.text in m.value for m in at.markdown if "Source:" in m.value)

@@ -17,7 +17,7 @@ from model.inference import translate
 from model.quality import is_weak, shipped_scores
 
 LECTURE = "app/views/lecture.py"
-SENTENCES = {"en-de": "The old man who lives next door gave me the book yesterday.", "reverse": "h e l l o w o r l d"}
+SENTENCES = {"en-de": "My brother has bought a new house in the city.", "reverse": "h e l l o w o r l d"}
 SLIDE_HEIGHT = 520
 
 

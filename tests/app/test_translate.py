@@ -204,3 +204,14 @@ def test_a_clicked_points_customdata_reads_in_order(sent, expected):
     """The model-view click opened the wrong head when a typed array's keys were read as its values."""
 
     assert point_customdata(sent) == expected
+
+
+def test_input_the_model_cannot_read_is_flagged_as_untrustworthy(app_test):
+    """Chinese and emoji are all <unk> for the en-de model: its output then says nothing about the input."""
+    at = app_test(model_name="en-de", text="你好，世界 🙂🙂 今天天气很好")
+    at.button(key="translate").click().run()
+    assert not at.exception
+    assert any("cannot be trusted" in w.value for w in at.warning), [w.value for w in at.warning]
+    at.text_area(key="text").input("The house is small.")
+    at.button(key="translate").click().run()
+    assert not any("cannot be trusted" in w.value for w in at.warning)

@@ -89,7 +89,7 @@ def test_parsing_never_raises_and_keeps_values_in_range(params):
 def test_every_url_param_names_a_default_and_writes_what_it_reads():
     examples = {"model": "reverse", "text": "a b", "beam": "2", "max_len": "9", "penalty": "0.3", "kind": "dec_self",
                 "layer": "2", "head": "mean", "view": "model-view", "words": "1", "step": "4", "slide": "2",
-                "presenter": "1"}
+                "presenter": "1", "sample": "1", "temperature": "0.7", "topk": "5", "topp": "0.85", "seed": "42"}
     assert set(examples) == set(URL_PARAMS)
     for name, param in URL_PARAMS.items():
         assert param.key in DEFAULTS
@@ -206,3 +206,16 @@ def test_a_linked_model_gets_its_own_alpha_and_the_link_names_only_a_changed_one
         assert at.session_state["length_penalty"] == alpha and "penalty" not in at.query_params
     at = run_link(app_test, model="reverse", penalty="1.3")
     assert at.session_state["length_penalty"] == 1.3 and at.query_params["penalty"] == "1.3"
+
+
+def test_a_link_carries_the_sampling_settings(app_test):
+    at = run_link(app_test, model="reverse", text="a b c", sample="1", temperature="0.7", topk="5", topp="0.9",
+                  seed="42")
+    assert not at.exception and "_link_notes" not in at.session_state
+    assert (at.session_state["sample"], at.session_state["temperature"], at.session_state["sample_top_k"],
+            at.session_state["top_p"], at.session_state["seed"]) == (True, 0.7, 5, 0.9, 42)
+    assert {k: at.query_params[k] for k in ("sample", "temperature", "topk", "topp", "seed")} == \
+        {"sample": "1", "temperature": "0.7", "topk": "5", "topp": "0.9", "seed": "42"}
+    bad = run_link(app_test, model="reverse", temperature="nan", topp="0", seed="-1")
+    assert all(part in re.sub(r"\\(.)", r"\1", link_notice_text(bad)) for part in ("temperature=nan", "topp=0",
+                                                                                    "seed=-1"))

@@ -211,3 +211,24 @@ def test_a_300_piece_input_draws_in_every_view(browser, streamlit_server, screen
         raise
     finally:
         page.close()
+
+
+def test_keys_turn_the_slides_right_after_presenter_mode_is_switched_on(browser, streamlit_server):
+    """The switch keeps the focus after a click, inside a sidebar that presenter mode folds away: → must still turn
+    the slide at once, with no click on the page first."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.set_default_timeout(WAIT_MS)
+    try:
+        open_page(page, f"{streamlit_server.url}/lecture?model=reverse")
+        wait_for_slide(page, 1)
+        page.locator("[data-testid=stSidebar]").get_by_text("Presenter mode", exact=True).click()
+        page.wait_for_timeout(300)
+        wait_idle(page)
+        assert page.evaluate("() => document.activeElement.type") == "checkbox"  # the focus stayed on the switch
+        page.keyboard.press("ArrowRight")
+        wait_for_slide(page, 2)
+        page.keyboard.press("PageDown")
+        wait_for_slide(page, 3)
+        assert "presenter=1" in page.url and slide_in_url(page) == 3
+    finally:
+        page.close()

@@ -54,7 +54,7 @@ def test_a_plan_fits_its_budget_and_only_ever_reduces(model, source_len, beam, m
     assert plan.decode.beam_size <= beam and plan.decode.max_len <= max_len and plan.source_len <= source_len
     assert plan.decode.max_len <= output_bound(plan.source_len)
     changed = (plan.decode.beam_size, plan.decode.max_len, plan.source_len) != (beam, max_len, source_len)
-    assert bool(plan.notes) == changed
+    assert bool(plan.notes or plan.bound_note) == changed
     if not decode_cost(model, source_len, dataclasses.replace(asked, max_len=min(max_len, output_bound(source_len)))
                        ).over(budget):
         assert plan.decode.beam_size == beam and plan.source_len == source_len  # nothing but the loop bound cut
@@ -67,7 +67,8 @@ def test_the_lecture_hall_link_is_cut_to_a_bounded_decode():
     assert decode_cost(en_de, 170, asked).bytes > 2**30  # what its decode alone would have held
     plan = plan_decode(en_de, 170, asked)
     assert plan.decode.max_len <= 350 and plan.cost.bytes <= Budget().max_bytes
-    assert plan.notes[0].startswith("Length limit 1023 → 350")
+    assert plan.bound_note.startswith("Length limit 1023 → 350")
+    assert plan.notes_for(350)[0] == plan.bound_note and plan.bound_note not in plan.notes_for(12)  # said if reached
 
 
 def test_an_abandoned_decode_stops_within_one_step(tiny_model, tokenizer):

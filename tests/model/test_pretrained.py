@@ -63,10 +63,36 @@ RECORDED = {
     "Where is the station?": "Wo ist der Bahnhof?",
     "I am tired.": "Ich bin müde.",
     "The children are playing in the garden.": "Die Kinder spielen im Garten.",
-    "I have read the book that you gave me.": "Ich habe das Buch gelesen, das du mir gab.",  # Translate-page
-    "Yesterday I bought a new car.": "Gestern habe ich ein neues Auto gekauft.",  # examples
-    "I don't know where my keys are.": "Ich weiß nicht, wo meine Schlüssel sind.",
+    "I have read the book that you gave me.": "Ich habe das Buch gelesen, das du mir gab.",
 }
+# The app's default sentence and every English example (app.examples) with a correct German reference, written
+# here: the model must produce exactly that, greedy (the app's default) and with beam 4 at its own α.
+SHOWCASE = {
+    "My brother has bought a new house in the city.": "Mein Bruder hat ein neues Haus in der Stadt gekauft.",
+    "Yesterday I bought a new car.": "Gestern habe ich ein neues Auto gekauft.",
+    "I have never seen this film.": "Ich habe diesen Film noch nie gesehen.",
+    "I don't know where my keys are.": "Ich weiß nicht, wo meine Schlüssel sind.",
+    "We have not seen the new film yet.": "Wir haben den neuen Film noch nicht gesehen.",
+    "My sister lives in a small house near the river.": "Meine Schwester lebt in einem kleinen Haus nahe dem Fluss.",
+    "I am tired.": "Ich bin müde.",
+    "I don't know where my keys are, but my sister has seen them in the kitchen.":
+        "Ich weiß nicht, wo meine Schlüssel sind, aber meine Schwester hat sie in der Küche gesehen.",
+    "The children are playing in the garden.": "Die Kinder spielen im Garten.",
+    "The children are playing in the park.": "Die Kinder spielen im Park.",
+}
+
+
+def test_the_default_sentence_and_every_example_come_out_right(en_de):
+    from app.examples import BY_LANGUAGE
+    from app.state import DEFAULTS
+
+    english = BY_LANGUAGE["en"]
+    shown = {DEFAULTS["text"], *english.sentences, english.short, english.long, *english.compare}
+    assert shown == set(SHOWCASE), "an example without a reference here"
+    for beam in (1, 4):
+        config = DecodeConfig(beam_size=beam, length_penalty=en_de.length_penalty)
+        wrong = {s: t for s in SHOWCASE if (t := translate(en_de.model, en_de.tokenizer, s, config).text) != SHOWCASE[s]}
+        assert not wrong, f"beam {beam}: {wrong}"
 
 
 def test_shipped_en_de_reproduces_its_recorded_outputs(en_de):

@@ -1,0 +1,51 @@
+"""The first minute in front of a room: the first page shows the default sentence translated, with its charts,
+without a click, within 3 s on a warm server, its Translate button above the fold at 1280x720, and no request
+leaves the machine (no icon or font from the internet; no console errors)."""
+from __future__ import annotations
+
+import time
+import urllib.parse
+
+import pytest
+
+from app.state import DEFAULTS
+
+pytestmark = pytest.mark.e2e
+
+WAIT_MS = 60_000
+SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem']"  # the big translation line
+CHART = "[data-testid=stPlotlyChart] .js-plotly-plot .main-svg"
+
+
+def open_first_page(browser, url: str) -> tuple[float, object, list[str], list[str]]:
+    """Seconds from opening the URL to the translation and its first chart drawn; the page; console errors;
+    requests to anything but the app's own host."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.set_default_timeout(WAIT_MS)
+    errors, foreign = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    host = urllib.parse.urlsplit(url).netloc
+    page.on("request", lambda r: foreign.append(r.url) if urllib.parse.urlsplit(r.url).netloc not in ("", host)
+            and not r.url.startswith(("data:", "blob:")) else None)
+    began = time.monotonic()
+    page.goto(url, wait_until="domcontentloaded")
+    page.locator(SHOWN).first.wait_for()
+    page.locator(CHART).first.wait_for()
+    return time.monotonic() - began, page, errors, foreign
+
+
+def test_the_first_page_shows_the_default_translation_and_its_charts_without_a_click(browser, streamlit_server):
+    _, first, _, _ = open_first_page(browser, streamlit_server.url)  # the first visitor warms the server
+    first.close()
+    seconds, page, errors, foreign = open_first_page(browser, streamlit_server.url)
+    try:
+        assert seconds <= 3.0, f"{seconds:.1f} s from opening the URL to the first heatmap"
+        assert page.locator("[data-testid=stTextArea] textarea").first.input_value() == DEFAULTS["text"]
+        assert page.locator(SHOWN).first.inner_text().strip() == "Mein Bruder hat ein neues Haus in der Stadt gekauft."
+        button = page.get_by_role("button", name="Translate").first.bounding_box()
+        assert button["y"] + button["height"] <= 720, f"the Translate button is below the fold: {button}"
+        page.wait_for_timeout(1500)
+        assert not foreign, f"requests left the machine: {foreign}"
+        assert not errors, f"console errors: {errors}"
+    finally:
+        page.close()
