@@ -15,7 +15,7 @@ from app.sidebar import render_sidebar
 from app.state import sync_url
 
 limit_fragmentation()  # a long-lived server gives freed decode memory back to the system (app.memory)
-st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+st.set_page_config(page_title="Attention Explorer", page_icon="app/static/icon.png", layout="wide")  # local: no fetch
 page = st.navigation({"Explore": [
     st.Page("app/views/translate.py", title="Translate", icon=":material/translate:", default=True),
     st.Page("app/views/decoding.py", title="Decoding, step by step", icon=":material/account_tree:"),

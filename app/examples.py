@@ -62,8 +62,8 @@ BY_LANGUAGE = {
                    "My sister lives in a small house near the river."),
         short="I am tired.",
         long="I don't know where my keys are, but my sister has seen them in the kitchen.",
-        compare=("The children are playing in the garden.",  # one piece apart in en-de's vocabulary
-                 "The children are playing in the park.")),
+        compare=("Yesterday I bought a new car.",  # one piece apart in en-de's vocabulary, and so are the
+                 "Yesterday I bought a new house.")),  # translations: the maps line up cell by cell
     "de": Examples(
         sentences=("Ich habe das Buch gelesen, das du mir gegeben hast.", "Sie möchte eine Tasse Tee trinken.",
                    "Wir sind nach Hause gegangen, weil es geregnet hat.", "Wann fährt der Zug nach Berlin ab?",
@@ -122,9 +122,9 @@ BY_TASK = {  # models whose input is no language: by the task recorded in their 
 WHY = {  # what the examples show, by task or language pair
     "reverse": "The correct output is the letters in reverse order, so the cross-attention should be an "
                "anti-diagonal.",
-    "en-de": "These need reordering in German (the participle at the end of the clause, *habe … gelesen*; the verb "
-             "at the end of a sub-clause, *dass er morgen kommt*; the verb second after *Gestern*): look for the "
-             "cross-attention leaving the diagonal.",
+    "en-de": "These need reordering in German (the participle at the end of the clause, *habe … gekauft*, *haben … "
+             "gesehen*; the verb at the end of a sub-clause, *wo meine Schlüssel sind*; the verb second after "
+             "*Gestern*): look for the cross-attention leaving the diagonal.",
 }
 
 

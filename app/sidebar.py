@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.browser import link_box
+from app.escape import md
 from app.examples import first_sentence, is_example, leading_token, with_token
 from app.presenter import apply_presenter
 from app.resources import MODELS, converted_models, device_label, load_model, load_upload, log, model_label
@@ -27,7 +28,7 @@ def _upload_ui() -> None:
             try:
                 name = load_upload(files)
             except CheckpointError as exc:
-                st.error(f"Cannot use this checkpoint: {exc}")
+                st.error(f"Cannot use this checkpoint: {md(exc)}")  # it names the uploaded files: escaped
             except Exception:  # anything else is our bug: log it, keep the app alive
                 log.exception("loading an uploaded checkpoint failed")
                 st.error("Cannot use this checkpoint: it could not be read.")

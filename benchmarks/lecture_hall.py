@@ -40,6 +40,7 @@ from load import (  # noqa: E402 (the sibling benchmark, run as a script)
     Sentences,
     Tab,
     cpu_seconds,
+    latency_table,
     percentile,
     rss_mb,
     start_server,
@@ -216,13 +217,7 @@ async def run(args: argparse.Namespace, url: str, pids: list[int]) -> tuple[Resu
 
 
 def report(results: Results, args: argparse.Namespace, idle_s: float, cpu_s: float, wall_s: float) -> bool:
-    kinds = sorted({s.kind for s in results.samples})
-    print(f"\n{'interaction':28s} {'n':>6s} {'p50 s':>7s} {'p95 s':>7s} {'max s':>7s} {'errors':>6s}")
-    for kind in kinds:
-        values = [s.latency for s in results.samples if s.kind == kind and not s.error]
-        n_err = sum(1 for s in results.samples if s.kind == kind and s.error)
-        print(f"{kind:28s} {len(values):6d} {percentile(values, 50):7.2f} {percentile(values, 95):7.2f} "
-              f"{max(values, default=float('nan')):7.2f} {n_err:6d}")
+    latency_table(results, sorted({s.kind for s in results.samples}))
     errors = results.errors()
     for message in sorted({s.error for s in errors})[:10]:
         print(f"  error: {message[:160]}")

@@ -406,14 +406,18 @@ def overlaps(sample: Sample, intervals: list[tuple[float, float]]) -> bool:
     return any(sample.start < b and a < end for a, b in intervals)
 
 
-def report(results: Results, args: argparse.Namespace, server_cpu_s: float, wall_s: float, log_path: Path) -> bool:
-    kinds = sorted({s.kind for s in results.samples}, key=lambda k: (k.startswith("long"), k))
-    print(f"\n{'interaction':30s} {'n':>5s} {'p50 s':>7s} {'p95 s':>7s} {'max s':>7s} {'errors':>6s}")
+def latency_table(results: Results, kinds: list[str]) -> None:
+    """n, p50, p95, max and errors per interaction kind (latencies of the interactions without an error)."""
+    print(f"\n{'interaction':30s} {'n':>6s} {'p50 s':>7s} {'p95 s':>7s} {'max s':>7s} {'errors':>6s}")
     for kind in kinds:
         values = [s.latency for s in results.samples if s.kind == kind and not s.error]
         n_err = sum(1 for s in results.samples if s.kind == kind and s.error)
-        print(f"{kind:30s} {len(values):5d} {percentile(values, 50):7.2f} {percentile(values, 95):7.2f} "
+        print(f"{kind:30s} {len(values):6d} {percentile(values, 50):7.2f} {percentile(values, 95):7.2f} "
               f"{max(values, default=float('nan')):7.2f} {n_err:6d}")
+
+
+def report(results: Results, args: argparse.Namespace, server_cpu_s: float, wall_s: float, log_path: Path) -> bool:
+    latency_table(results, sorted({s.kind for s in results.samples}, key=lambda k: (k.startswith("long"), k)))
 
     errors = results.errors()
     tracebacks = log_path.read_text(errors="replace").count("Traceback")

@@ -28,28 +28,18 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
-def bounded_int(low: int, high: int):
-    """An argparse type: an integer from ``low`` to ``high``, checked where it enters."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got {text}")
-        return value
-    return parse
+def bounded(kind: type, low: float, high: float):
+    """An argparse type: a finite ``kind`` (int or float) from ``low`` to ``high``, checked where it enters (nan,
+    inf, 1e308 or a 20-digit beam never reach the model)."""
+    what = f"{'an integer' if kind is int else 'a number'} from {low:g} to {high:g}"
 
-
-def bounded_float(low: float, high: float):
-    """An argparse type: a finite number from ``low`` to ``high`` (nan and inf are refused)."""
-    def parse(text: str) -> float:
+    def parse(text: str):
         try:
-            value = float(text)
+            value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number from {low:g} to {high:g}, got {text!r}") from None
-        if not (math.isfinite(value) and low <= value <= high):
-            raise argparse.ArgumentTypeError(f"expected a number from {low:g} to {high:g}, got {text}")
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]!r}") from None
+        if not (low <= value <= high and (kind is int or math.isfinite(value))):  # nan fails the range too
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]}")
         return value
     return parse
 
@@ -63,21 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
     tr = commands.add_parser("translate", help="translate one sentence")
     tr.add_argument("text")
     tr.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="checkpoint directory")
-    tr.add_argument("--beam", type=bounded_int(1, MAX_BEAM), default=1, help=f"beam size, 1 (greedy) to {MAX_BEAM}")
-    tr.add_argument("--max-len", type=bounded_int(1, MAX_POSITIONS - 1), default=64,
+    tr.add_argument("--beam", type=bounded(int, 1, MAX_BEAM), default=1, help=f"beam size, 1 (greedy) to {MAX_BEAM}")
+    tr.add_argument("--max-len", type=bounded(int, 1, MAX_POSITIONS - 1), default=64,
                     help=f"maximum generated tokens, EOS included (1 to {MAX_POSITIONS - 1})")
-    tr.add_argument("--length-penalty", type=bounded_float(0.0, MAX_LENGTH_PENALTY),
+    tr.add_argument("--length-penalty", type=bounded(float, 0.0, MAX_LENGTH_PENALTY),
                     help=f"GNMT alpha from 0 to {MAX_LENGTH_PENALTY:g} (default: the checkpoint's own, chosen on its "
                          "validation split, else the paper's 0.6)")
     tr.add_argument("--sample", action="store_true", help="draw each next piece instead of searching (greedy "
                     "or beam); with --temperature, --top-k, --top-p and --seed")
-    tr.add_argument("--temperature", type=bounded_float(0.0, MAX_TEMPERATURE), default=1.0,
+    tr.add_argument("--temperature", type=bounded(float, 0.0, MAX_TEMPERATURE), default=1.0,
                     help=f"with --sample: divides the log-probabilities, 0 (greedy) to {MAX_TEMPERATURE:g}")
-    tr.add_argument("--top-k", type=bounded_int(0, MAX_VOCAB_SIZE), default=0,
+    tr.add_argument("--top-k", type=bounded(int, 0, MAX_VOCAB_SIZE), default=0,
                     help="with --sample: draw only among the k most probable pieces (0 = all)")
-    tr.add_argument("--top-p", type=bounded_float(1e-6, 1.0), default=1.0,
+    tr.add_argument("--top-p", type=bounded(float, 1e-6, 1.0), default=1.0,
                     help="with --sample: draw only among the most probable pieces that together reach p (1 = all)")
-    tr.add_argument("--seed", type=bounded_int(0, 2**63 - 1), default=0, help="with --sample: the same seed gives "
+    tr.add_argument("--seed", type=bounded(int, 0, 2**63 - 1), default=0, help="with --sample: the same seed gives "
                     "the same sample")
     tr.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     tr.add_argument("--json", help="write pieces, steps and attention to this file (at most "

@@ -9,7 +9,7 @@ teacher-forced forward of that output.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -191,11 +191,13 @@ def _top_k(log_probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]
     return top_log_probs.exp(), top_ids
 
 
-@torch.inference_mode()
-def greedy_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),
-                 return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
-    """Pick the most probable next token at every step. src [S] or [1, S] (ids, EOS-terminated); ``head_mask``
-    (batch 1) switches heads off."""
+Choose = Callable[[torch.Tensor], tuple[int, "SampleChoice | None"]]  # selectable log-probs [V] -> piece, record
+
+
+def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, return_attention: bool,
+              head_mask: HeadMask | None, choose: Choose) -> Iterator[DecodeStep]:
+    """Decode one hypothesis, ``choose`` picking each next piece from the step's log-probs (BOS and PAD made
+    impossible): greedy takes the argmax, sampling draws. src [S] or [1, S]."""
     src = _prepare(model, src)
     cfg = model.config
     state, encoder = _start(model, src, return_attention, head_mask)
@@ -205,7 +207,7 @@ def greedy_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = D
         out = model.step(state, prefix[:, -1:], return_attention)
         state = out.state
         topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [1, k]
-        token = int(_selectable(out.log_probs, cfg.bos_id, cfg.pad_id)[0].argmax())
+        token, sample = choose(_selectable(out.log_probs, cfg.bos_id, cfg.pad_id)[0])
         new_score = score + out.log_probs[0, token]
         beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
         ended = token == cfg.eos_id
@@ -216,10 +218,20 @@ def greedy_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = D
                          attention=_step_attention(encoder, out.attention),
                          candidates=(Candidate(0, token, float(new_score), "finished" if done else "kept"),),
                          beams=beams[:0] if ended else beams, beam_scores=new_score[:0] if ended else new_score,
-                         parents=torch.zeros(0 if ended else 1, dtype=torch.long), finished=finished, done=done)
+                         parents=torch.zeros(0 if ended else 1, dtype=torch.long), finished=finished, done=done,
+                         sample=sample)
         if done:
             return
         prefix, score = beams, new_score
+
+
+@torch.inference_mode()
+def greedy_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),
+                 return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+    """Pick the most probable next token at every step. src [S] or [1, S] (ids, EOS-terminated); ``head_mask``
+    (batch 1) switches heads off."""
+    yield from _one_path(model, src, config, return_attention, head_mask,
+                         lambda log_probs: (int(log_probs.argmax()), None))
 
 
 def _select(scores: torch.Tensor, eos_id: int, beam_size: int) -> list[Candidate]:
@@ -285,38 +297,18 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
 @torch.inference_mode()
 def sample_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig, return_attention: bool = True,
                  head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
-    """Draw the next piece at every step (config.sampling says how). src [S] or [1, S]. The cumulative log-prob of
-    the output is the model's own (before the temperature), so a sample and a greedy output compare."""
+    """Draw the next piece at every step (config.sampling says how; model.sampling). src [S] or [1, S]. The
+    cumulative log-prob of the output is the model's own (before the temperature), so a sample and a greedy output
+    compare."""
     if config.sampling is None:
         raise ValueError("sample_steps needs a DecodeConfig with sampling")
-    src = _prepare(model, src)
-    cfg = model.config
-    generator = torch.Generator(device=src.device).manual_seed(config.sampling.seed)
-    state, encoder = _start(model, src, return_attention, head_mask)
-    prefix = torch.tensor([[cfg.bos_id]], device=src.device)  # [1, 1]
-    score = torch.zeros(1, device=src.device)
-    for t in range(config.max_len):
-        out = model.step(state, prefix[:, -1:], return_attention)
-        state = out.state
-        topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [1, k]
-        choice = draw(_selectable(out.log_probs, cfg.bos_id, cfg.pad_id)[0], config.sampling, generator,
-                      config.top_k)
-        token = choice.token
-        new_score = score + out.log_probs[0, token]
-        beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
-        ended = token == cfg.eos_id
-        done = ended or t + 1 == config.max_len
-        finished = (_finished(tuple(beams[0, 1:].tolist()), float(new_score), (0,) * (t + 1), cfg.eos_id,
-                              config.length_penalty),) if done else ()
-        yield DecodeStep(step=t, prefixes=prefix, prefix_scores=score, topk_ids=topk_ids, topk_probs=topk_probs,
-                         attention=_step_attention(encoder, out.attention),
-                         candidates=(Candidate(0, token, float(new_score), "finished" if done else "kept"),),
-                         beams=beams[:0] if ended else beams, beam_scores=new_score[:0] if ended else new_score,
-                         parents=torch.zeros(0 if ended else 1, dtype=torch.long), finished=finished, done=done,
-                         sample=choice)
-        if done:
-            return
-        prefix, score = beams, new_score
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(config.sampling.seed)
+
+    def choose(log_probs: torch.Tensor) -> tuple[int, SampleChoice]:
+        choice = draw(log_probs, config.sampling, generator, config.top_k)
+        return choice.token, choice
+    yield from _one_path(model, src, config, return_attention, head_mask, choose)
 
 
 def greedy_decode(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),

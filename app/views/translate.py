@@ -11,7 +11,7 @@ from app.downloads import trace_json
 from app.examples import (
     example_why,
     examples_for,
-    is_example,
+    first_sentence,
     language_name,
     languages,
     leading_token,
@@ -257,7 +257,9 @@ def main() -> None:
     translation, stale, shown = store().get(request), False, request
     # A first visit shows the default sentence (or an example) translated at once: it is the same for everyone, so
     # it is decoded once per server and every later visitor gets it from the shared store without a click.
-    shared = request.text == DEFAULTS["text"] or is_example(with_token(request.text, None))
+    examples = examples_for(ckpt.meta)
+    shared = request.text == first_sentence(ckpt.meta, DEFAULTS["text"]) or (
+        examples is not None and with_token(request.text, None) in examples.sentences)
     first_view = "last_request" not in st.session_state
     try:
         if translation is None and clicked:

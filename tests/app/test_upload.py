@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import pickle
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,7 +182,7 @@ def test_the_sidebar_says_why_and_keeps_the_shipped_model(app_test, monkeypatch,
     at = app_test("app/views/positional.py")
     at.button(key="upload_load").click().run()
     assert not at.exception
-    assert [e.value for e in at.error] == [
+    assert [re.sub(r"\\(.)", r"\1", e.value) for e in at.error] == [  # as the reader sees the escaped Markdown
         "Cannot use this checkpoint: model.safetensors is not a valid safetensors file: it is a Python pickle "
         "(PyTorch's .bin/.pt format), which can run code and is never loaded"]
     assert at.session_state["model_name"] == "reverse"
@@ -282,3 +283,13 @@ def test_the_sidebar_loads_a_marian_upload_and_selects_it(app_test, monkeypatch,
     assert not at.exception and not at.error
     assert at.session_state["model_name"].startswith(UPLOAD_PREFIX)
     assert any("d_{model}/2" in latex.value for latex in at.latex)  # the page draws the uploaded Marian model
+
+
+def test_an_uploaded_file_name_is_shown_as_text_not_markdown(app_test, monkeypatch):
+    """A file name is whatever the visitor's browser sent: as Markdown it could be a link inside the app."""
+    hostile = files(MODELS["reverse"]) + [Uploaded("[Log in again](http://127.0.0.1:9/x).json", b"{}")]
+    monkeypatch.setattr(st, "file_uploader", lambda *args, **kwargs: hostile)
+    at = app_test("app/views/positional.py")
+    at.button(key="upload_load").click().run()
+    assert not at.exception and len(at.error) == 1
+    assert r"\[Log in again\]\(http" in at.error[0].value

@@ -52,7 +52,8 @@ def run_main(capsys, *args) -> tuple[int, str, str]:
     return status, out.out, out.err
 
 
-BAD_ARGUMENTS = [["--beam", "10000"], ["--beam", "1" + "0" * 20], ["--beam", "0"], ["--beam", "2.5"],
+BAD_ARGUMENTS = [["--beam", "10000"], ["--beam", "1" + "0" * 20], ["--beam", "9" * 400], ["--top-p", "0"],
+                 ["--temperature", "-1"], ["--seed", "-1"], ["--beam", "0"], ["--beam", "2.5"],
                  ["--max-len", "0"], ["--max-len", "1024"], ["--length-penalty", "1e308"],
                  ["--length-penalty", "nan"], ["--length-penalty", "inf"], ["--length-penalty", "-0.1"],
                  ["--device", "foo"], ["--device", "CPU"], ["--device", "cuda:-1"], ["--json", ""], ["--json", " "]]

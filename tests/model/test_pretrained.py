@@ -77,8 +77,7 @@ SHOWCASE = {
     "I am tired.": "Ich bin müde.",
     "I don't know where my keys are, but my sister has seen them in the kitchen.":
         "Ich weiß nicht, wo meine Schlüssel sind, aber meine Schwester hat sie in der Küche gesehen.",
-    "The children are playing in the garden.": "Die Kinder spielen im Garten.",
-    "The children are playing in the park.": "Die Kinder spielen im Park.",
+    "Yesterday I bought a new house.": "Gestern habe ich ein neues Haus gekauft.",
 }
 
 
