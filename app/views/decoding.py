@@ -220,8 +220,10 @@ def main() -> None:
         log.exception("decoding page failed for %r", request)
         st.error("Sorry, this sentence could not be decoded (an internal error; the details are in the server log).")
         return
-    beam = translation.decode.beam_size
+    beam, sampling = translation.decode.beam_size, translation.decode.sampling
     search = "greedy" if beam == 1 else f"beam search, beam {beam}"
+    if sampling is not None:
+        search = f"sampled at temperature {sampling.temperature:g}, seed {sampling.seed}"
     st.markdown(f"Source: **{md(translation.source.text)}** → **{md(translation.text) or '(empty output)'}** "
                 f"({search}, {len(translation.result.steps)} steps).")
     budget_notes(translation)
