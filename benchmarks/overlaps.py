@@ -6,8 +6,8 @@
 It starts its own `streamlit run` on 127.0.0.1, opens each view (the pages with the default sentence, each of the
 Heads page's sections, every slide of the lecture) in Debian's Chromium, waits until it is drawn, and measures in
 the page the bounding box of every text element of every figure: tick labels, titles, subplot titles,
-annotations and cell numbers, legend and colour-bar text. Two texts overlap when their boxes intersect by more
-than 1 px each way; a text is cut when its box sticks out of its figure by more than 1 px. It prints one line per
+annotations and cell numbers, legend and colour-bar text. Two texts overlap when their boxes as drawn (turned
+labels turned) intersect by more than 1 px; a text is cut when its box sticks out of its figure by more than 1 px. It prints one line per
 view with the counts and the first offending pairs, and exits 1 if any view has one: the list to work through
 before this becomes a test (issue 30).
 """
@@ -46,24 +46,46 @@ MEASURE = """(tolerance) => {
     const style = getComputedStyle(el);
     return style.display !== 'none' && style.visibility !== 'hidden' && parseFloat(style.opacity || '1') > 0.05;
   };
+  // A text's box as drawn: its own (unrotated) box through its transform to the screen, 4 corners. Tick labels
+  // turned by 45 degrees have overlapping axis-aligned boxes while their glyphs stand apart: the turned box is
+  // what matters.
+  const corners = (t) => {
+    const b = t.getBBox(), m = t.getScreenCTM();
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]]
+      .map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+  };
+  // Two convex quadrilaterals overlap by more than tolerance px unless some edge's normal separates them.
+  const overlap = (p, q) => {
+    for (const poly of [p, q]) {
+      for (let i = 0; i < 4; i++) {
+        const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4];
+        const len = Math.hypot(x2 - x1, y2 - y1) || 1, nx = (y1 - y2) / len, ny = (x2 - x1) / len;
+        const span = (r) => r.map(([x, y]) => x * nx + y * ny);
+        const a = span(p), b = span(q);
+        if (Math.min(Math.max(...a), Math.max(...b)) - Math.max(Math.min(...a), Math.min(...b)) <= tolerance) {
+          return false;
+        }
+      }
+    }
+    return true;
+  };
   const results = [];
   document.querySelectorAll('.js-plotly-plot').forEach((plot, index) => {
     const frame = plot.getBoundingClientRect();
     const title = (plot.querySelector('.gtitle') || {}).textContent || `figure ${index + 1}`;
     const texts = Array.from(plot.querySelectorAll('.main-svg text, .infolayer text'))
       .filter((t) => !t.closest('.hoverlayer') && t.textContent.trim() && visible(t))
-      .map((t) => ({text: t.textContent.trim().slice(0, 40), box: t.getBoundingClientRect()}))
-      .filter((t) => t.box.width > 0 && t.box.height > 0);
+      .map((t) => ({text: t.textContent.trim().slice(0, 40), box: corners(t)}))
+      .filter((t) => t.box.some(([x, y], i) => i > 0 && (x !== t.box[0][0] || y !== t.box[0][1])));
     const overlaps = [], cut = [];
     for (let i = 0; i < texts.length; i++) {
-      const a = texts[i].box;
-      if (a.left < frame.left - tolerance || a.right > frame.right + tolerance ||
-          a.top < frame.top - tolerance || a.bottom > frame.bottom + tolerance) cut.push(texts[i].text);
+      const xs = texts[i].box.map((c) => c[0]), ys = texts[i].box.map((c) => c[1]);
+      if (Math.min(...xs) < frame.left - tolerance || Math.max(...xs) > frame.right + tolerance ||
+          Math.min(...ys) < frame.top - tolerance || Math.max(...ys) > frame.bottom + tolerance) {
+        cut.push(texts[i].text);
+      }
       for (let j = i + 1; j < texts.length; j++) {
-        const b = texts[j].box;
-        const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
-        const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
-        if (w > tolerance && h > tolerance) overlaps.push([texts[i].text, texts[j].text]);
+        if (overlap(texts[i].box, texts[j].box)) overlaps.push([texts[i].text, texts[j].text]);
       }
     }
     results.push({title: title.slice(0, 60), texts: texts.length, overlaps, cut});

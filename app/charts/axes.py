@@ -15,9 +15,10 @@ import plotly.graph_objects as go
 
 TICK_SIZE = 14  # token pieces must be readable from the back of a lecture hall
 LABEL_PX = TICK_SIZE + 4  # the room a tick label needs across its axis; a slanted (-45°) one needs 1.4x that
-# The plot area of a figure in a page of 1, 2 or 3 columns on a 1280-px screen (sidebar open, colour bar and
-# piece labels off): how much room its axes have for labels.
-COLUMN_PX = {1: 950, 2: 440, 3: 270}
+# The width of a figure in a page of 1, 2 or 3 columns on a 1280-px screen with the sidebar open (measured in
+# Chromium: the main column runs from x = 380 to 1200; columns are 16 px apart), before its colour bar and piece
+# labels: how much room its axes have for labels. (950 / 440 / 270 before: labels collided, benchmarks/overlaps.py.)
+COLUMN_PX = {1: 820, 2: 400, 3: 262}
 COLORBAR_PX = 90  # what a vertical colour bar with its title takes of a figure's width
 
 
@@ -49,10 +50,20 @@ def plot_px(height: int) -> int:
     return max(60, height - 190)
 
 
-def fits_text(n_rows: int, n_cols: int, height: int, columns: int, cell_px: float = 16.0) -> bool:
+CELL_FONT_PX = 11  # the numbers printed in matrix cells
+Y_LABELS_PX = 90  # what the piece labels left of a matrix take of its width
+
+
+def fits_text(n_rows: int, n_cols: int, height: int, columns: int, cell_px: float = 16.0,
+              text: np.ndarray | None = None, colorbar: bool = True) -> bool:
     """Whether a matrix of n_rows x n_cols cells drawn ``height`` px tall in a page of ``columns`` columns has
-    cells of at least ``cell_px`` both ways: room for a number or a ✓ in each."""
-    return (plot_px(height) / max(n_rows, 1) >= cell_px) and (COLUMN_PX[columns] / max(n_cols, 1) >= cell_px)
+    cells of at least ``cell_px`` both ways, and wide enough for the longest of ``text`` (the strings to print,
+    at CELL_FONT_PX; about 0.6 em a character plus a margin): where not, the numbers would run into each other
+    (the hover still gives every value). ``colorbar``: whether one takes from the cells' room."""
+    width = (COLUMN_PX[columns] - COLORBAR_PX * colorbar - Y_LABELS_PX) / max(n_cols, 1)
+    widest = max((len(str(t)) for t in np.ravel(text)), default=0) if text is not None else 0
+    needed = max(cell_px, 0.62 * CELL_FONT_PX * widest + 6)
+    return plot_px(height) / max(n_rows, 1) >= cell_px and width >= needed
 
 
 def token_axes(fig: go.Figure, x_labels: list[str] | None, y_labels: list[str] | None,

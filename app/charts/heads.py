@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.charts.axes import matrix_height, plotly_text, token_axes
+from app.charts.axes import COLORBAR_PX, COLUMN_PX, matrix_height, plot_px, plotly_text, token_axes
 from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, WEIGHT_COLORSCALE, styled
 
 OFF_COLOR = "#d62728"  # a switched-off head, a changed piece
@@ -59,10 +59,11 @@ def importance_figure(importance: dict[str, np.ndarray], kind_labels: dict[str, 
 
 def matrix_figure(z: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *, title: str,
                   value_name: str, row_title: str, col_title: str, signed: bool = False, zmax: float | None = None,
-                  highlight_row: int | None = None) -> go.Figure:
+                  highlight_row: int | None = None, columns: int = 1) -> go.Figure:
     """A [rows, cols] matrix of one sentence: attention weights, their norm-based or attributed version
     (``signed`` False: white at 0, Blues up to ``zmax`` or the largest value) or a signed quantity such as a
-    difference or a saliency (diverging, centred on 0). ``highlight_row`` outlines the selected output piece."""
+    difference or a saliency (diverging, centred on 0). ``highlight_row`` outlines the selected output piece;
+    ``columns``: how many page columns share the row it is drawn in (its key labels are thinned to fit)."""
     z = np.asarray(z, dtype=np.float32)
     n_rows, n_cols = z.shape
     bound = zmax if zmax is not None else _bound(z)
@@ -72,7 +73,8 @@ def matrix_figure(z: np.ndarray, row_labels: Sequence[str], col_labels: Sequence
         z=z, xgap=1, ygap=1, name=value_name, colorbar=dict(title=dict(text=value_name, side="right"), thickness=14),
         hovertemplate=f"{row_title}: <b>%{{y}}</b> (position %{{y:d}})<br>{col_title}: <b>%{{x}}</b> "
                       f"(position %{{x:d}})<br>{value_name}: <b>%{{z:.4f}}</b><extra></extra>", **scale))
-    token_axes(fig, list(col_labels), list(row_labels), col_title, row_title)
+    token_axes(fig, list(col_labels), list(row_labels), col_title, row_title, x_px=COLUMN_PX[columns] - COLORBAR_PX,
+               y_px=plot_px(matrix_height(n_rows, base=200, per_row=26, cap=900)))
     if highlight_row is not None:
         fig.add_shape(type="rect", x0=-0.5, x1=n_cols - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
                       line=dict(color=ROW_COLOR, width=3), fillcolor="rgba(0,0,0,0)")
@@ -104,7 +106,7 @@ def panels_figure(panels: Sequence[tuple[str, np.ndarray, bool, float | None]], 
             hovertemplate=f"{row_title}: <b>%{{y}}</b> (position %{{y:d}})<br>{col_title}: <b>%{{x}}</b> "
                           f"(position %{{x:d}})<br>{name}: <b>%{{z:.4f}}</b><extra></extra>"), row=1, col=c)
         token_axes(fig, list(col_labels), list(row_labels) if c == 1 else None, col_title,
-                   row_title if c == 1 else None, row=1, col=c)
+                   row_title if c == 1 else None, row=1, col=c, x_px=COLUMN_PX[1] * width - COLORBAR_PX / 2)
         if highlight_row is not None:
             fig.add_shape(type="rect", x0=-0.5, x1=len(col_labels) - 0.5, y0=highlight_row - 0.5,
                           y1=highlight_row + 0.5, line=dict(color=ROW_COLOR, width=3), fillcolor="rgba(0,0,0,0)",
@@ -130,7 +132,8 @@ def checkpoints_figure(maps: Sequence[tuple[str, np.ndarray]], row_labels: Seque
                           f"<b>%{{x}}</b> (position %{{x:d}})<br>weight: <b>%{{z:.4f}}</b><extra></extra>"),
             row=1, col=c)
         token_axes(fig, list(col_labels), list(row_labels) if c == 1 else None, col_title,
-                   row_title if c == 1 else None, row=1, col=c)
+                   row_title if c == 1 else None, row=1, col=c,
+                   x_px=(COLUMN_PX[1] - COLORBAR_PX) * (1.0 - gap * (n - 1)) / n)
     fig.update_layout(coloraxis=dict(cmin=0.0, cmax=1.0, colorscale=WEIGHT_COLORSCALE,
                                      colorbar=dict(title=dict(text="weight"), thickness=12)))
     fig.update_yaxes(range=[len(row_labels) - 0.5, -0.5], showgrid=False, zeroline=False)

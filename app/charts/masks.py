@@ -33,7 +33,7 @@ def mask_grid(mask: np.ndarray, query_labels: list[str], key_labels: list[str], 
     mask = np.asarray(mask, dtype=bool)
     allowed = np.where(mask, "may attend", "masked")
     custom = np.concatenate([pair_labels(query_labels, key_labels), allowed[..., None]], axis=-1)
-    ticks = fits_text(*mask.shape, matrix_height(len(query_labels)), columns, cell_px=14)
+    ticks = fits_text(*mask.shape, matrix_height(len(query_labels)), columns, cell_px=14, colorbar=False)
     fig = go.Figure(go.Heatmap(
         z=mask.astype(np.int8), zmin=0, zmax=1, colorscale=[[0, MASKED_COLOR], [1, ALLOWED_COLOR]], showscale=False,
         xgap=1, ygap=1, customdata=custom, text=np.where(mask, "✓", "") if ticks else None,
@@ -49,7 +49,8 @@ def unmasked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str
     mask = np.asarray(mask, dtype=bool)
     z = np.asarray(scores, dtype=np.float64)
     bound = float(np.abs(z).max()) if z.size else 1.0
-    text = np.char.mod("%.1f", z) if fits_text(*z.shape, matrix_height(len(query_labels)), columns) else None
+    text = np.char.mod("%.1f", z)
+    text = text if fits_text(*z.shape, matrix_height(len(query_labels)), columns, text=text) else None
     status = np.where(mask, "kept", "will be masked")
     custom = np.concatenate([pair_labels(query_labels, key_labels), status[..., None]], axis=-1)
     fig = go.Figure(go.Heatmap(
@@ -75,8 +76,8 @@ def masked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str],
     mask = np.asarray(mask, dtype=bool)
     z = np.where(mask, np.asarray(scores, dtype=np.float64), np.nan)
     finite = np.abs(z[mask]).max() if mask.any() else 1.0
-    fits = fits_text(*z.shape, matrix_height(len(query_labels)), columns)
-    text = np.where(mask, np.char.mod("%.1f", np.nan_to_num(z)), "−∞") if fits else None
+    text = np.where(mask, np.char.mod("%.1f", np.nan_to_num(z)), "−∞")
+    text = text if fits_text(*z.shape, matrix_height(len(query_labels)), columns, text=text) else None
     value = np.where(mask, np.char.mod("%.3f", np.nan_to_num(z)), "masked (−∞)")
     custom = np.concatenate([pair_labels(query_labels, key_labels), value[..., None]], axis=-1)
     fig = go.Figure(go.Heatmap(
@@ -101,15 +102,18 @@ def masked_weights(weights: np.ndarray, mask: np.ndarray, query_labels: list[str
     if weights.size > TEXT_MAX_CELLS:
         return heatmap_figure(weights, query_labels, key_labels, title=title, mask=mask)
     text = np.where(mask, np.char.mod("%.2f", weights), "0")
+    shown = fits_text(*weights.shape, matrix_height(len(query_labels)), columns, text=text)
     fig = go.Figure(go.Heatmap(
         z=weights, zmin=0, zmax=1, colorscale=WEIGHT_COLORSCALE, xgap=1, ygap=1,
-        customdata=pair_labels(query_labels, key_labels), text=text, texttemplate="%{text}", textfont=dict(size=11),
+        customdata=pair_labels(query_labels, key_labels), text=text if shown else None,
+        texttemplate="%{text}" if shown else None, textfont=dict(size=11),
         colorbar=dict(title=dict(text="weight")),
         hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}<extra></extra>"))
     if not mask.all():  # masked cells in grey on top, so "exactly 0 because masked" differs from "small weight"
         fig.add_trace(go.Heatmap(
             z=np.where(mask, np.nan, 1.0), zmin=0, zmax=1, colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
-            showscale=False, xgap=1, ygap=1, text=np.where(mask, "", "0"), texttemplate="%{text}",
+            showscale=False, xgap=1, ygap=1, text=np.where(mask, "", "0") if shown else None,
+            texttemplate="%{text}" if shown else None,
             textfont=dict(size=11, color="#666"), customdata=pair_labels(query_labels, key_labels), hoverongaps=False,
             hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>masked: weight exactly 0<extra></extra>"))
     return _matrix_axes(fig, key_labels, query_labels, title, columns)

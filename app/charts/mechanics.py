@@ -6,7 +6,16 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.charts.axes import COLORBAR_PX, COLUMN_PX, indexed_labels, matrix_height, pair_labels, plot_px, token_axes
+from app.charts.axes import (
+    COLORBAR_PX,
+    COLUMN_PX,
+    fits_text,
+    indexed_labels,
+    matrix_height,
+    pair_labels,
+    plot_px,
+    token_axes,
+)
 from app.charts.masks import masked_weights
 from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, MASKED_COLOR, styled
 
@@ -45,14 +54,15 @@ def score_matrix(z: np.ndarray, query_labels: list[str], key_labels: list[str], 
     one of ``columns`` page columns."""
     z = np.asarray(z)
     bound = float(np.abs(z).max()) or 1.0
-    text = np.char.mod("%.1f", z) if z.shape[1] <= 10 and z.shape[0] <= 14 else None
+    height = matrix_height(len(query_labels), base=170, per_row=24, cap=600)
+    text = np.char.mod("%.1f", z)
+    text = text if fits_text(*z.shape, height, columns, text=text) else None
     fig = go.Figure(go.Heatmap(
         z=z, zmid=0, zmin=-bound, zmax=bound, colorscale=DIVERGING_COLORSCALE, xgap=1, ygap=1,
         customdata=pair_labels(query_labels, key_labels), text=text,
         texttemplate="%{text}" if text is not None else None, textfont=dict(size=10),
         colorbar=dict(title=dict(text=value_name)),
         hovertemplate=f"query %{{customdata[0]}}<br>key %{{customdata[1]}}<br>{value_name} %{{z:.3f}}<extra></extra>"))
-    height = matrix_height(len(query_labels), base=170, per_row=24, cap=600)
     token_axes(fig, key_labels, query_labels, "key", "query", x_px=COLUMN_PX[columns] - COLORBAR_PX,
                y_px=plot_px(height))
     if highlight is not None:

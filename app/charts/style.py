@@ -31,8 +31,13 @@ def plotly_config(filename: str, fmt: str = "png") -> dict:
 
 
 def styled(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
-    """Apply the project template (and a title/height) to a figure."""
+    """Apply the project template (and a title/height) to a figure. A colour bar's title stands to its right:
+    on top (Plotly's default) it collided with the bar's top tick label ("1" over "weight")."""
     fig.update_layout(template=TEMPLATE)
+    fig.update_traces(colorbar_title_side="right", selector=lambda t: "colorbar" in t and t.showscale is not False
+                      and t.colorbar.title.text)
+    for key in [k for k in fig.layout.to_plotly_json() if k.startswith("coloraxis")]:  # shared scales
+        fig.layout[key].colorbar.title.side = "right"
     if title is not None:
         fig.update_layout(title_text=title)
         top = 80 if "<br>" in title else 50  # a subtitle line needs room above the plot

@@ -480,7 +480,7 @@ def compare_section(request: Request) -> None:
         queries, keys, q_title, k_title = axis_pieces(translation, kind)
         weights = one_head(to_numpy(translation.trace.weights(kind)[layer, 0]), head)
         figures.append(charts.matrix_figure(weights, queries, keys, value_name="weight", row_title=q_title,
-                                            col_title=k_title, zmax=1.0,
+                                            col_title=k_title, zmax=1.0, columns=2,
                                             title=f"{name.capitalize()}: {plotly_text([translation.text])[0]}"
                                                   f"<br><sup>{where}</sup>"))
     c1, c2 = st.columns(2)

@@ -47,5 +47,7 @@ def test_a_short_sentence_keeps_every_label_and_its_ticks_and_numbers():
     assert fig.data[0].text[0, 0] == "✓" and fig.data[0].text[0, 1] == ""
     scores = np.arange(36, dtype=float).reshape(6, 6)
     assert masked_scores(scores, mask, pieces(6), pieces(6), "scores").data[0].text[5, 5] == "35.0"
-    assert score_matrix(scores[:4, :4], pieces(4), pieces(4), "QK").data[0].text[0, 1] == "1.0"
+    assert score_matrix(scores[:4, :4], pieces(4), pieces(4), "QK", columns=1).data[0].text[0, 1] == "1.0"
+    # 13 keys in a third of the page: cells of about 6 px cannot hold "-10.3" (it ran into its neighbours)
+    assert score_matrix(np.full((13, 13), -10.3), pieces(13), pieces(13), "QK", columns=3).data[0].text is None
     assert masked_scores(np.zeros((40, 40)), np.ones((40, 40), bool), pieces(40), pieces(40), "s").data[0].text is None
