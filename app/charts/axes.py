@@ -14,7 +14,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 TICK_SIZE = 14  # token pieces must be readable from the back of a lecture hall
-LABEL_PX = TICK_SIZE + 4  # the room a tick label needs across its axis; a slanted (-45°) one needs 1.4x that
+LABEL_PX = TICK_SIZE + 4  # the room a tick label needs across its axis
+# A label turned by -45°: neighbours d px apart stand d·sin 45° apart, and that must exceed the label's height (about
+# 19 px at TICK_SIZE): 1.6 x LABEL_PX. (1.4 left them 1-2 px into each other, benchmarks/overlaps.py.)
+SLANT = 1.6
 # The width of a figure in a page of 1, 2 or 3 columns on a 1280-px screen with the sidebar open (measured in
 # Chromium: the main column runs from x = 380 to 1200; columns are 16 px apart), before its colour bar and piece
 # labels: how much room its axes have for labels. (950 / 440 / 270 before: labels collided, benchmarks/overlaps.py.)
@@ -80,7 +83,7 @@ def token_axes(fig: go.Figure, x_labels: list[str] | None, y_labels: list[str] |
         if x_px is not None and y_labels:  # the query labels on the left take their width from the plot
             widest = max(len(str(p)) + (len(str(i)) + 3 if y_step > 1 else 0) for i, p in enumerate(y_labels))
             x_px = x_px - 0.6 * TICK_SIZE * widest
-        step = label_step(len(x_labels), x_px, LABEL_PX * (1 if short else 1.4))
+        step = label_step(len(x_labels), x_px, LABEL_PX * (1 if short else SLANT))
         fig.update_xaxes(tickmode="array", **thinned(plotly_text(x_labels), step),
                          tickangle=0 if short and step == 1 else -45, tickfont=dict(size=TICK_SIZE),
                          title_text=x_title, showgrid=False, zeroline=False, automargin=True,

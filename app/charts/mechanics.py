@@ -93,7 +93,8 @@ def stage_bars(stages: list[tuple[str, np.ndarray]], key_labels: list[str], mask
             fig.add_trace(go.Scatter(x=x[~mask_row], y=np.zeros((~mask_row).sum()), mode="text", text="−∞",
                                      textfont=dict(color="#777", size=14), showlegend=False, hoverinfo="skip"),
                           row=1, col=c)
-        token_axes(fig, key_labels, None, "key", row=1, col=c, x_px=COLUMN_PX[1] / len(stages))
+        token_axes(fig, key_labels, None, "key", row=1, col=c,  # a panel's width, less its value axis
+                   x_px=COLUMN_PX[1] * (1 - 0.05 * (len(stages) - 1)) / len(stages) - 40)
     fig.update_yaxes(title_text="value", row=1, col=1)
     fig.update_yaxes(range=[0, 1.05], row=1, col=len(stages))
     return styled(fig, title, 400)

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.charts.axes import COLUMN_PX, LABEL_PX, label_step, plot_px, thinned
+from app.charts.axes import COLUMN_PX, LABEL_PX, SLANT, label_step, plot_px, thinned
 from app.charts.masks import mask_grid, masked_scores
 from app.charts.mechanics import score_matrix
 
@@ -34,7 +34,7 @@ def test_a_long_sentences_mask_in_a_third_of_the_page_thins_its_labels_and_drops
     mask = np.tril(np.ones((60, 71), dtype=bool))
     fig = mask_grid(mask, pieces(60), pieces(71), "mask")
     x, y = fig.layout.xaxis, fig.layout.yaxis
-    assert len(x.tickvals) * LABEL_PX * 1.4 <= COLUMN_PX[3] + LABEL_PX * 1.4 * 3 and len(x.tickvals) < 71
+    assert len(x.tickvals) * LABEL_PX * SLANT <= COLUMN_PX[3] + LABEL_PX * SLANT * 3 and len(x.tickvals) < 71
     assert len(y.tickvals) * LABEL_PX <= plot_px(fig.layout.height) and len(y.tickvals) < 60
     assert fig.data[0].text is None
     assert fig.data[0].customdata[59, 70, 0] == "59 · ▁w59" and fig.data[0].customdata[59, 70, 1] == "70 · ▁w70"
