@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 from app.browser import bind_keys
@@ -26,10 +27,10 @@ from app.charts.attention import (
     heatmap_figure,
     model_view_figure,
 )
-from app.charts.style import plotly_config
+from app.charts.style import plotly_config, presented
 from app.downloads import matrix_csv
 from app.page import to_numpy
-from app.presenter import presentable
+from app.presenter import is_on, presentable
 from app.state import VIEWS, sync_url
 from explain.heads import merge_to_words, piece_head_statistics
 from model.inference import Translation
@@ -180,9 +181,8 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
     fmt = st.session_state.get("image_format", "png")
     if view_name == "Heatmap":
         matrix = head_matrix(view, layer, head)
-        fig = heatmap_figure(matrix, view.query_labels, view.key_labels, title=title, query_title=view.query_title,
-                             key_title=view.key_title, predicts=view.predicts, mask=view.mask)
-        st.plotly_chart(presentable(fig), key=f"{key}_heatmap", width="stretch", theme=None,
+        fig = shared_heatmap(translation.uid, kind, word_level, layer, head, is_on(), _view=view, _title=title)
+        st.plotly_chart(fig, key=f"{key}_heatmap", width="stretch", theme=None,
                         config=plotly_config(f"{kind}_L{layer + 1}", fmt))
     elif view_name == "Head view":
         matrix = head_matrix(view, layer, head)
@@ -207,6 +207,18 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
                        file_name=name, mime="text/csv", key=f"{key}_csv", on_click="ignore",
                        help=f"{title}: rows = queries, columns = keys.")
     sync_url()
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def shared_heatmap(uid: int, kind: str, word_level: bool, layer: int, head: int, presenter: bool, *,
+                   _view: AttentionView, _title: str) -> go.Figure:
+    """The explorer's heatmap of one translation (Translation.uid) and view, built once per server and shared by
+    every session that shows it (a class on the lecturer's link): figures are never changed after they are built,
+    and Streamlit only reads them."""
+    fig = heatmap_figure(head_matrix(_view, layer, head), _view.query_labels, _view.key_labels, title=_title,
+                         query_title=_view.query_title, key_title=_view.key_title, predicts=_view.predicts,
+                         mask=_view.mask)
+    return presented(fig) if presenter else fig
 
 
 def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str, fmt: str) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -14,6 +15,8 @@ from .positional import MAX_POSITIONS
 from .tokenizer import TextTokenizer, clean_text
 from .trace import AttentionTrace, HeadMask
 from .transformer import Transformer
+
+_UIDS = itertools.count(1)
 
 
 class InputError(ValueError):
@@ -62,6 +65,9 @@ class Translation:
     trace: AttentionTrace
     notes: tuple[str, ...] = ()  # what the budget reduced before decoding, and why (model.budget.plan_decode)
     decode: DecodeConfig | None = None  # the settings it was decoded with (after the budget's reductions)
+    # Unique in this process: what a figure drawn from this translation can be cached under (its tensors cannot be
+    # hashed or compared cheaply), so every session shown the same translation shares the figure.
+    uid: int = dataclasses.field(default_factory=lambda: next(_UIDS), compare=False)
 
     @property
     def nbytes(self) -> int:

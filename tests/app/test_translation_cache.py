@@ -31,3 +31,26 @@ def test_the_store_evicts_least_recently_used_by_count_and_by_bytes(shipped):
     assert by_bytes.get(requests[1]) is None and by_bytes.get(requests[0]) is translations[0]
     assert by_bytes.bytes <= budget + translations[2].nbytes and by_bytes.bytes == sum(
         t.nbytes for t in (translations[0], translations[2]))
+
+
+def test_everyone_on_the_same_translation_gets_one_shared_heatmap(app_test, monkeypatch):
+    """A class on the lecturer's link: the translation is decoded once and its heatmap built once, not per session."""
+    import app.explorer as explorer
+
+    explorer.shared_heatmap.clear()
+    built = []
+    real = explorer.heatmap_figure
+
+    def counted(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(explorer, "heatmap_figure", counted)
+    sessions = [app_test(text="s h a r e d f i g") for _ in range(3)]
+    for at in sessions:
+        at.button(key="translate").click().run()
+        assert not at.exception and at.get("plotly_chart")
+    assert len(built) == 1
+    sessions[0].segmented_control(key="head").set_value(1).run()  # another head: one more figure, built once
+    sessions[1].segmented_control(key="head").set_value(1).run()
+    assert len(built) == 2
