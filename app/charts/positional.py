@@ -57,21 +57,24 @@ def pe_similarity(sim: np.ndarray) -> go.Figure:
     return styled(fig, "Similarity of positions: PE · PEᵀ", 520)
 
 
-PART_TITLES = {"token": "Token embedding × √d_model", "positional": "Positional encoding",
-               "sum": "Sum = what layer 1 reads"}
+# Short: three panels share a slide's width (longer titles ran into each other; the hover names each in full).
+PART_TITLES = {"token": "Embedding × √d", "positional": "Positional enc.", "sum": "Sum: layer 1 reads"}
 
 
 def embedding_parts(parts: dict[str, np.ndarray], pieces: list[str]) -> go.Figure:
-    """Three heatmaps [L, D] side by side on one colour scale, rows labelled by the source pieces."""
+    """Three heatmaps [L, D] side by side, rows labelled by the source pieces. Each panel has its own colour scale,
+    named under its title: the positional encoding (within ±1) on the embeddings' scale (±10 and more after
+    × √d_model) was near-white."""
     names = [n for n in PART_TITLES if n in parts]
-    bound = float(max(np.abs(np.asarray(parts[n])).max() for n in names)) or 1.0
-    fig = make_subplots(rows=1, cols=len(names), shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=[PART_TITLES[n] for n in names])
+    bounds = {n: float(np.abs(np.asarray(parts[n])).max()) or 1.0 for n in names}
+    titles = [f"{PART_TITLES[n]}<br><sup>scale ±{bounds[n]:.2g}</sup>" for n in names]
+    fig = make_subplots(rows=1, cols=len(names), shared_yaxes=True, horizontal_spacing=0.04, subplot_titles=titles)
     labels = indexed_labels(pieces)
     for c, name in enumerate(names, 1):
         z = np.asarray(parts[name])
+        bound = bounds[name]
         fig.add_trace(go.Heatmap(
-            z=z, zmin=-bound, zmax=bound, zmid=0, colorscale=DIVERGING_COLORSCALE, showscale=c == len(names),
+            z=z, zmin=-bound, zmax=bound, zmid=0, colorscale=DIVERGING_COLORSCALE, showscale=False,
             customdata=np.repeat(np.array(labels, dtype=object)[:, None], z.shape[1], axis=1),
             name=PART_TITLES[name],
             hovertemplate=f"{PART_TITLES[name]}<br>%{{customdata}}<br>dimension %{{x}}<br>value %{{z:.3f}}"

@@ -115,14 +115,14 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
         query = plotly_text([prefix[-1]])[0]  # the query is the last piece read; figure titles are HTML
         what = f"layer {layer + 1} · {head_label(head)}"
         dec_row = select_head(to_numpy(step.dec_self[layer, row]), head)
-        fig = attention_row_figure(dec_row, prefix, title=f"Decoder self-attention of “{query}” · {what}",
+        fig = attention_row_figure(dec_row, prefix, title=f"Decoder self-attention of “{query}”<br><sup>{what}</sup>",
                                    key_title="decoder input so far (earlier positions only)", query_label=prefix[-1])
         st.plotly_chart(presentable(fig),
                         key="decoding_dec_self", width="stretch", theme=None,
                         config=plotly_config("decoder_self_row", fmt))
         cross_row = select_head(to_numpy(step.cross[layer, row]), head)
         st.plotly_chart(presentable(attention_row_figure(cross_row, list(translation.source.pieces),
-                                                         title=f"Cross-attention of “{query}” over the source · {what}",
+                                                         title=f"Cross-attention of “{query}” over the source<br><sup>{what}</sup>",
                                                          key_title="source piece", query_label=prefix[-1])),
                         key="decoding_cross", width="stretch", theme=None,
                         config=plotly_config("cross_row", fmt))
