@@ -21,7 +21,7 @@ def _glibc() -> ctypes.CDLL | None:
         libc = ctypes.CDLL(name) if name else None
     except OSError:
         return None
-    return libc if libc is not None and hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+    return libc if libc is not None and hasattr(libc, "mallopt") else None
 
 
 @functools.cache

@@ -31,7 +31,7 @@ from app.resources import load_model
 from model.budget import Plan
 from model.checkpoint import Checkpoint
 from model.config import DecodeConfig, Sampling
-from model.inference import Cancelled, Source, StopSignal, Translation, check_stop, finish, planned, stream
+from model.inference import Source, StopSignal, Translation, check_stop, planned, translate
 
 MAX_INPUT_CHARS = 8000  # the text box refuses more; the model reads at most MAX_POSITIONS pieces of it
 # How many translations may decode at the same time in one server process: the core count of the machine the
@@ -362,18 +362,19 @@ def translate_request(request: Request, on_wait: OnWait | None = None,
             IN_FLIGHT.finish(request, job)
 
 
+def is_heavy(plan: Plan) -> bool:
+    """Whether a planned decode counts as heavy for the slots' policy (estimated over HEAVY_S of compute)."""
+    return plan.cost.seconds > HEAVY_S
+
+
 def _decode(request: Request, job: Job, on_wait: OnWait | None, should_stop: StopSignal) -> Translation:
-    ckpt, source, plan = planned_request(request)
-    heavy = plan.cost.seconds > HEAVY_S
-    with waiting_note() as note, SLOTS.slot(on_wait or note, heavy=heavy):
+    """Decode ``request`` in a slot of its weight; it stops once its session left and nobody else waits for it."""
+    ckpt, _, plan = planned_request(request)
+    with waiting_note() as note, SLOTS.slot(on_wait or note, heavy=is_heavy(plan)):
         cached = store().get(request)  # another session may have translated it while this one waited
         if cached is not None:
             return cached
-        steps = []
-        for step in stream(ckpt.model, source, plan.decode):
-            steps.append(step)
-            if should_stop() and not IN_FLIGHT.waited_for(job):
-                raise Cancelled("stopped: the session that asked for it left and nobody else waits for it")
-        result = finish(ckpt.model, ckpt.tokenizer, source, steps, plan)
+        result = translate(ckpt.model, ckpt.tokenizer, request.text, request.decode_config,
+                           should_stop=lambda: should_stop() and not IN_FLIGHT.waited_for(job))
     store().put(request, result)
     return result

@@ -111,7 +111,8 @@ def translate_command(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if result.source.dropped:
-        print(f"warning: input cut to {MAX_POSITIONS} positions; {result.source.dropped} pieces dropped", file=sys.stderr)
+        print(f"warning: input cut to {len(result.source.ids)} positions (at most {MAX_POSITIONS}); "
+              f"{result.source.dropped} pieces dropped", file=sys.stderr)
     if beyond_training(ckpt.model, len(result.source.ids)):
         print(f"note: the input has {len(result.source.ids)} positions, more than the {ckpt.config.max_len} this model "
               "was built for; it runs on positions it never saw", file=sys.stderr)

@@ -191,7 +191,7 @@ def _top_k(log_probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]
     return top_log_probs.exp(), top_ids
 
 
-Choose = Callable[[torch.Tensor], tuple[int, "SampleChoice | None"]]  # selectable log-probs [V] -> piece, record
+Choose = Callable[[torch.Tensor], tuple[int, SampleChoice | None]]  # selectable log-probs [V] -> piece, record
 
 
 def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, return_attention: bool,

@@ -24,12 +24,12 @@ from app.page import budget_notes
 from app.resources import load_model, model_label, quality_note
 from app.state import DEFAULTS, MAX_SEED, sync_url
 from app.translation import (
-    HEAVY_S,
     MAX_INPUT_CHARS,
     SLOTS,
     Request,
     ServerBusy,
     current_request,
+    is_heavy,
     planned_request,
     store,
     translate_request,
@@ -129,8 +129,7 @@ def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
     c_sample.toggle("Sample instead of searching", key="sample", persist_state="session",
                     help="Draw each next piece from the model's distribution (as GPT-style demos do) instead of "
                          "taking the most probable one: a temperature reshapes it, top-k and top-p cut it.")
-    from_link = st.session_state.pop("_from_link", False)  # a shared link shows its view without a click
-    return current_request(), clicked or from_link, slow
+    return current_request(), clicked, slow
 
 
 def sampling_ui() -> None:
@@ -164,7 +163,7 @@ def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Transl
 
     steps = []
     try:
-        with SLOTS.slot(on_wait=waiting, heavy=plan.cost.seconds > HEAVY_S) as slot:
+        with SLOTS.slot(on_wait=waiting, heavy=is_heavy(plan)) as slot:
             for step in stream(ckpt.model, source, plan.decode):
                 steps.append(step)
                 alive = f" · {step.beams.size(0)} hypotheses alive" if plan.decode.beam_size > 1 else ""
@@ -251,6 +250,7 @@ def main() -> None:
     if note:
         st.caption(f":material/warning: {note}")
     request, clicked, slow = input_ui(ckpt)
+    from_link = st.session_state.pop("_from_link", False)  # a linked view is drawn without a click, like the default
     if not request.text.strip():
         st.info("Type a sentence above (or pick an example), then press **Translate**.")
         return
@@ -264,7 +264,7 @@ def main() -> None:
     try:
         if translation is None and clicked:
             translation = stream_translation(ckpt, request, slow)
-        elif translation is None and shared and first_view:
+        elif translation is None and (from_link or (shared and first_view)):
             translation = translate_request(request)
     except InputError as exc:
         st.info(str(exc))

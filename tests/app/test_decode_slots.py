@@ -11,6 +11,7 @@ import pytest
 
 from app import translation
 from app.translation import MAX_CONCURRENT_TRANSLATIONS, SLOTS, DecodeSlots, ServerBusy, waiting_message
+from model import inference
 from model.inference import Cancelled
 
 HANG_S = 30  # a generous bound for waits that must succeed; never reached when the code is right
@@ -222,7 +223,7 @@ def test_a_class_opening_the_same_link_decodes_it_once(monkeypatch):
     """Eight sessions asking for the same translation at once: one decodes, the others wait for its result."""
     translation.store.clear()
     decodes, started, go_on = [], threading.Event(), threading.Event()
-    real_stream = translation.stream
+    real_stream = inference.stream
 
     def counted_stream(*args, **kwargs):
         decodes.append(1)
@@ -230,7 +231,7 @@ def test_a_class_opening_the_same_link_decodes_it_once(monkeypatch):
         go_on.wait(HANG_S)  # keep it in flight until every session has asked
         return real_stream(*args, **kwargs)
 
-    monkeypatch.setattr(translation, "stream", counted_stream)
+    monkeypatch.setattr(inference, "stream", counted_stream)  # what translate() decodes with
     request = translation.Request(model_name="reverse", text="s h a r e d")
     results, errors = [], []
 
@@ -259,14 +260,14 @@ def test_an_abandoned_decode_stops_unless_another_session_waits_for_it(monkeypat
     translation.store.clear()
     request = translation.Request(model_name="reverse", text="a b a n d o n e d", max_len=60)
     steps = []
-    real_stream = translation.stream
+    real_stream = inference.stream
 
     def counted(*args, **kwargs):
         for step in real_stream(*args, **kwargs):
             steps.append(step)
             yield step
 
-    monkeypatch.setattr(translation, "stream", counted)
+    monkeypatch.setattr(inference, "stream", counted)
     with pytest.raises(Cancelled):
         translation.translate_request(request, on_wait=lambda *_: None, should_stop=lambda: True)
     assert len(steps) == 1 and translation.store().get(request) is None and not translation.IN_FLIGHT._jobs
