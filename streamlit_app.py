@@ -23,7 +23,8 @@ page = st.navigation({"Explore": [
     st.Page("app/views/masks.py", title="Masks", icon=":material/grid_on:"),
     st.Page("app/views/mechanics.py", title="Mechanics of attention", icon=":material/functions:"),
     st.Page("app/views/heads.py", title="Heads and attribution", icon=":material/psychology:"),
-    st.Page("app/views/training.py", title="Model and training", icon=":material/model_training:", url_path="model"),
+    st.Page("app/views/model_training.py", title="Model and training", icon=":material/model_training:",
+            url_path="model"),
     st.Page("app/views/vision.py", title="Vision: ViT & Swin", icon=":material/image:", url_path="vision"),
 ], "Lecture": [
     st.Page("app/views/lecture.py", title="Guided tour of the paper", icon=":material/co_present:", url_path="lecture"),

@@ -26,6 +26,7 @@ from app.charts.attention import (
     head_view_figure,
     heatmap_figure,
     model_view_figure,
+    strongest_heads,
 )
 from app.charts.style import plotly_config, presented
 from app.downloads import matrix_csv
@@ -246,16 +247,20 @@ def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str,
     focus = None if not focus_opt else ("query" if focus_opt[0] == "q" else "key", int(focus_opt[1:]))
     heads = list(range(view.weights.shape[1])) if head < 0 else [head]
     weights = view.weights[layer][heads]  # [h, Q, K]
-    fig = head_view_figure(weights, heads, view.query_labels, view.key_labels,
-                           title=title.replace("mean over heads", "all heads"), focus=focus, min_weight=min_weight,
+    shown = strongest_heads(weights) if head < 0 else None  # all eight at once are a tangle: the clearest two
+    fig = head_view_figure(weights, heads, view.query_labels, view.key_labels, shown=shown,
+                           title=title.replace("mean over heads", "the most focused heads" if shown else "all heads"),
+                           focus=focus, min_weight=min_weight,
                            query_title=view.query_title.split(" (")[0], key_title=view.key_title.split(" (")[0])
     chart_key = f"{key}_head_view"
     st.plotly_chart(presentable(fig), key=chart_key, width="stretch", theme=None,
                     on_select=partial(_focus_token, chart_key, focus_key),
                     selection_mode="points", config=plotly_config("head_view", fmt))
     drawn, total = int((weights >= min_weight).sum()), int((weights > 0).sum())
+    which = (f"{' and '.join(f'head {h + 1}' for h in shown)} (the most focused: largest top weight per query) "
+             "drawn, the others a click away in the legend" if shown else "click a head in the legend to hide it")
     st.caption("Each line joins a query (left) to a key (right); its opacity is the weight, its colour the head "
-               f"(click a head in the legend to hide it). {drawn:,} of the {total:,} non-zero weights are at or "
+               f"({which}). {drawn:,} of the {total:,} non-zero weights are at or "
                f"above {min_weight:.2f}" + (", drawn for the highlighted token only." if focus else " and drawn."))
 
 

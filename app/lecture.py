@@ -73,8 +73,8 @@ SLIDES: tuple[Slide, ...] = (
                 "0.9 BLEU worse in the paper (Table 3, row A)."),
     Slide(title="Encoder self-attention",
           lines=("Every source piece looks at every source piece, in both directions: nothing is masked.",
-                 "The last encoder layer, all heads: each line joins a query (left) to a key (right); darker "
-                 "means more weight."),
+                 "The last encoder layer's two most focused heads (the legend adds the others): each line joins a "
+                 "query (left) to a key (right); darker means more weight."),
           figure="head_view", args={"kind": "enc_self", "layer": -1},
           notes="{n_enc} encoder layers, each reading the one below. The top layer's output is what every "
                 "decoder layer's cross-attention reads."),

@@ -81,7 +81,7 @@ def require_translation() -> Translation | None:
 
 def sentence_caption(translation: Translation) -> None:
     """One line naming the sentence on screen, with a link to change it."""
-    left, right = st.columns([5, 1], vertical_alignment="center")
+    left, right = st.columns([7, 2], vertical_alignment="center")  # the link's label whole at 1280 px
     left.caption(f"Current sentence: **{md(translation.source.text)}** → **{md(translation.text)}**  "
                  f"({len(translation.source.ids)} source pieces, {len(translation.target_ids)} output pieces, "
                  f"model *{st.session_state['model_name']}*)")

@@ -7,8 +7,9 @@ from app.browser import link_box
 from app.escape import md
 from app.examples import first_sentence, is_example, leading_token, with_token
 from app.presenter import apply_presenter
-from app.resources import MODELS, converted_models, device_label, load_model, load_upload, log, model_label
+from app.resources import MODELS, converted_models, device_label, load_model, log, model_label
 from app.state import DEFAULTS, init_state, link_notice, share_link
+from app.uploads import load_upload
 from model.checkpoint import CheckpointError
 
 
@@ -60,8 +61,9 @@ def _follow_language() -> None:
 def render_sidebar() -> None:
     init_state()
     options = list(MODELS) + list(converted_models()) + list(st.session_state.get("uploads", {}))
-    if "_pending_model" in st.session_state:
+    if "_pending_model" in st.session_state:  # a checkpoint just uploaded: chosen, and its language followed
         st.session_state["model_name"] = st.session_state.pop("_pending_model")
+        _follow_language()
     if st.session_state["model_name"] not in options:
         st.session_state["model_name"] = "en-de"
     with st.sidebar:

@@ -17,8 +17,14 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.charts import positional as positional_charts
-from app.charts.attention import default_min_weight, head_view_figure, heatmap_figure, model_view_figure
-from app.charts.axes import plotly_text
+from app.charts.attention import (
+    default_min_weight,
+    head_view_figure,
+    heatmap_figure,
+    model_view_figure,
+    strongest_heads,
+)
+from app.charts.axes import SLIDE_PX, plotly_text
 from app.charts.decoding import TreeCandidate, beam_tree_figure, beam_tree_nodes, topk_figure
 from app.charts.heads import checkpoints_figure, importance_figure
 from app.charts.masks import mask_grid
@@ -33,11 +39,12 @@ from app.resources import load_snapshot, snapshots_of
 from explain.checkpoints import read_output
 from explain.heads import head_importance
 from explain.mechanics import attention_internals
+from explain.model_training import smoothed_targets
 from explain.positional import embedding_parts
-from explain.training import smoothed_targets
 from model.checkpoint import Checkpoint
 from model.inference import Translation
 from model.trace import KIND_LABELS
+from model.transformer import shifted_right
 
 MAX_QUOTE = 140  # characters of a sentence quoted in a slide's lines
 KIND_NAMES = {"enc_self": "encoder self", "dec_self": "decoder self", "cross": "cross"}
@@ -103,7 +110,7 @@ def embeddings(deck: Deck, parts: tuple[str, ...]) -> Made:
 
 def stages(deck: Deck, kind: str, layer: int, head: int) -> Made:
     t, layer = deck.translation, _layer(deck, kind, layer)
-    decoder_input = [deck.ckpt.config.bos_id, *t.target_ids[:-1]]
+    decoder_input = shifted_right(t.target_ids, deck.ckpt.config.bos_id)
     it = attention_internals(deck.ckpt.model, list(t.source.ids), decoder_input, kind, layer)
     keys = list(t.target_input_pieces if kind == "dec_self" else t.source.pieces)
     queries = list(t.source.pieces if kind == "enc_self" else t.target_input_pieces)
@@ -123,8 +130,10 @@ def model_view(deck: Deck, kind: str) -> Made:
 def head_view(deck: Deck, kind: str, layer: int) -> Made:
     view, layer = attention_view(deck.translation, kind), _layer(deck, kind, layer)
     heads = list(range(view.weights.shape[1]))
-    fig = head_view_figure(view.weights[layer], heads, view.query_labels, view.key_labels,
-                           title=f"{KIND_LABELS[kind]} · layer {layer + 1} · all heads",
+    shown = strongest_heads(view.weights[layer])
+    fig = head_view_figure(view.weights[layer], heads, view.query_labels, view.key_labels, shown=shown,
+                           title=f"{KIND_LABELS[kind]} · layer {layer + 1} · heads "
+                                 f"{' and '.join(str(h + 1) for h in shown)}, the most focused",
                            min_weight=default_min_weight(max(len(view.query_labels), len(view.key_labels))),
                            query_title=view.query_title.split(" (")[0], key_title=view.key_title.split(" (")[0])
     return fig, {}
@@ -167,8 +176,9 @@ def beam_tree(deck: Deck, beam: int) -> Made:
     tree = [[TreeCandidate(row=c.row, token=c.token, piece=tokenizer.id_to_piece(c.token), log_prob=c.log_prob,
                            status=c.status) for c in s.candidates] for s in translation.result.steps]
     nodes = beam_tree_nodes(tree, [(h.tokens, h.path) for h in translation.result.hypotheses])
-    fig = beam_tree_figure(nodes, title=f"Beam search tree (beam {beam}): every candidate considered")
-    fig.update_traces(mode="markers", selector=dict(name="kept, later dropped"))  # a slide names the paths only
+    fig = beam_tree_figure(nodes, title=f"Beam search tree (beam {beam}): every candidate considered",
+                           width_px=SLIDE_PX)
+    fig.update_traces(mode="markers", selector=dict(name="dropped later"))  # a slide names the paths only
     return fig, {"beam": beam, "beam_output": md(translation.text, MAX_QUOTE) or "(nothing)"}
 
 
@@ -224,8 +234,8 @@ def learning(deck: Deck) -> Made:
     maps.append((f"epoch {final} (this model)" if final else "this model",
                  to_numpy(t.trace.weights("cross")[-1, 0].mean(dim=0))))
     fig = checkpoints_figure(maps, list(t.target_input_pieces), list(t.source.pieces), row_title="decoder input",
-                             col_title="source piece", title="Cross-attention of the last layer (mean over heads) "
-                                                             "as training goes on")
+                             col_title="source piece", width_px=SLIDE_PX,
+                             title="Last layer's cross-attention in training<br><sup>mean over heads</sup>")
     epochs = [str(meta.get("epochs", "?")) for _, meta in snapshots.values()]
     earlier = "epoch " + epochs[0] if len(epochs) == 1 else "epochs " + ", ".join(epochs[:-1]) + " and " + epochs[-1]
     return fig, {"first": maps[0][0], "earlier": earlier, "final": f"epoch {final}" if final else "its last epoch"}

@@ -20,8 +20,10 @@ import streamlit as st
 
 from app.escape import md
 from app.lecture import SLIDES
-from app.resources import MODELS, UPLOAD_PREFIX, converted_models, default_length_penalty, load_model
+from app.resources import MODELS, converted_models, default_length_penalty, load_model
+from app.sentences import MAX_SENTENCES
 from app.translation import MAX_INPUT_CHARS
+from app.uploads import UPLOAD_PREFIX
 from model.positional import MAX_POSITIONS
 from model.trace import KINDS
 
@@ -34,6 +36,7 @@ MAX_SEED = 999_999
 DEFAULTS = {
     "model_name": "en-de",
     "text": "My brother has bought a new house in the city.",  # en-de gets it right, verb last (app.examples)
+    "sentence": 0,  # which sentence of a pasted paragraph is translated and shown (app.sentences), from 0
     "beam_size": 1,
     "max_len": 60,
     "length_penalty": default_length_penalty("en-de"),  # the α chosen for the default model on its validation split
@@ -152,6 +155,8 @@ def view_slug(view: str) -> str:
 URL_PARAMS: dict[str, UrlParam] = {  # parsed in this order: the model first, the kind before its layer
     "model": UrlParam(key="model_name", parse=_model, show=str),
     "text": UrlParam(key="text", parse=_text, show=str),
+    "sentence": UrlParam(key="sentence", parse=lambda t, *_: _integer(t, 1, MAX_SENTENCES, "sentences") - 1,
+                         show=lambda v: str(v + 1)),
     "beam": UrlParam(key="beam_size", parse=lambda t, *_: _integer(t, 1, MAX_BEAM, "beam"), show=str),
     "max_len": UrlParam(key="max_len", parse=lambda t, *_: _integer(t, 1, MAX_POSITIONS - 1, "pieces"), show=str),
     "penalty": UrlParam(key="length_penalty", parse=_penalty, show=lambda v: f"{v:g}"),
@@ -228,7 +233,7 @@ def init_state() -> None:
     for key, value in DEFAULTS.items():
         if key == "length_penalty" and key not in st.session_state:  # the α chosen for the session's model
             value = default_length_penalty(st.session_state.get("model_name", DEFAULTS["model_name"]))
-        st.session_state[key] = st.session_state[key] if key in st.session_state else value
+        st.session_state[key] = st.session_state.get(key, value)
     st.session_state["_initialised"] = True
     if first and len(st.query_params):
         _apply_link()

@@ -28,6 +28,7 @@ import streamlit as st
 
 from app.cancel import session_stop_signal
 from app.resources import load_model
+from app.sentences import sentence_of
 from model.budget import Plan
 from model.checkpoint import Checkpoint
 from model.config import DecodeConfig, Sampling
@@ -226,7 +227,8 @@ def current_request() -> Request:
     s = st.session_state
     sampling = Sampling(temperature=float(s["temperature"]), top_k=int(s["sample_top_k"]), top_p=float(s["top_p"]),
                         seed=int(s["seed"])) if s.get("sample") else None
-    return Request(model_name=s["model_name"], text=s["text"], beam_size=int(s["beam_size"]), max_len=int(s["max_len"]),
+    text = sentence_of(s["text"], int(s.get("sentence", 0)))  # a paragraph is translated sentence by sentence
+    return Request(model_name=s["model_name"], text=text, beam_size=int(s["beam_size"]), max_len=int(s["max_len"]),
                    length_penalty=float(s["length_penalty"]), sampling=sampling)
 
 

@@ -135,7 +135,7 @@ SETTLED = """([d0, m0, c0, key, before, quietMs]) => {
   const message = log.messages.length > m0 ? log.messages[log.messages.length - 1].at : 0;
   const last = Math.max(draws[draws.length - 1].at, message);
   return performance.now() - last >= quietMs;
-}""" % IDLE
+}""" % IDLE  # noqa: UP031 (JavaScript: with format() or an f-string every brace above would be doubled)
 
 
 @dataclass

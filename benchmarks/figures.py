@@ -68,7 +68,7 @@ def builders(n: int) -> dict[str, object]:
     """figure name -> a function building that figure at n tokens."""
     src = pieces(n, seed=1)
     tgt = pieces(n, seed=2)
-    dec_in = ["<s>"] + tgt[:-1]
+    dec_in = ["<s>", *tgt[:-1]]
     causal = np.tril(np.ones((n, n), dtype=bool))
     dec_self = attention((N_LAYERS, N_HEADS, n, n), seed=3, causal=True)
     cross = attention((N_LAYERS, N_HEADS, n, n), seed=4)

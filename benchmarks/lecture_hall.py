@@ -33,7 +33,7 @@ import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load import (  # noqa: E402 (the sibling benchmark, run as a script)
+from load import (  # the sibling benchmark, run as a script (hence after the sys.path line)
     HOST,
     Results,
     Sample,

@@ -2,5 +2,5 @@
 
 heads (Translate page: head statistics, word-level merging), positional (Positional encoding),
 masks (Masks: a padded batch), mechanics (Mechanics of attention: Q, K, V and the score functions),
-training (Model and training: label smoothing, parameter counts). Imports ``model`` only, never ``app``.
+model_training (Model and training: label smoothing, parameter counts). Imports ``model`` only, never ``app``.
 """

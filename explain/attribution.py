@@ -25,7 +25,7 @@ from model.attention import INTERNALS
 from model.inference import StopSignal, check_stop
 from model.masks import padding_mask
 from model.trace import KINDS, AttentionTrace
-from model.transformer import Transformer
+from model.transformer import Transformer, shifted_right
 
 
 def residual_attention(weights: torch.Tensor) -> torch.Tensor:
@@ -201,7 +201,7 @@ def gradient_x_input(model: Transformer, source_ids: Sequence[int], output_ids: 
     device = model.embed.token.weight.device
     length = len(output_ids)
     source = torch.tensor([list(source_ids)], device=device).expand(length, -1)  # [T, S]
-    decoder_input = torch.tensor([[model.config.bos_id, *output_ids[:-1]]], device=device).expand(length, -1)  # [T, T]
+    decoder_input = torch.tensor([shifted_right(output_ids, model.config.bos_id)], device=device).expand(length, -1)  # [T, T]
     rows = torch.arange(length, device=device)
     target = torch.tensor(list(output_ids), device=device)  # [T]
     with torch.enable_grad():
@@ -276,7 +276,7 @@ def attribute(model: Transformer, source_ids: Sequence[int], output_ids: Sequenc
     """The three attributions of ``output_ids`` (ending with EOS, as decoded) to ``source_ids`` (ending with EOS):
     one forward at the "internals" level for rollout, flow and norms, one batched backward for the saliency; the
     flow's rows of max-flow problems ask ``should_stop`` between them."""
-    norms = norm_based(model, source_ids, [model.config.bos_id, *output_ids[:-1]])
+    norms = norm_based(model, source_ids, shifted_right(output_ids, model.config.bos_id))
     source_rollout = rollout(norms.weights["enc_self"])  # [S, S]
     check_stop(should_stop)
     maps = {ROLLOUT: decoder_source_attribution(norms.weights["cross"], source_rollout),

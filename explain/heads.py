@@ -20,7 +20,7 @@ from model.inference import StopSignal, check_stop
 from model.masks import padding_mask
 from model.tokenizer import SPECIAL_PIECES
 from model.trace import KINDS, Head, HeadMask
-from model.transformer import Transformer
+from model.transformer import Transformer, shifted_right
 
 
 def _diagonal_keys(q_len: int, k_len: int) -> torch.Tensor:
@@ -122,7 +122,7 @@ def sequence_log_probs(model: Transformer, source_ids: Sequence[int], output_ids
     device = model.embed.token.weight.device
     rows = 1 if head_mask is None else head_mask.enc_self.size(1)
     src = torch.tensor([list(source_ids)], device=device)  # [1, S]
-    tgt_in = torch.tensor([[model.config.bos_id, *output_ids[:-1]]], device=device)  # [1, T]
+    tgt_in = torch.tensor([shifted_right(output_ids, model.config.bos_id)], device=device)  # [1, T]
     target = torch.tensor(list(output_ids), device=device)  # [T]
     chunk = max(1, activation_budget // (max(len(source_ids), len(output_ids)) * model.config.d_ff))
     totals = []
@@ -145,7 +145,7 @@ def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Se
     device = model.embed.token.weight.device
     rows = 1 if head_mask is None else head_mask.enc_self.size(1)
     src = torch.tensor([list(source_ids)], device=device).expand(rows, -1)  # [B, S]
-    tgt = torch.tensor([[model.config.bos_id, *output_ids[:-1]]], device=device).expand(rows, -1)  # [B, T]
+    tgt = torch.tensor([shifted_right(output_ids, model.config.bos_id)], device=device).expand(rows, -1)  # [B, T]
     target = torch.tensor(list(output_ids), device=device).expand(rows, -1)  # [B, T]
     mask = None if head_mask is None else head_mask.to(device)
     logits, trace = model(src, tgt, return_attention=True, head_mask=mask)  # [B, T, V]
@@ -233,7 +233,7 @@ def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: S
     device = model.embed.token.weight.device
     layers, n_heads = n_layers_of(model), model.config.n_heads
     src = torch.tensor([list(source_ids)], device=device)  # [1, S]
-    tgt = torch.tensor([[model.config.bos_id, *output_ids[:-1]]], device=device)  # [1, T]
+    tgt = torch.tensor([shifted_right(output_ids, model.config.bos_id)], device=device)  # [1, T]
     target = torch.tensor(list(output_ids), device=device)  # [T]
     unmasked = _unmasked_pass(model, src, tgt)
     masks = padding_mask(src, model.config.pad_id), model.target_mask(tgt)  # [1, 1, 1, S], [1, 1, T, T]

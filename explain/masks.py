@@ -16,7 +16,7 @@ from model.masks import causal_mask, padding_mask, target_padding_mask
 from model.positional import MAX_POSITIONS
 from model.tokenizer import Tokenizer
 from model.trace import AttentionTrace
-from model.transformer import Transformer
+from model.transformer import Transformer, shifted_right
 
 
 @torch.inference_mode()
@@ -38,7 +38,7 @@ def padded_batch_trace(model: Transformer, tokenizer: Tokenizer, texts: list[str
     sources = [list(prepare_source(tokenizer, t).ids) for t in texts]
     if targets is None:
         targets = [list(translate(model, tokenizer, t, DecodeConfig(beam_size=1)).target_ids) for t in texts]
-    decoder_inputs = [([cfg.bos_id] + list(t)[:-1])[:MAX_POSITIONS] for t in targets]
+    decoder_inputs = [shifted_right(t, cfg.bos_id)[:MAX_POSITIONS] for t in targets]
     device = next(model.parameters()).device
     src = pad_batch(sources, cfg.pad_id, device)  # [B, S]
     tgt_in = pad_batch(decoder_inputs, cfg.pad_id, device)  # [B, T]

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from explain.attribution import rollout
 from model.positional import sinusoidal_encoding
 from model.vision.swin import BlockAttention, Swin
 from model.vision.vit import ViT
@@ -37,23 +38,7 @@ class ViTReading:
 def read_vit(model: ViT, image: np.ndarray | torch.Tensor) -> ViTReading:
     logits, weights = model(_batch_of_one(image), return_attention=True)
     attention = torch.stack(weights)[:, 0]  # [L, H, N+1, N+1]
-    return ViTReading(probabilities=logits.softmax(-1)[0], attention=attention, rollout=attention_rollout(attention))
-
-
-def attention_rollout(attention: torch.Tensor) -> torch.Tensor:
-    """[L, H, N, N] -> [N, N]: how much each output token draws, through all layers, on each input token.
-
-    Per layer the heads are averaged and the residual connection is counted as half the flow,
-    A = 0.5 I + 0.5 mean_h(W); the layers compose by matrix product, last layer on the left.
-    """
-    n = attention.size(-1)
-    eye = torch.eye(n, dtype=attention.dtype)
-    rollout = eye
-    for layer in attention:
-        flow = 0.5 * eye + 0.5 * layer.mean(0)  # [N, N]
-        flow = flow / flow.sum(-1, keepdim=True)  # rows sum to 1 already; keeps rounding from drifting
-        rollout = flow @ rollout  # [N, N]
-    return rollout
+    return ViTReading(probabilities=logits.softmax(-1)[0], attention=attention, rollout=rollout(attention))
 
 
 def cosine_similarity(vectors: torch.Tensor) -> torch.Tensor:

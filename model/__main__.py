@@ -24,7 +24,7 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line on stderr, ``error: ...``, and exit status 2 (as every other
     error of the CLI), not a usage block."""
 
-    def error(self, message: str):  # noqa: D102 (argparse's own hook)
+    def error(self, message: str):  # argparse's own hook
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 

@@ -77,8 +77,8 @@ def decode_cost(model: ModelConfig, source_len: int, decode: DecodeConfig) -> De
     layer's self-attention row (H x (t + 1)) and cross-attention row (H x S), weights and scores; the stacked
     trace of the best output (Ld x H x (T² + T x S)), and per step the prefixes and top-k lists.
     """
-    S, T, R = source_len, decode.max_len, decode.beam_size  # noqa: N806 (the paper's axis names)
-    H, Le, Ld, d = model.n_heads, model.n_encoder_layers, model.n_decoder_layers, model.d_model  # noqa: N806
+    S, T, R = source_len, decode.max_len, decode.beam_size  # the paper's axis names
+    H, Le, Ld, d = model.n_heads, model.n_encoder_layers, model.n_decoder_layers, model.d_model
     rows_seen = R * T * (T + 1) // 2  # sum over steps of R x (t + 1) self-attention keys
     floats = 2 * Le * H * S * S + 2 * Ld * H * (rows_seen + R * T * S) + 2 * Ld * H * (T * T + T * S)
     # int64 prefixes and beams (~2 x rows_seen), top-k ids (int64) and probabilities, per-step scores and parents

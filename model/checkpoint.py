@@ -24,10 +24,10 @@ from typing import Any, BinaryIO
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load as load_safetensors_bytes
-from safetensors.torch import save_file
 from torch import nn
 
 from .config import DecodeConfig, ModelConfig, format_bytes
+from .shards import INDEX, ShardError, has_weights, read_index, save_weights
 from .tokenizer import (
     MARIAN_FILES,
     MARIAN_SPECIALS,
@@ -106,14 +106,16 @@ def length_penalty_of(meta: dict[str, Any]) -> float:
 
 
 def save_checkpoint(model: Transformer, tokenizer: TextTokenizer, directory: str | Path,
-                    dtype: torch.dtype = torch.float32, meta: dict[str, Any] | None = None) -> Path:
-    """Write model.safetensors (in ``dtype``, e.g. float16 to ship), config.json and the tokenizer's files."""
+                    dtype: torch.dtype = torch.float32, meta: dict[str, Any] | None = None,
+                    max_shard_bytes: int | None = None) -> Path:
+    """Write model.safetensors (in ``dtype``, e.g. float16 to ship; sharded with an index when larger than
+    ``max_shard_bytes``), config.json and the tokenizer's files."""
     if isinstance(tokenizer, MarianTokenizer) != (model.config.tokenizer == "marian"):
         raise ValueError(f"the config's tokenizer is {model.config.tokenizer!r}, got a {type(tokenizer).__name__}")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     weights = {k: v.detach().to("cpu", dtype).contiguous() for k, v in model.state_dict().items()}
-    save_file(weights, str(directory / WEIGHTS), metadata={"format": str(FORMAT_VERSION)})
+    save_weights(weights, directory, {"format": str(FORMAT_VERSION)}, max_shard_bytes)
     payload = {"format": FORMAT_VERSION, "model": model.config.to_dict(), "meta": meta or {}}
     (directory / CONFIG).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     for name, data in tokenizer.files().items():
@@ -146,7 +148,8 @@ META_TYPES: dict[str, tuple[type, ...]] = {
 MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
                    "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
-                   "earlier": (dict,)}
+                   "earlier": (dict,),
+                   "vocabulary_after": (str,)}  # the run after this link read another tokenizer (training.vocab_transfer)
 
 
 def _typed(values: dict, types: dict[str, tuple[type, ...]]) -> dict:
@@ -245,8 +248,8 @@ def peek_checkpoint(directory: Path) -> tuple[ModelConfig, dict[str, Any]] | Non
         config, meta = read_config(Path(directory))
     except (CheckpointError, OSError):
         return None
-    names = (WEIGHTS, *tokenizer_files(config))
-    return (config, meta) if all((Path(directory) / name).is_file() for name in names) else None
+    found = has_weights(Path(directory)) and all((Path(directory) / name).is_file() for name in tokenizer_files(config))
+    return (config, meta) if found else None
 
 
 SNAPSHOTS = "snapshots"
@@ -440,11 +443,30 @@ def _missing_weights(directory: Path) -> CheckpointError:
     return CheckpointError(f"{WEIGHTS} is missing in {directory}{hint}")
 
 
-def load_weights(path: Path, config: ModelConfig) -> Transformer:
-    """A Transformer(config) holding the weights in ``path``, after check_header's checks (converted to float32)."""
+def _weight_groups(files: dict[Path, list[str]], expected: dict[str, tuple[int, ...]]
+                   ) -> list[tuple[Path, dict[str, tuple[int, ...]]]]:
+    """Each shard with the tensors it must hold; the shards together hold every tensor of the config, no other."""
+    named = [name for names in files.values() for name in names]
+    missing, unexpected = sorted(set(expected) - set(named)), sorted(set(named) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"{INDEX} does not match the config: missing {missing[:5]}, unexpected "
+                              f"[{', '.join(_shown(n) for n in unexpected[:5])}]")
+    total = sum(path.stat().st_size for path in files)
+    if total > MAX_WEIGHTS_BYTES:
+        raise CheckpointError(f"the shards in {INDEX} have {format_bytes(total)}, more than the limit of "
+                              f"{format_bytes(MAX_WEIGHTS_BYTES)}")
+    return [(path, {name: expected[name] for name in names}) for path, names in files.items()]
+
+
+def load_weights(path: Path | dict[Path, list[str]], config: ModelConfig) -> Transformer:
+    """A Transformer(config) holding the weights in ``path`` (one file, or shard -> its tensor names, from an
+    index), after check_header's checks on every file (converted to float32)."""
+    expected = expected_shapes(config)
+    groups = [(path, expected)] if isinstance(path, Path) else _weight_groups(path, expected)
     try:
-        with path.open("rb") as f:
-            entries = check_header(f, os.fstat(f.fileno()).st_size, expected_shapes(config))
+        for file, subset in groups:
+            with file.open("rb") as f:
+                check_header(f, os.fstat(f.fileno()).st_size, subset)
     except OSError as exc:
         raise CheckpointError(f"{WEIGHTS}: cannot read it ({exc.strerror})") from None
     try:
@@ -453,19 +475,25 @@ def load_weights(path: Path, config: ModelConfig) -> Transformer:
         raise CheckpointError(f"{CONFIG}: not enough memory to build this model "
                               f"({format_bytes(config.estimated_bytes())} as float32)") from None
     targets = model.state_dict()
+    for file, subset in groups:
+        _copy_tensors(file, subset, targets)
+    return model
+
+
+def _copy_tensors(path: Path, names: dict[str, tuple[int, ...]], targets: dict[str, torch.Tensor]) -> None:
+    """Copy one checked file's tensors into the model, one at a time, refusing NaN and a file changed meanwhile."""
     try:
         with safe_open(str(path), framework="pt") as f, torch.no_grad():
-            if set(f.keys()) != set(entries):
-                raise CheckpointError(f"{WEIGHTS} changed while it was read")
-            for name in entries:
+            if set(f.keys()) != set(names):
+                raise CheckpointError(f"{path.name} changed while it was read")
+            for name in names:
                 target = targets[name].copy_(f.get_tensor(name))  # one tensor at a time next to the model
                 if target.is_floating_point() and not torch.isfinite(target).all():  # fast in float32
-                    raise CheckpointError(f"{WEIGHTS}: {name} contains NaN or infinite values")
+                    raise CheckpointError(f"{path.name}: {name} contains NaN or infinite values")
     except (SafetensorError, OSError, RuntimeError, ValueError) as exc:
         if isinstance(exc, CheckpointError):
             raise
-        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file ({exc})") from None
-    return model
+        raise CheckpointError(f"{path.name} is not a valid safetensors file ({exc})") from None
 
 
 def load_checkpoint(directory: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
@@ -485,10 +513,14 @@ def load_checkpoint(directory: str | Path, device: torch.device | str = "cpu") -
         if tokenizer.vocab_size != config.vocab_size:
             raise CheckpointError(f"vocabulary mismatch: {tokenizer_files(config)[-1]} has {tokenizer.vocab_size} "
                                   f"pieces, {CONFIG} says vocab_size {config.vocab_size}")
-        weights_path = directory / WEIGHTS
-        if not weights_path.is_file():
+        if (directory / WEIGHTS).is_file():
+            model = load_weights(directory / WEIGHTS, config)
+        elif (directory / INDEX).is_file():
+            model = load_weights(read_index(directory), config)
+        else:
             raise _missing_weights(directory)
-        model = load_weights(weights_path, config)
+    except ShardError as exc:
+        raise CheckpointError(str(exc)) from None
     except OSError as exc:
         raise CheckpointError(f"cannot read the checkpoint in {directory} ({exc.strerror})") from None
     return Checkpoint(model=model.to(device).eval(), tokenizer=tokenizer, config=config, meta=meta, path=directory)

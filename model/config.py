@@ -167,7 +167,7 @@ class ModelConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
         """Rebuild from JSON, naming unknown or missing keys instead of failing with a TypeError."""
         if not isinstance(data, dict):
             raise ValueError(f"the model config must be a JSON object, got {type(data).__name__}")

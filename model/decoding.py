@@ -274,7 +274,7 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
         candidates = _select(scores[:, None] + _selectable(out.log_probs, cfg.bos_id, cfg.pad_id),
                              cfg.eos_id, config.beam_size)
         last = t + 1 == config.max_len
-        finished += [_finished(tuple(prefixes[c.row, 1:].tolist()) + (c.token,), c.log_prob, paths[c.row] + (c.row,),
+        finished += [_finished((*prefixes[c.row, 1:].tolist(), c.token), c.log_prob, (*paths[c.row], c.row),
                                cfg.eos_id, config.length_penalty)
                      for c in candidates if c.status == "finished" or (last and c.status == "kept")]
         finished.sort(key=lambda h: h.score, reverse=True)

@@ -12,7 +12,7 @@ from .budget import DEFAULT_BUDGET, Budget, Plan, plan_decode
 from .config import DecodeConfig
 from .decoding import DecodeResult, DecodeStep, decode_steps
 from .positional import MAX_POSITIONS
-from .tokenizer import TextTokenizer, clean_text
+from .tokenizer import BYTE_PIECE, TextTokenizer, clean_text
 from .trace import AttentionTrace, HeadMask
 from .transformer import Transformer
 
@@ -108,7 +108,7 @@ def finish(model: Transformer, tokenizer: TextTokenizer, source: Source, steps: 
     """Assemble the Translation once the last step is in, its trace from the rows captured while decoding."""
     result = DecodeResult.from_steps(steps, plan.decode.beam_size)
     best = result.best
-    inputs = (model.config.decoder_start_id,) + best.tokens[:-1]
+    inputs = (model.config.decoder_start_id, *best.tokens[:-1])
     return Translation(source=source, result=result, target_ids=best.tokens,
                        target_pieces=tuple(tokenizer.pieces(best.tokens)),
                        target_input_pieces=tuple(tokenizer.pieces(inputs)), text=tokenizer.decode(best.tokens),
@@ -119,10 +119,11 @@ UNTRUSTED_UNKNOWN_SHARE = 0.3  # from this share of unknown source pieces on, a 
 
 
 def unknown_share(source: Source, unk_id: int) -> float:
-    """The share of the source's pieces (EOS excluded) the vocabulary lacks: what the model read as <unk>. Chinese
-    or emoji for the en-de model are all <unk>, and its "translation" then says nothing about the input."""
-    pieces = source.ids[:-1]
-    return sum(i == unk_id for i in pieces) / max(len(pieces), 1)
+    """The share of the source's pieces (EOS excluded) the vocabulary lacks: read as <unk>, or spelled as raw bytes
+    by a byte-fallback tokenizer. Chinese or emoji for the en-de model are all such pieces, and its "translation"
+    then says nothing about the input."""
+    ids, pieces = source.ids[:-1], source.pieces[:-1]
+    return sum(i == unk_id or bool(BYTE_PIECE.fullmatch(p)) for i, p in zip(ids, pieces, strict=True)) / max(len(ids), 1)
 
 
 def beyond_training(model: Transformer, length: int) -> bool:

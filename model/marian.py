@@ -32,6 +32,7 @@ from .checkpoint import (
 )
 from .config import MAX_MODEL_BYTES, ModelConfig, format_bytes
 from .positional import sinusoidal_encoding
+from .shards import INDEX, ShardError, has_weights, read_index
 from .tokenizer import MARIAN_FILES, MarianTokenizer, TokenizerError
 from .transformer import Transformer
 
@@ -189,8 +190,11 @@ def _load_pickle(path: Path) -> dict[str, torch.Tensor]:
 
 def read_marian_weights(folder: Path) -> tuple[dict[str, torch.Tensor], str]:
     """The folder's tensors by Hugging Face name and the file they came from: model.safetensors preferred."""
-    if (folder / f"{HF_SAFETENSORS}.index.json").is_file() or (folder / f"{HF_PICKLE}.index.json").is_file():
-        raise CheckpointError(f"unsupported: the weights in {folder} are sharded (*.index.json)")
+    if (folder / f"{HF_PICKLE}.index.json").is_file() and not has_weights(folder):
+        raise CheckpointError(f"unsupported: the weights in {folder} are sharded pickles (pytorch_model.bin.index.json); "
+                              "save the model with safetensors")
+    if (folder / INDEX).is_file() and not (folder / HF_SAFETENSORS).is_file():
+        return _read_shards(folder), INDEX
     path = folder / HF_SAFETENSORS
     if not path.is_file():
         if not (folder / HF_PICKLE).is_file():
@@ -199,9 +203,28 @@ def read_marian_weights(folder: Path) -> tuple[dict[str, torch.Tensor], str]:
     _read_size(path)
     try:
         with safe_open(str(path), framework="pt") as f:
-            return {name: f.get_tensor(name) for name in f.keys()}, HF_SAFETENSORS
+            return {name: f.get_tensor(name) for name in f.keys()}, HF_SAFETENSORS  # noqa: SIM118 (no __iter__)
     except (SafetensorError, OSError, RuntimeError, ValueError) as exc:
         raise CheckpointError(f"{HF_SAFETENSORS} is not a valid safetensors file ({exc})") from None
+
+
+def _read_shards(folder: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a sharded safetensors folder (model.safetensors.index.json and its shards)."""
+    tensors: dict[str, torch.Tensor] = {}
+    try:
+        for path, names in read_index(folder).items():
+            _read_size(path)
+            with safe_open(str(path), framework="pt") as f:
+                if not set(names) <= set(f.keys()):
+                    raise CheckpointError(f"{path.name} lacks tensors that {INDEX} places in it")
+                tensors.update((name, f.get_tensor(name)) for name in names)
+    except ShardError as exc:
+        raise CheckpointError(str(exc)) from None
+    except (SafetensorError, OSError, RuntimeError, ValueError) as exc:
+        if isinstance(exc, CheckpointError):
+            raise
+        raise CheckpointError(f"a shard in {folder} is not a valid safetensors file ({exc})") from None
+    return tensors
 
 
 def hf_names(config: ModelConfig) -> dict[str, str]:

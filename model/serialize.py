@@ -21,14 +21,12 @@ def _round(values, digits: int = 6):
 
 
 def step_to_dict(step: DecodeStep, tokenizer: Tokenizer) -> dict[str, Any]:
-    rows = []
-    for r in range(step.prefixes.size(0)):
-        rows.append({
-            "prefix": tokenizer.pieces(step.prefixes[r].tolist()),
-            "log_prob": round(float(step.prefix_scores[r]), 6),
-            "top_k": [{"id": int(i), "piece": tokenizer.id_to_piece(int(i)), "prob": round(float(p), 6)}
-                      for i, p in zip(step.topk_ids[r], step.topk_probs[r], strict=True)],
-        })
+    rows = [{
+        "prefix": tokenizer.pieces(step.prefixes[r].tolist()),
+        "log_prob": round(float(step.prefix_scores[r]), 6),
+        "top_k": [{"id": int(i), "piece": tokenizer.id_to_piece(int(i)), "prob": round(float(p), 6)}
+                  for i, p in zip(step.topk_ids[r], step.topk_probs[r], strict=True)],
+    } for r in range(step.prefixes.size(0))]
     candidates = [{"row": c.row, "id": c.token, "piece": tokenizer.id_to_piece(c.token),
                    "log_prob": round(c.log_prob, 6), "status": c.status} for c in step.candidates]
     data = {"step": step.step, "rows": rows, "candidates": candidates}

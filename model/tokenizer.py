@@ -17,6 +17,7 @@ import sentencepiece as spm
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SPECIAL_PIECES = {PAD: "<pad>", UNK: "<unk>", BOS: "<s>", EOS: "</s>"}
+BYTE_PIECE = re.compile(r"<0x([0-9A-F]{2})>")  # a byte-fallback piece: one byte of a character the vocabulary lacks
 WORD_START = "\u2581"  # sentencepiece's "▁", marks a piece that begins a word
 TOKENIZER_FILE = "tokenizer.model"  # the project's tokenizer in a checkpoint
 MARIAN_FILES = ("source.spm", "target.spm", "vocab.json")  # a Marian tokenizer in a checkpoint (and in a HF folder)
@@ -55,7 +56,7 @@ class Tokenizer:
         self.model_proto = model_proto
 
     @classmethod
-    def load(cls, path: str | Path) -> "Tokenizer":
+    def load(cls, path: str | Path) -> Tokenizer:
         path = Path(path)
         if not path.is_file():
             raise TokenizerError(f"tokenizer model not found: {path}")

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -107,14 +108,14 @@ class DecoderState:
     length: int = 0
     heads: tuple[torch.Tensor, torch.Tensor] | None = None  # decoder (self, cross) head masks [L, 1, H]
 
-    def reorder(self, index: torch.Tensor) -> "DecoderState":
+    def reorder(self, index: torch.Tensor) -> DecoderState:
         """Keep rows ``index`` [B'] (beam search's back-pointers), in that order."""
         def pick(kv: KeyValue) -> KeyValue:
             return kv[0].index_select(0, index), kv[1].index_select(0, index)
 
         mask = None if self.cross_mask is None else self.cross_mask.index_select(0, index)
-        return DecoderState([pick(kv) for kv in self.memory_kv], mask,
-                            None if self.past is None else [pick(kv) for kv in self.past], self.length, self.heads)
+        past = None if self.past is None else [pick(kv) for kv in self.past]
+        return replace(self, memory_kv=[pick(kv) for kv in self.memory_kv], cross_mask=mask, past=past)
 
 
 @dataclass
@@ -193,7 +194,7 @@ class Transformer(nn.Module):
         memory, src_mask, enc_attn = self.encode(src, return_attention, head_mask)
         cross_mask = None if bool(src_mask.all()) else src_mask  # no padding: skip masking work in every step
         heads = None if head_mask is None else (head_mask.dec_self, head_mask.cross)
-        return DecoderState(self.memory_key_values(memory), cross_mask, heads=heads), enc_attn
+        return DecoderState(memory_kv=self.memory_key_values(memory), cross_mask=cross_mask, heads=heads), enc_attn
 
     def step(self, state: DecoderState, tokens: torch.Tensor, return_attention: Capture = False) -> StepOutput:
         """Feed the newest token of every row, tokens [B, 1], reusing cached keys/values.
@@ -204,16 +205,20 @@ class Transformer(nn.Module):
             self.embed(tokens, offset=state.length), state.memory_kv, None, state.cross_mask,
             state.past, return_attention, state.heads)  # hidden [B, 1, D]
         log_probs = self.logits(hidden[:, -1]).float().log_softmax(dim=-1)  # [B, V]
-        new_state = DecoderState(state.memory_kv, state.cross_mask, [a.key_value for a in self_attn], state.length + 1,
-                                 state.heads)
+        new_state = replace(state, past=[a.key_value for a in self_attn], length=state.length + 1)
         if not return_attention:
             return StepOutput(log_probs, new_state)
         return StepOutput(log_probs, new_state, AttentionTrace.from_outputs([], self_attn, cross_attn))
+
+
+def shifted_right(output_ids: Sequence[int], start_id: int) -> list[int]:
+    """What the decoder reads while it writes ``output_ids``: the start token, then the output without its last
+    piece (the paper's "output embeddings, shifted right"), so position t predicts output piece t."""
+    return [start_id, *list(output_ids)[:-1]]
 
 
 def count_parameters(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
-__all__ = ["Embeddings", "Encoder", "Decoder", "DecoderState", "StepOutput", "Transformer",
-           "count_parameters"]
+__all__ = ["Decoder", "DecoderState", "Embeddings", "Encoder", "StepOutput", "Transformer", "count_parameters"]

@@ -25,7 +25,7 @@ from model.quality import WEAK_BLEU, WEAK_CHRF, decoding_settings, is_weak, repo
 from model.transformer import count_parameters
 
 from .data import load_corpus
-from .evaluate import EVERYDAY, LENGTH_LABELS, everyday_report
+from .evaluate import EVERYDAY, LENGTH_LABELS, NAMES_NUMBERS, everyday_report, names_numbers_report
 from .length_penalty import SWEEP_FILE
 from .schedule import training_segments
 from .study import STUDY_FILE, summary
@@ -126,7 +126,7 @@ def _recipe(meta: dict) -> list[str]:
              f"similar length batched together; residual, attention and embedding dropout."]
     segments = training_segments(meta)
     if len(segments) == 1:
-        return lines + [f"  - {settings(meta)}."]
+        return [*lines, f"  - {settings(meta)}."]
     for i, seg in enumerate(segments):
         restart = " (continued from the checkpoint before, Adam restarted)" if i else ""
         lines.append(f"  - steps {seg['first_step']}-{seg['last_step']} (epochs {seg['first_epoch']}-"
@@ -261,6 +261,28 @@ def everyday_section(everyday: dict | None) -> list[str]:
             "| English | reference | greedy | beam 4 |", "|---|---|---|---|", *[_md_row(row) for row in rows], ""]
 
 
+NAMES_NUMBERS_TARGET = 97.0  # % of the names and numbers carried over verbatim (issue 31)
+
+
+def names_numbers_section(report: dict | None) -> list[str]:
+    """The share of names and numbers carried over (training.evaluate.names_numbers_report), with every miss."""
+    if not report:
+        return []
+    shares = {key: report[key]["carried"] for key in ("greedy", "beam4")}
+    misses = [(key, row, string) for key in ("greedy", "beam4") for row, string in shares[key]["misses"]]
+    return [f"## Names and numbers ({len(report['en'])} sentences, {shares['greedy']['n']} strings to carry over)", "",
+            "Years, amounts, counts, decimals, digit strings and names that stay the same in German "
+            "(`data/names_numbers.tsv`, written before any model translated it, in no corpus). A string counts only "
+            "if it stands in the translation verbatim and whole (\"Anna\" is not in \"Annatin\"). "
+            f"Target: {NAMES_NUMBERS_TARGET:g}%.", "",
+            "| decoding | carried over | BLEU | chrF |", "|---|---|---|---|",
+            *[_md_row([name, f"{shares[key]['share']}%", report[key]["overall"]["bleu"], report[key]["overall"]["chrf"]])
+              for name, key in (("greedy", "greedy"), ("beam 4", "beam4"))], "",
+            *(["Every miss:", "", "| decoding | missing | English | translation |", "|---|---|---|---|",
+               *[_md_row([key.replace("beam4", "beam 4"), string, report["en"][row], report[key]["translations"][row]])
+                 for key, row, string in misses], ""] if misses else ["No string was missed.", ""])]
+
+
 def length_penalty_section(checkpoint: Path, report: dict) -> list[str]:
     """The α beam search used for the scores above, and the validation sweep that chose it (training.length_penalty)."""
     alpha = report.get("length_penalty", DecodeConfig.length_penalty)
@@ -277,7 +299,7 @@ def length_penalty_section(checkpoint: Path, report: dict) -> list[str]:
 
 
 def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 10, extra: dict | None = None,
-               everyday: Path | None = None) -> str:
+               everyday: Path | None = None, names_numbers: Path | None = None) -> str:
     ckpt = load_checkpoint(checkpoint)
     cfg, meta = ckpt.config, ckpt.meta
     frame = load_corpus(corpus)
@@ -336,6 +358,8 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         *new_sources_section(report, extra),
         "",
         *everyday_section(everyday_report(ckpt.model, ckpt.tokenizer, everyday, ckpt.length_penalty) if everyday else None),
+        *names_numbers_section(names_numbers_report(ckpt.model, ckpt.tokenizer, names_numbers, ckpt.length_penalty)
+                               if names_numbers else None),
         "Per-source counts of the corpus:",
         "",
         "| source | train | valid | test |",
@@ -364,12 +388,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--eval-extra", help="JSON of python -m training.evaluate on a larger corpus's test split: "
                         "its added sources are scored in a table of their own")
     parser.add_argument("--everyday", default=str(EVERYDAY), help="typed sentences scored in a section of their own")
-    parser.add_argument("--no-everyday", action="store_true", help="no everyday section (models of other languages)")
+    parser.add_argument("--names-numbers", default=str(NAMES_NUMBERS), help="sentences whose names and numbers "
+                        "must be carried over, scored in a section of their own")
+    parser.add_argument("--no-everyday", action="store_true", help="no everyday and no names-and-numbers section "
+                        "(models of other languages)")
     args = parser.parse_args(argv)
     torch.set_grad_enabled(False)
     extra = json.loads(Path(args.eval_extra).read_text()) if args.eval_extra else None
     card = build_card(Path(args.checkpoint), json.loads(Path(args.eval).read_text()), Path(args.corpus), extra=extra,
-                      everyday=None if args.no_everyday else Path(args.everyday))
+                      everyday=None if args.no_everyday else Path(args.everyday),
+                      names_numbers=None if args.no_everyday else Path(args.names_numbers))
     (Path(args.checkpoint) / "MODEL_CARD.md").write_text(card)
     print(f"wrote {Path(args.checkpoint) / 'MODEL_CARD.md'}")
     return 0

@@ -11,6 +11,7 @@ import torch
 
 from model.inference import pad_batch
 from model.tokenizer import Tokenizer
+from model.transformer import shifted_right
 
 Pair = tuple[list[int], list[int]]  # (source ids ending in EOS, target ids ending in EOS)
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -92,7 +93,7 @@ class Batch:
 def collate(pairs: Sequence[Pair], pad_id: int, bos_id: int) -> Batch:
     """Pad a list of pairs into tensors (teacher forcing: the decoder reads the target shifted right)."""
     src = pad_batch([s for s, _ in pairs], pad_id)  # [B, S]
-    tgt_in = pad_batch([[bos_id] + t[:-1] for _, t in pairs], pad_id)  # [B, T]
+    tgt_in = pad_batch([shifted_right(t, bos_id) for _, t in pairs], pad_id)  # [B, T]
     tgt_out = pad_batch([t for _, t in pairs], pad_id)  # [B, T]
     return Batch(src, tgt_in, tgt_out, pad_id)
 

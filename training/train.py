@@ -36,6 +36,7 @@ from torch import nn
 from model.checkpoint import load_checkpoint, save_checkpoint
 from model.config import ModelConfig
 from model.device import resolve_device
+from model.shards import SHARD_BYTES
 from model.tokenizer import Tokenizer, train_tokenizer
 from model.transformer import Transformer, count_parameters
 
@@ -48,6 +49,7 @@ from .evaluate import corpus_scores, translate_many
 from .loss import token_loss_sum, validation_loss
 from .presets import PRESETS
 from .schedule import RECIPE_KEYS, noam_lr
+from .vocab_transfer import transfer_vocabulary
 
 LOG_FIELDS = ["step", "epoch", "loss", "lr", "tokens_per_s", "elapsed_s"]
 EPOCH_FIELDS = ["epoch", "step", "train_loss", "valid_loss", "valid_bleu", "valid_chrf", "elapsed_s"]
@@ -92,6 +94,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "good in <out>/snapshots/<n> (the 'watch attention learn' snapshots, e.g. 1,2,4,8,16)")
     parser.add_argument("--init-from", help="start a new run from this checkpoint's weights (e.g. the shipped model, "
                         "to keep training it when its optimizer state is gone); Adam starts afresh")
+    parser.add_argument("--tokenizer", help="a sentencepiece model to use instead of training one (e.g. another run's "
+                        "tokenizer.model); with --init-from of another vocabulary, the checkpoint's embeddings are "
+                        "carried over piece by piece (training.vocab_transfer)")
     parser.add_argument("--start-step", type=int, default=0, help="with --init-from: the schedule's step to start at (default: the checkpoint's own)")
     parser.add_argument("--start-epoch", type=int, default=0, help="with --init-from: epochs already done (default: the checkpoint's own)")
     args = parser.parse_args(argv)
@@ -110,8 +115,8 @@ def task_corpus(args: argparse.Namespace):
 def get_tokenizer(args: argparse.Namespace, out: Path, frame) -> Tokenizer:
     """Train the joint tokenizer once per run (on the training split only) and reuse it on resume."""
     path = out / "tokenizer.model"
-    if not path.exists() and args.init_from:  # continuing a shipped model: keep its vocabulary
-        path.write_bytes((Path(args.init_from) / "tokenizer.model").read_bytes())
+    if not path.exists() and (args.tokenizer or args.init_from):  # given, or continuing a model: keep its vocabulary
+        path.write_bytes(Path(args.tokenizer or Path(args.init_from) / "tokenizer.model").read_bytes())
     if path.exists():
         return Tokenizer.load(path)
     train = frame[frame["split"] == "train"]
@@ -195,7 +200,7 @@ def keep_epoch(model: Transformer, tokenizer: Tokenizer, directory: Path, epoch:
     """Save this epoch's weights as directory/<epoch> and drop epochs older than the last ``keep``."""
     if keep <= 0:
         return
-    save_checkpoint(model, tokenizer, directory / str(epoch), meta=meta)
+    save_checkpoint(model, tokenizer, directory / str(epoch), meta=meta, max_shard_bytes=SHARD_BYTES)
     for old in directory.iterdir():
         if old.name.isdigit() and int(old.name) <= epoch - keep:
             shutil.rmtree(old)
@@ -238,7 +243,7 @@ class Run:
             return
         tmp, last = self.out / "last.tmp", self.out / "last"
         shutil.rmtree(tmp, ignore_errors=True)
-        save_checkpoint(self.model, self.tokenizer, tmp, meta=self.meta())
+        save_checkpoint(self.model, self.tokenizer, tmp, meta=self.meta(), max_shard_bytes=SHARD_BYTES)
         save_optimizer(self.optimizer, tmp)
         (tmp / "state.json").write_text(json.dumps(self.progress.__dict__))
         shutil.rmtree(last, ignore_errors=True)
@@ -257,16 +262,20 @@ def _model_and_progress(args: argparse.Namespace, out: Path, tokenizer: Tokenize
         return ckpt.model.train(), progress, ckpt.meta.get("continued_from"), True
     if args.init_from:
         ckpt = load_checkpoint(args.init_from)
-        if ckpt.tokenizer.model_proto != tokenizer.model_proto:
-            raise SystemExit(f"error: {args.init_from} uses another tokenizer than {out / 'tokenizer.model'}")
+        model, moved = ckpt.model, ckpt.tokenizer.model_proto != tokenizer.model_proto
+        if moved:
+            if not args.tokenizer:
+                raise SystemExit(f"error: {args.init_from} uses another tokenizer than {out / 'tokenizer.model'}; "
+                                 "name the new one with --tokenizer to carry the weights over to it")
+            model = transfer_vocabulary(model, ckpt.tokenizer, tokenizer)
         progress = continued_progress(args, ckpt.meta, out)
-        model = ckpt.model
         if args.dropout is not None and args.dropout != ckpt.config.dropout:  # dropout holds no weights: same ones
             model = Transformer(replace(ckpt.config, dropout=args.dropout))
             model.load_state_dict(ckpt.model.state_dict())
         # Where this run took over and the recipes before it (chained), so the model card can name every part.
         continued_from = {"step": progress.step, "epoch": progress.epoch,
                           **{k: ckpt.meta.get(k) for k in RECIPE_KEYS},
+                          **({"vocabulary_after": "carried over to a new tokenizer"} if moved else {}),
                           **({"earlier": ckpt.meta["continued_from"]} if ckpt.meta.get("continued_from") else {})}
         return model.train(), progress, continued_from, False
     config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads,
@@ -371,11 +380,13 @@ def end_of_epoch(run: Run, train_loss: float) -> None:
         progress.best_valid_loss, progress.best_epoch = valid_loss, progress.epoch
         shutil.rmtree(run.out / "best", ignore_errors=True)
         save_checkpoint(model, run.tokenizer, run.out / "best",
-                        meta={**run.meta(), "valid_loss": round(valid_loss, 4), "valid_bleu": scores["bleu"]})
+                        meta={**run.meta(), "valid_loss": round(valid_loss, 4), "valid_bleu": scores["bleu"]},
+                        max_shard_bytes=SHARD_BYTES)
     run.save_last()
     keep_epoch(model, run.tokenizer, run.out / "epochs", progress.epoch, args.keep_epochs, run.meta())
     if str(progress.epoch) in args.snapshot_epochs.split(","):
-        save_checkpoint(model, run.tokenizer, run.out / "snapshots" / str(progress.epoch), meta=run.meta())
+        save_checkpoint(model, run.tokenizer, run.out / "snapshots" / str(progress.epoch), meta=run.meta(),
+                        max_shard_bytes=SHARD_BYTES)
     append_csv(run.out / "epochs.csv", EPOCH_FIELDS, {
         "epoch": progress.epoch, "step": progress.step, "train_loss": f"{train_loss:.4f}",
         "valid_loss": f"{valid_loss:.4f}", "valid_bleu": scores["bleu"], "valid_chrf": scores["chrf"],

@@ -174,7 +174,7 @@ def test_report(directory: Path, data: Digits) -> dict:
     loss, correct, predicted = evaluate(ckpt.model, images, labels)
     confusion = np.zeros((10, 10), dtype=int)
     np.add.at(confusion, (labels, predicted), 1)
-    return {"test_correct": correct, "test_total": int(len(labels)), "test_accuracy": correct / len(labels),
+    return {"test_correct": correct, "test_total": len(labels), "test_accuracy": correct / len(labels),
             "test_loss": round(loss, 4), "confusion": confusion.tolist()}
 
 

@@ -59,10 +59,25 @@ def _height(rows: int, per_row: int = 26, extra: int = 190, minimum: int = 360) 
     return max(minimum, min(1400, per_row * rows + extra))
 
 
+ADAPT_BELOW = 0.3  # a map whose largest weight is under this is drawn on its own scale: on 0-1 it would be blank
+
+
+def weight_scale(weights: np.ndarray) -> tuple[float, str]:
+    """The top of the colour scale for an attention map and the colour bar's title, which says the scale. A map
+    of many keys spreads its rows thin (372 keys: most weights near 0.003), white on a fixed 0-1 scale; then the
+    scale ends at the map's largest weight, rounded up."""
+    top = float(np.max(weights)) if np.size(weights) else 0.0
+    if top >= ADAPT_BELOW or top <= 0.0:
+        return 1.0, "weight (0–1)"
+    top = math.ceil(top * 100) / 100
+    return top, f"weight (scale 0–{top:.2f})"
+
+
 def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str,
                    query_title: str = "query", key_title: str = "key", predicts: Sequence[str] | None = None,
                    mask: np.ndarray | None = None) -> go.Figure:
-    """One attention map. weights [Q, K] in [0, 1]; mask [Q, K] bool (True = may attend) greys out masked
+    """One attention map. weights [Q, K] in [0, 1], coloured on 0-1 or, for a faint map, on 0 to its largest weight
+    (weight_scale; the colour bar says which); mask [Q, K] bool (True = may attend) greys out masked
     cells (their weight stays exactly 0 in z); predicts [Q] names what each decoder row predicts (hover).
 
     Light at any length (JSON: ~5.3 bytes per cell, ~6.7 with a mask): z is float32, the model's own
@@ -89,9 +104,10 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
                 + "<br>key: <b>%{x}</b> (position %{x:d})<br>weight: <b>%{z:.3f}</b>")
     if masked is not None:
         template += "<br><i>grey cells are masked (weight exactly 0)</i>"
+    zmax, scale = weight_scale(weights)
     fig = go.Figure(go.Heatmap(
-        z=weights, colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0, xgap=gap, ygap=gap, **on,
-        colorbar=dict(title=dict(text="weight", side="right"), thickness=14),
+        z=weights, colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=zmax, xgap=gap, ygap=gap, **on,
+        colorbar=dict(title=dict(text=scale, side="right"), thickness=14),
         hovertemplate=template + "<extra></extra>", name="attention"))
     if masked is not None:
         fig.add_trace(go.Heatmap(z=masked.astype(np.uint8), zmin=0, zmax=1, xgap=gap, ygap=gap, **on,
@@ -125,10 +141,20 @@ def _label_step(n: int) -> int:
     return 1 if n <= LABELLED_MAX_PIECES else -(-n // LABELS_LONG_AXIS)
 
 
+SHOWN_HEADS = 2  # heads the head view draws at first when all are asked for: 8 overlaid are a tangle
+
+
+def strongest_heads(weights: np.ndarray, n: int = SHOWN_HEADS) -> list[int]:
+    """Indices of the ``n`` most focused heads of weights [H, Q, K]: the largest mean over queries of the top
+    weight, the heads whose lines stand out instead of a wash of faint ones."""
+    focus = np.asarray(weights, dtype=np.float32).max(axis=-1).mean(axis=-1)  # [H]
+    return sorted(np.argsort(-focus, kind="stable")[:n].tolist())
+
+
 def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Sequence[str],
                      key_labels: Sequence[str], *, title: str, min_weight: float = MIN_LINE_WEIGHT,
                      focus: tuple[str, int] | None = None, query_title: str = "query",
-                     key_title: str = "key") -> go.Figure:
+                     key_title: str = "key", shown: Sequence[int] | None = None) -> go.Figure:
     """BertViz-style lines from each query (left) to each key (right); opacity = weight, colour = head.
 
     weights [len(heads), Q, K] for the head numbers ``heads`` (0-based, used for colours and the
@@ -138,7 +164,8 @@ def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Se
     thousands; the exact weights are in the hover of each token and in the heatmap. Line i of a trace is
     points 3i..3i+2: x = 0, 1, 0 (uint8) and y = query, key, NaN (float32; the NaN breaks the line), with
     the pair about 26 bytes of JSON per line. ``focus`` = ("query", i) or ("key", j) draws only the lines
-    of that token. Token markers carry customdata [side, index] so a click can pick the focus.
+    of that token. Token markers carry customdata [side, index] so a click can pick the focus. ``shown``: the
+    heads drawn at first (default all); the others wait in the legend, a click away.
     """
     weights = np.asarray(weights, dtype=np.float32)
     _, n_q, n_k = weights.shape
@@ -155,8 +182,9 @@ def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Se
         drawn &= keep
     for n, h in enumerate(heads):
         color = HEAD_COLORS[h % len(HEAD_COLORS)]
+        visible = True if shown is None or h in shown else "legendonly"
         traces.append(dict(type="scatter", x=[None], y=[None], mode="lines", line=dict(color=color, width=4),
-                           hoverinfo="skip", legendgroup=f"head{h}", name=f"Head {h + 1}",
+                           hoverinfo="skip", legendgroup=f"head{h}", name=f"Head {h + 1}", visible=visible,
                            meta={"head": int(h), "lines": []}))
         for level in sorted(set(levels[n][drawn[n]].tolist()), reverse=True):
             pairs = np.argwhere(drawn[n] & (levels[n] == level))  # [lines, 2] (query, key)
@@ -165,7 +193,7 @@ def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Se
             traces.append(dict(
                 type="scatter", x=xs, y=ys, mode="lines", opacity=round(level * OPACITY_STEP, 4),
                 line=dict(color=color, width=3), hoverinfo="skip", legendgroup=f"head{h}", name=f"Head {h + 1}",
-                showlegend=False, meta={"head": int(h), "lines": pairs.astype(np.uint16)}))
+                showlegend=False, visible=visible, meta={"head": int(h), "lines": pairs.astype(np.uint16)}))
     mean = weights.mean(axis=0)  # display only: the strongest keys of each query, over the heads shown
     strongest = np.argsort(-mean, axis=1)[:, :3]
     q_hover = [f"query <b>{query_labels[i]}</b> (row {i})<br>strongest keys: "

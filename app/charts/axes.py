@@ -16,18 +16,24 @@ import plotly.graph_objects as go
 TICK_SIZE = 14  # token pieces must be readable from the back of a lecture hall
 LABEL_PX = TICK_SIZE + 4  # the room a tick label needs across its axis
 # A label turned by -45°: neighbours d px apart stand d·sin 45° apart, and that must exceed the label's height (about
-# 19 px at TICK_SIZE): 1.6 x LABEL_PX. (1.4 left them 1-2 px into each other, benchmarks/overlaps.py.)
+# 19 px at TICK_SIZE): 1.6 x LABEL_PX. (1.4 left them 1-2 px into each other, tests/e2e/test_text_layout.py.)
 SLANT = 1.6
 # The width of a figure in a page of 1, 2 or 3 columns on a 1280-px screen with the sidebar open (measured in
 # Chromium: the main column runs from x = 380 to 1200; columns are 16 px apart), before its colour bar and piece
-# labels: how much room its axes have for labels. (950 / 440 / 270 before: labels collided, benchmarks/overlaps.py.)
+# labels: how much room its axes have for labels. (950 / 440 / 270 before: labels collided, tests/e2e/test_text_layout.py.)
 COLUMN_PX = {1: 820, 2: 400, 3: 262}
+SLIDE_PX = 560  # a slide's figure column (7 of 10 beside the slide's text) at 1280 px
 COLORBAR_PX = 90  # what a vertical colour bar with its title takes of a figure's width
 
 
 def plotly_text(labels: Sequence[str]) -> list[str]:
     """Pieces as Plotly text: Plotly reads text as HTML, so "<s>" would start strike-through and vanish."""
     return [html.escape(str(label), quote=False) for label in labels]
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut: for a title in a narrow column."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def indexed_labels(labels: Sequence[str]) -> list[str]:
@@ -84,8 +90,11 @@ def token_axes(fig: go.Figure, x_labels: list[str] | None, y_labels: list[str] |
             widest = max(len(str(p)) + (len(str(i)) + 3 if y_step > 1 else 0) for i, p in enumerate(y_labels))
             x_px = x_px - 0.6 * TICK_SIZE * widest
         step = label_step(len(x_labels), x_px, LABEL_PX * (1 if short else SLANT))
+        upright = short and step == 1
         fig.update_xaxes(tickmode="array", **thinned(plotly_text(x_labels), step),
-                         tickangle=0 if short and step == 1 else -45, tickfont=dict(size=TICK_SIZE),
+                         tickangle=0 if upright else -45, tickfont=dict(size=TICK_SIZE),
+                         # slanted pieces start a little lower, clear of the value axis's "0" in the corner
+                         ticklabelstandoff=0 if upright else 6,
                          title_text=x_title, showgrid=False, zeroline=False, automargin=True,
                          range=[-0.5, len(x_labels) - 0.5], **where)
     if y_labels is not None:

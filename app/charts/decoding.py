@@ -6,6 +6,7 @@ model.decoding reported them; nothing is re-scored here.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .axes import plotly_text
+from .axes import COLUMN_PX, plotly_text
 from .style import styled
 
 CHOSEN_COLOR, OTHER_COLOR = "#d62728", "#9ecae1"
@@ -124,27 +125,49 @@ def beam_tree_nodes(steps: Sequence[Sequence[TreeCandidate]], hypotheses: Sequen
 
 
 _NODE_STYLES = (  # (legend name, selector, marker, text shown)
-    ("best translation", lambda f: f.best & (f.status != "root"), dict(color="#d62728", size=16, symbol="circle"),
+    ("best path", lambda f: f.best & (f.status != "root"), dict(color="#d62728", size=16, symbol="circle"),
      True),
     ("other n-best", lambda f: f.nbest & ~f.best, dict(color="#2171b5", size=13, symbol="circle"), True),
-    ("kept, later dropped", lambda f: (f.status == "kept") & ~f.nbest,
+    ("dropped later", lambda f: (f.status == "kept") & ~f.nbest,
      dict(color="#9ecae1", size=10, symbol="circle"), True),
-    ("finished (ended with &lt;/s&gt;)", lambda f: (f.status == "finished") & ~f.nbest,
+    ("finished (&lt;/s&gt;)", lambda f: (f.status == "finished") & ~f.nbest,
      dict(color="#fdae6b", size=12, symbol="diamond"), True),
-    ("pruned (not in the beam)", lambda f: f.status == "pruned",
+    ("pruned", lambda f: f.status == "pruned",
      dict(color="#cccccc", size=8, symbol="x"), False),
 )
 
 
+TREE_TEXT_PX = 14  # the pieces written above the nodes
+TREE_AXIS_PX = 110  # the rank axis's title and numbers, left of the steps
+
+
+def written_labels(nodes: pd.DataFrame, width_px: float) -> pd.Series:
+    """Which nodes get their piece written above them in a figure ``width_px`` wide: along each rank, left to
+    right, a piece is written where it clears the last one written (about 0.55 em a character); the others are in
+    their hovers. Ranks are a marker and a label apart, so only neighbours on one rank can collide."""
+    step_px = (width_px - TREE_AXIS_PX) / (nodes.x.max() + 1.4)  # the x range runs from -0.7 to the last + 0.7
+    written = pd.Series(False, index=nodes.index)
+    for _, rank in nodes[nodes.status != "pruned"].sort_values("x").groupby("y"):
+        right = -math.inf
+        for index, node in rank.iterrows():
+            half = (0.55 * TREE_TEXT_PX * len(str(node.piece)) + 4) / 2
+            centre = (node.x + 0.7) * step_px
+            if centre - half >= right + 2:
+                written[index], right = True, centre + half
+    return written
+
+
 def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | None = None,
-                     selected: int | None = None) -> go.Figure:
+                     selected: int | None = None, width_px: float = COLUMN_PX[1]) -> go.Figure:
     """The beam tree from beam_tree_nodes(): x = tokens generated, y = rank by cumulative log-prob.
 
     Edges on the best path are thick red, on other n-best paths blue, elsewhere faint. Finished
     hypotheses are diamonds (n-best ones ringed), pruned candidates grey crosses. Node markers carry
-    customdata [id, step]; ``current_step`` shades that step's column, ``selected`` rings a node.
+    customdata [id, step]; ``current_step`` shades that step's column, ``selected`` rings a node. Pieces are
+    written where they fit in ``width_px`` (written_labels), the others only in their hovers.
     """
     fig = go.Figure()
+    written = written_labels(nodes, width_px)
     nodes = nodes.assign(piece=plotly_text(nodes.piece))
     by_id = nodes.set_index("id")
     for name, select, color, width in (("edge", lambda f: ~f.nbest, "rgba(150,150,150,0.45)", 1.2),
@@ -164,11 +187,12 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
                              hovertemplate=f"start: {root.piece.iloc[0]}<extra></extra>"))
     for name, select, marker, show_text in _NODE_STYLES:
         part = nodes[select(nodes)]
-        line = dict(width=2, color="#111") if name in ("best translation", "other n-best") else dict(width=0)
+        line = dict(width=2, color="#111") if name in ("best path", "other n-best") else dict(width=0)
         symbols = np.where(part.status == "finished", "diamond", marker["symbol"])
         fig.add_trace(go.Scatter(
             x=part.x, y=part.y, mode="markers+text" if show_text else "markers",
-            text=part.piece if show_text else None, textposition="top center", textfont=dict(size=14),
+            text=part.piece.where(written[part.index], "") if show_text else None, textposition="top center",
+            textfont=dict(size=TREE_TEXT_PX),
             marker=dict(color=marker["color"], size=marker["size"], symbol=symbols, line=line), name=name,
             customdata=np.column_stack([part.id, part.step, part.piece, part.log_prob, part.status]),
             hovertemplate="piece <b>%{customdata[2]}</b><br>step %{x}<br>"
@@ -186,9 +210,14 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
                      range=[-0.7, nodes.x.max() + 0.7], gridcolor="#eee")
     fig.update_yaxes(automargin=True, title_text="rank at that step (by cumulative log-prob)", dtick=1,
                      range=[n_rank - 0.4, -0.8], gridcolor="#eee")
-    fig.update_layout(legend=dict(orientation="h", y=-0.18, yanchor="top", x=0), clickmode="event+select",
+    # The legend above the tree: below, it would meet the step axis's title.
+    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), clickmode="event+select",
                       dragmode="pan")
-    return styled(fig, title, max(420, 62 * n_rank + 220))
+    top = 140  # the title and up to two rows of legend above the tree
+    if not written[nodes.status != "pruned"].all():
+        title += "<br><sup>pieces that would overlap are left out: hover a node for its piece</sup>"
+        top += 30
+    return styled(fig, title, max(460, 62 * n_rank + 260)).update_layout(margin_t=top)
 
 
 def nbest_frame(hypotheses: Sequence[tuple[str, int, float, float, float, bool]]) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.charts.axes import COLORBAR_PX, COLUMN_PX, matrix_height, plot_px, plotly_text, token_axes
+from app.charts.axes import COLORBAR_PX, COLUMN_PX, TICK_SIZE, matrix_height, plot_px, plotly_text, token_axes
 from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, WEIGHT_COLORSCALE, styled
 
 OFF_COLOR = "#d62728"  # a switched-off head, a changed piece
@@ -118,9 +118,11 @@ def panels_figure(panels: Sequence[tuple[str, np.ndarray, bool, float | None]], 
 
 
 def checkpoints_figure(maps: Sequence[tuple[str, np.ndarray]], row_labels: Sequence[str],
-                       col_labels: Sequence[str], *, title: str, row_title: str, col_title: str) -> go.Figure:
+                       col_labels: Sequence[str], *, title: str, row_title: str, col_title: str,
+                       width_px: float = COLUMN_PX[1]) -> go.Figure:
     """One map per checkpoint [rows, cols] side by side on shared axes and ONE weight scale (0 to 1), so that a
-    flat early map and a sharp late one are compared by eye: ``maps`` are (checkpoint name, weights)."""
+    flat early map and a sharp late one are compared by eye: ``maps`` are (checkpoint name, weights); the pieces
+    are thinned for panels of a figure ``width_px`` wide."""
     n = len(maps)
     gap = 0.03
     fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=gap,
@@ -131,9 +133,11 @@ def checkpoints_figure(maps: Sequence[tuple[str, np.ndarray]], row_labels: Seque
             hovertemplate=f"{plotly_text([name])[0]}<br>{row_title}: <b>%{{y}}</b> (position %{{y:d}})<br>{col_title}: "
                           f"<b>%{{x}}</b> (position %{{x:d}})<br>weight: <b>%{{z:.4f}}</b><extra></extra>"),
             row=1, col=c)
+        # Every panel thinned as the first, whose query labels take part of its width: one look across the strip.
+        panel_px = (width_px - COLORBAR_PX) * (1.0 - gap * (n - 1)) / n
         token_axes(fig, list(col_labels), list(row_labels) if c == 1 else None, col_title,
                    row_title if c == 1 else None, row=1, col=c,
-                   x_px=(COLUMN_PX[1] - COLORBAR_PX) * (1.0 - gap * (n - 1)) / n)
+                   x_px=panel_px if c == 1 else panel_px - 0.6 * TICK_SIZE * max(map(len, map(str, row_labels))))
     fig.update_layout(coloraxis=dict(cmin=0.0, cmax=1.0, colorscale=WEIGHT_COLORSCALE,
                                      colorbar=dict(title=dict(text="weight"), thickness=12)))
     fig.update_yaxes(range=[len(row_labels) - 0.5, -0.5], showgrid=False, zeroline=False)

@@ -106,7 +106,7 @@ def concat_heads(context: np.ndarray, query_labels: list[str], head: int, highli
     context = np.asarray(context)
     n_heads, _, d_k = context.shape
     z = np.concatenate(list(context), axis=1)  # [Q, H*d_k]
-    fig = vector_matrix(z, query_labels, f"Concat(head₁ … head_{n_heads}) — {n_heads} × {d_k} = {z.shape[1]} columns",
+    fig = vector_matrix(z, query_labels, f"Concat(heads): {n_heads} × {d_k} = {z.shape[1]} columns",
                         "query", highlight, x_title="concatenated dimension (head by head)")
     for h in range(1, n_heads):
         fig.add_vline(x=h * d_k - 0.5, line=dict(color="#333", width=1.5))
@@ -134,8 +134,9 @@ def soft_hard(soft: np.ndarray, hard: np.ndarray, soft_out: np.ndarray, hard_out
     token_axes(fig, key_labels, None, "key", row=1, col=1, x_px=COLUMN_PX[2])
     fig.update_xaxes(title_text="dimension", row=1, col=2)
     fig.update_yaxes(title_text="weight", range=[0, 1.05], row=1, col=1)
-    fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.3))
-    return styled(fig, "Soft vs hard attention on the same query", 400)
+    # Above the panels: below them it would meet the key axis's slanted pieces and its title.
+    fig.update_layout(barmode="group", legend=dict(orientation="h", x=0, y=1.12, yanchor="bottom"))
+    return styled(fig, "Soft vs hard attention on the same query", 400).update_layout(margin_t=120)
 
 
 def weight_bars(weights: np.ndarray, key_labels: list[str], title: str, color: str = HEAD_COLORS[0],

@@ -55,6 +55,7 @@ PRESENTER_FONT = 20  # text in general, legends, hover labels
 PRESENTER_TICK_FONT = 18  # tick labels (pieces, numbers) and axis titles: at least 16 px on screen
 PRESENTER_TITLE_FONT = 26
 PRESENTER_TEXT_SCALE = 1.3  # annotations, subplot titles, token labels, numbers in cells
+PRESENTER_MIN_TEXT = 18  # px: no chart text smaller, read from the back of the hall
 PRESENTER_LINE_SCALE = 1.8  # head-view lines, curves
 PRESENTER_MAX_HEIGHT = 560  # px: a figure fits under the page header of a 720-px-high screen
 PRESENTER_COLORSCALE = "Hot_r"  # white -> yellow -> red -> black: weights survive a washed-out projector
@@ -73,16 +74,15 @@ def presented(fig: go.Figure, max_height: int = PRESENTER_MAX_HEIGHT) -> go.Figu
                       hoverlabel_font_size=PRESENTER_FONT, legend_font_size=PRESENTER_FONT)
     for update in (fig.update_xaxes, fig.update_yaxes):
         update(tickfont_size=PRESENTER_TICK_FONT, title_font_size=PRESENTER_TICK_FONT)
-    for annotation in fig.layout.annotations:  # subplot titles; a diagram's labels (data coordinates) fit their boxes
-        if annotation.xref == "paper" or annotation.yref == "paper":
-            annotation.font.size = round((annotation.font.size or 15) * PRESENTER_TEXT_SCALE)
+    for annotation in fig.layout.annotations:  # subplot titles, a diagram's labels: none under PRESENTER_MIN_TEXT
+        annotation.font.size = max(PRESENTER_MIN_TEXT, round((annotation.font.size or 15) * PRESENTER_TEXT_SCALE))
     for trace in fig.data:
         line = getattr(trace, "line", None)
         if line is not None and line.width:
             line.width = line.width * PRESENTER_LINE_SCALE
         textfont = getattr(trace, "textfont", None)
         if textfont is not None and textfont.size:
-            textfont.size = round(textfont.size * PRESENTER_TEXT_SCALE)
+            textfont.size = max(PRESENTER_MIN_TEXT, round(textfont.size * PRESENTER_TEXT_SCALE))
         if _is_weight_scale(getattr(trace, "colorscale", None)):
             trace.colorscale = PRESENTER_COLORSCALE
         colorbar = getattr(trace, "colorbar", None)

@@ -27,17 +27,19 @@ def parameter_bars(rows: list[tuple[str, int]]) -> go.Figure:
     return styled(fig, f"Parameters per block (total {sum(counts):,})", int(min(1400, 120 + 24 * len(rows))))
 
 
-def _box(fig: go.Figure, x0: float, x1: float, y0: float, y1: float, text: str, color: str, size: int = 15) -> None:
+DIAGRAM_FONT = 14  # every label of the diagram: x 1.3 in presenter mode gives 18 px
+
+
+def _box(fig: go.Figure, x0: float, x1: float, y0: float, y1: float, text: str, color: str) -> None:
     fig.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, fillcolor=color, line=dict(color="#555", width=1.2),
                   layer="below")
     fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=text, showarrow=False,
-                       font=dict(size=size, color=INK))
+                       font=dict(size=DIAGRAM_FONT, color=INK))
 
 
-def _arrow(fig: go.Figure, x0: float, y0: float, x1: float, y1: float, text: str = "", **kw) -> None:
-    fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text=text,
-                       showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor="#444",
-                       font=dict(size=12, color="#333"), **kw)
+def _arrow(fig: go.Figure, x0: float, y0: float, x1: float, y1: float) -> None:
+    fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="",
+                       showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor="#444")
 
 
 def _residual(fig: go.Figure, x: float, y_from: float, y_to: float, side: float) -> None:
@@ -46,24 +48,28 @@ def _residual(fig: go.Figure, x: float, y_from: float, y_to: float, side: float)
                   line=dict(color="#2b7a3d", width=2, dash="dot"))
 
 
+# Heights in data units: a sub-layer's box holds two lines, Add & LayerNorm one. Sized so that the diagram's
+# labels fit their boxes in a 560-px-wide slide column at 14 px and in presenter mode's 820 px at 18 px.
+BLOCK, NORM, GAP, BASE = 1.0, 0.5, 0.1, 2.6
+
+
 def _stack(fig: go.Figure, x0: float, x1: float, blocks: list[tuple[str, str]], n_layers: int, title: str,
-           side: float) -> tuple[float, dict[str, tuple[float, float]]]:
-    """Draw one stack of sub-layers (each followed by Add & LayerNorm) bottom-up; returns its top y and box centres."""
-    y, centres = 2.6, {}
-    y_start = y
+           side: float) -> tuple[float, dict[str, float]]:
+    """Draw one stack of sub-layers (each followed by Add & LayerNorm) bottom-up; returns its top y and the
+    centre height of each block."""
+    y, centres = BASE, {}
     for label, color in blocks:
-        _box(fig, x0 + 0.2, x1 - 0.2, y, y + 0.8, label, COLORS[color])
-        centres[label] = (y + 0.4, y)
-        _arrow(fig, (x0 + x1) / 2, y - 0.3 if y > y_start else y - 0.8, (x0 + x1) / 2, y)
-        norm_y = y + 0.95
-        _box(fig, x0 + 0.2, x1 - 0.2, norm_y, norm_y + 0.5, "Add & LayerNorm", COLORS["norm"], 14)
-        _residual(fig, x0 + 0.2 if side < 0 else x1 - 0.2, y - 0.12, norm_y + 0.25, side)
-        y = norm_y + 0.8
+        _box(fig, x0 + 0.2, x1 - 0.2, y, y + BLOCK, label, COLORS[color])
+        centres[label] = y + BLOCK / 2
+        _arrow(fig, (x0 + x1) / 2, y - 0.3 if y > BASE else y - 0.8, (x0 + x1) / 2, y)
+        norm_y = y + BLOCK + GAP
+        _box(fig, x0 + 0.2, x1 - 0.2, norm_y, norm_y + NORM, "Add & LayerNorm", COLORS["norm"])
+        _residual(fig, x0 + 0.2 if side < 0 else x1 - 0.2, y - 0.12, norm_y + NORM / 2, side)
+        y = norm_y + NORM + 0.3
     top = y - 0.15
-    fig.add_shape(type="rect", x0=x0, x1=x1, y0=2.3, y1=top, line=dict(color="#333", width=2), layer="below")
+    fig.add_shape(type="rect", x0=x0, x1=x1, y0=BASE - 0.3, y1=top, line=dict(color="#333", width=2), layer="below")
     fig.add_annotation(x=x0, y=top, text=f"<b>{title}</b>  N = {n_layers} ×", xanchor="left", yanchor="bottom",
-                       showarrow=False,
-                       font=dict(size=15, color=INK))
+                       showarrow=False, font=dict(size=DIAGRAM_FONT, color=INK))
     return top, centres
 
 
@@ -72,45 +78,46 @@ def architecture_diagram(cfg: dict, start_piece: str = "<s>") -> go.Figure:
 
     ``cfg`` needs d_model, n_heads, d_ff, n_encoder_layers, n_decoder_layers, vocab_size, norm_first (and names
     its activation: the paper's ReLU unless it says otherwise, e.g. Marian's swish). ``start_piece`` is what the
-    decoder input begins with (Marian's is <pad>).
+    decoder input begins with (Marian's is <pad>). Every label is at most about 27 characters a line.
     """
     d, h, dff, v = cfg["d_model"], cfg["n_heads"], cfg["d_ff"], cfg["vocab_size"]
-    dk = d // h
     fig = go.Figure()
-    att = f"{h} heads × d_k {dk}"
+    att = f"{h} heads × d_k {d // h}"
     activation = {"relu": "ReLU", "swish": "Swish", "gelu": "GELU"}.get(cfg.get("activation", "relu"), "ReLU")
-    ffn = f"Feed-forward<br>{d} → {dff} → {d} ({activation})"
-    enc_top, _ = _stack(fig, 0.6, 4.2, [(f"Multi-head self-attention<br>{att}", "attention"), (ffn, "ffn")],
-                        cfg["n_encoder_layers"], "Encoder", -0.35)
-    dec_blocks = [(f"Masked multi-head self-attention<br>{att}", "attention"),
-                  ("Multi-head cross-attention<br>Q: decoder · K, V: encoder", "attention"), (ffn, "ffn")]
-    dec_top, centres = _stack(fig, 5.6, 9.2, dec_blocks, cfg["n_decoder_layers"], "Decoder", 0.35)
-    target = f"Target so far, shifted right: {plotly_text([start_piece])[0]} y<sub>1</sub> … y<sub>t−1</sub>"
-    for x0, x1, label in ((0.6, 4.2, "Source pieces (S)"), (5.6, 9.2, target)):
-        _box(fig, x0 + 0.2, x1 - 0.2, 1.0, 1.8, f"Embedding × √{d} + positional encoding", COLORS["embed"], 14)
-        fig.add_annotation(x=(x0 + x1) / 2, y=0.35, text=label, showarrow=False, font=dict(size=14, color=INK))
+    ffn = f"Feed-forward ({activation})<br>{d} → {dff} → {d}"
+    enc, dec = (0.1, 4.4), (5.6, 9.9)
+    enc_top, _ = _stack(fig, *enc, [(f"Self-attention<br>{att}", "attention"), (ffn, "ffn")],
+                        cfg["n_encoder_layers"], "Encoder", -0.3)
+    dec_blocks = [(f"Masked self-attention<br>{att}", "attention"),
+                  ("Cross-attention<br>Q: decoder · K, V: encoder", "attention"), (ffn, "ffn")]
+    dec_top, centres = _stack(fig, *dec, dec_blocks, cfg["n_decoder_layers"], "Decoder", 0.3)
+    shifted = f"Output shifted right: {plotly_text([start_piece])[0]} y<sub>1</sub> … y<sub>t−1</sub>"
+    for (x0, x1), label in ((enc, "Source pieces (S)"), (dec, shifted)):
+        _box(fig, x0 + 0.2, x1 - 0.2, 1.0, 1.8, f"Embedding × √{d}<br>+ positional encoding", COLORS["embed"])
+        fig.add_annotation(x=(x0 + x1) / 2, y=0.35, text=label, showarrow=False, font=dict(size=DIAGRAM_FONT, color=INK))
         _arrow(fig, (x0 + x1) / 2, 0.55, (x0 + x1) / 2, 1.0)
-    fig.add_annotation(x=4.9, y=1.4, text=f"shared<br>E: {v:,} × {d}", showarrow=False,
-                       font=dict(size=13, color="#a33"))
+    fig.add_annotation(x=5.0, y=1.4, text=f"shared E<br>{v:,} × {d}", showarrow=False,
+                       font=dict(size=DIAGRAM_FONT, color="#a33"))
     # encoder output -> every decoder layer's cross-attention (keys and values)
-    cross_y = centres[dec_blocks[1][0]][0]
-    fig.add_shape(type="path", path=f"M 2.4,{enc_top} L 2.4,{enc_top + 0.45} L 4.9,{enc_top + 0.45} L 4.9,{cross_y}",
+    mid, cross_y = sum(enc) / 2, centres[dec_blocks[1][0]]
+    fig.add_shape(type="path", path=f"M {mid},{enc_top} L {mid},{enc_top + 0.6} L 5.0,{enc_top + 0.6} L 5.0,{cross_y}",
                   line=dict(color="#444", width=1.6))
-    _arrow(fig, 4.9, cross_y, 5.8, cross_y)
-    fig.add_annotation(x=3.65, y=enc_top + 0.45, text=f"encoder output (S × {d})", showarrow=False, yshift=12,
-                       font=dict(size=13, color=INK))
-    _box(fig, 5.8, 9.0, dec_top + 0.5, dec_top + 1.3, f"Linear (= Eᵀ, shared) → softmax over {v:,} pieces",
-         COLORS["out"], 14)
-    _arrow(fig, 7.4, dec_top, 7.4, dec_top + 0.5, text=f"  {d}", xanchor="left")
-    _arrow(fig, 7.4, dec_top + 1.3, 7.4, dec_top + 1.8)
-    fig.add_annotation(x=7.4, y=dec_top + 2.0, text="P(next piece) — fed back in: auto-regressive", showarrow=False,
-                       font=dict(size=14, color=INK))
+    _arrow(fig, 5.0, cross_y, dec[0] + 0.2, cross_y)
+    fig.add_annotation(x=mid, y=enc_top + 0.6, text=f"encoder output (S × {d})", showarrow=False, yanchor="bottom",
+                       font=dict(size=DIAGRAM_FONT, color=INK))
+    centre = sum(dec) / 2
+    out = dec_top + 0.8  # the output layer's box, clear of the stack's title
+    _box(fig, dec[0] + 0.2, dec[1] - 0.2, out, out + BLOCK, f"Linear {d} → {v:,} (= Eᵀ)<br>then softmax", COLORS["out"])
+    _arrow(fig, centre, dec_top, centre, out)
+    _arrow(fig, centre, out + BLOCK, centre, out + 0.4 + BLOCK)
+    fig.add_annotation(x=centre, y=out + 0.4 + BLOCK, text="P(next piece), fed back in", showarrow=False,
+                       yanchor="bottom", font=dict(size=DIAGRAM_FONT, color=INK))
     norm = "pre-norm: x + Sublayer(LayerNorm(x))" if cfg.get("norm_first") else "post-norm: LayerNorm(x + Sublayer(x))"
-    residual = "<span style='color:#2b7a3d'>┈┈ residual connection</span>"
-    fig.add_annotation(x=0.6, y=dec_top + 1.9, text=f"{residual} · {norm}",
-                       showarrow=False, xanchor="left", font=dict(size=14, color=INK))
-    fig.update_xaxes(visible=False, range=[-0.4, 10.2])
-    fig.update_yaxes(visible=False, range=[0, dec_top + 2.3])
+    fig.add_annotation(x=enc[0], y=out + BLOCK, showarrow=False, xanchor="left", yanchor="middle",
+                       align="left", font=dict(size=DIAGRAM_FONT, color=INK),
+                       text=f"<span style='color:#2b7a3d'>┈┈ residual connection</span><br>{norm}")
+    fig.update_xaxes(visible=False, range=[-0.35, 10.35])
+    fig.update_yaxes(visible=False, range=[0, out + 1.4 + BLOCK])
     fig.update_layout(margin=dict(l=5, r=5, t=40, b=5), showlegend=False)
     return styled(fig, "Encoder-decoder Transformer with this model's sizes", 720)
 

@@ -96,7 +96,7 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
     fmt = st.session_state.get("image_format", "png")
     st.markdown(f"**Step {step.step + 1}** · the decoder reads the pieces so far and predicts the next one "
                 f"(chosen: **{piece}**, status *{chosen.status}*, cumulative log-prob {chosen.log_prob:.3f})"
-                + pieces_html(prefix + [piece], highlight=len(prefix)), unsafe_allow_html=True)
+                + pieces_html([*prefix, piece], highlight=len(prefix)), unsafe_allow_html=True)
     c_probs, c_attn = st.columns([2, 3])
     with c_probs:
         if step.sample is not None:

@@ -76,7 +76,7 @@ def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) ->
                               "Target padding<br><sup>no query looks at a padded key</sup>"), "mask_tpad")
     with c2:
         plot(charts.mask_grid(to_numpy(parts["causal"][row]), tgt, tgt,
-                              "Causal (sequence) mask<br><sup>lower-triangular: no query looks at a later position</sup>"),
+                              "Causal (sequence) mask<br><sup>lower-triangular: no later key</sup>"),
              "mask_causal")
     with c3:
         plot(charts.mask_grid(dec_mask, tgt, tgt, "Padding AND causal<br><sup>what decoder self-attention used</sup>"), "mask_dec")

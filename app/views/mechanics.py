@@ -21,6 +21,7 @@ from explain.mechanics import (
     softmax_saturation,
 )
 from model.trace import KIND_LABELS, KINDS
+from model.transformer import shifted_right
 
 log = logging.getLogger("attention_explorer")
 D_KS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
@@ -195,7 +196,7 @@ def head_panel(ckpt, translation) -> None:
     n_heads = trace.weights("enc_self").size(2)
     kind, layer, head, query = selection_ui(translation, trace.n_layers, n_heads)
     qs, ks = query_pieces(translation, kind), key_pieces(translation, kind)
-    decoder_input = [ckpt.config.bos_id] + list(translation.target_ids[:-1])
+    decoder_input = shifted_right(translation.target_ids, ckpt.config.bos_id)
     try:
         it = attention_internals(ckpt.model, list(translation.source.ids), decoder_input, kind, layer)
     except Exception:

@@ -7,6 +7,7 @@ import time
 
 import streamlit as st
 
+from app.charts.axes import clipped
 from app.downloads import trace_json
 from app.examples import (
     example_why,
@@ -20,8 +21,11 @@ from app.examples import (
     with_token,
 )
 from app.explorer import attention_explorer, clamp_state, pieces_html
+from app.language_check import looks_like
 from app.page import budget_notes
-from app.resources import load_model, model_label, quality_note
+from app.quality import quality_note
+from app.resources import load_model, model_label
+from app.sentences import split_sentences
 from app.state import DEFAULTS, MAX_SEED, sync_url
 from app.translation import (
     MAX_INPUT_CHARS,
@@ -48,6 +52,7 @@ SLOW_MOTION_SECONDS = 0.3
 def _set_text(text: str, tokens: tuple[str, ...] = ()) -> None:
     """Put ``text`` in the box, keeping the target-language token the box starts with (a multilingual model)."""
     st.session_state["text"] = with_token(text, leading_token(st.session_state.get("text", ""), tokens))
+    st.session_state["sentence"] = 0
 
 
 def _set_token() -> None:
@@ -97,7 +102,8 @@ def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
     target_language_ui(tokens)
     model_max_len = ckpt.config.max_len
     st.text_area("Sentence", key="text", persist_state="session", max_chars=MAX_INPUT_CHARS, height=90,
-                 placeholder=placeholder(ckpt.meta))
+                 placeholder=placeholder(ckpt.meta), on_change=_new_text)
+    sentence_picker()
     c_beam, c_len, c_lp = st.columns(3)
     limit = MAX_POSITIONS - 1
     clamp_state("beam_size", 1, 8, 1)
@@ -130,6 +136,26 @@ def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
                     help="Draw each next piece from the model's distribution (as GPT-style demos do) instead of "
                          "taking the most probable one: a temperature reshapes it, top-k and top-p cut it.")
     return current_request(), clicked, slow
+
+
+def _new_text() -> None:
+    st.session_state["sentence"] = 0  # a new text starts at its first sentence
+
+
+def _sentence_picked() -> None:
+    st.session_state["_sentence_picked"] = True  # picking a sentence translates it, as a click would
+
+
+def sentence_picker() -> None:
+    """For a text of several sentences, which one is translated and explored (one at a time, as translation tools
+    do: the model was trained on single sentences)."""
+    sentences = split_sentences(st.session_state["text"])
+    if len(sentences) <= 1:
+        return
+    clamp_state("sentence", 0, len(sentences) - 1, 0)
+    st.selectbox(f"This text has {len(sentences)} sentences. The model reads one sentence at a time, as translation "
+                 "tools do: the one translated and explored below is", list(range(len(sentences))), key="sentence",
+                 format_func=lambda i: f"{i + 1}. {clipped(sentences[i], 100)}", on_change=_sentence_picked)
 
 
 def sampling_ui() -> None:
@@ -196,6 +222,7 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
         st.warning(f"{unknown:.0%} of this input is unknown to the model's vocabulary (shown as <unk>): it reads "
                    "those pieces as one and the same unknown token, so this translation cannot be trusted. Type a "
                    "sentence in the model's source language.", icon=":material/help:")
+    wrong_language_note(request)
     dropped, n_source = translation.source.dropped, len(translation.source.ids)
     if dropped and not translation.notes:  # a cut the budget made is in its notes already
         st.warning(f"The input is longer than the {MAX_POSITIONS} positions this app reads (</s> included): "
@@ -224,6 +251,17 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
     st.page_link("app/views/decoding.py", label="See how it was decoded, step by step", icon=":material/stairs:")
 
 
+def wrong_language_note(request: Request) -> None:
+    """A warning when the sentence reads as another language than the model's source (app.language_check)."""
+    pair = languages(load_model(request.model_name).meta)
+    other = looks_like(with_token(request.text, None), pair[0]) if pair else None
+    if other:
+        source, target = language_name(pair[0]), language_name(pair[1])
+        st.warning(f"This looks like {language_name(other)}, but this model translates from {source}. It still "
+                   f"writes a {target} sentence, one that need not mean what you typed: type a sentence in {source}.",
+                   icon=":material/translate:")
+
+
 def downloads_ui(translation: Translation, request: Request) -> None:
     tokenizer = load_model(request.model_name).tokenizer
     decode = {"model": request.model_name, "beam_size": request.beam_size, "max_len": request.max_len,
@@ -250,6 +288,7 @@ def main() -> None:
     if note:
         st.caption(f":material/warning: {note}")
     request, clicked, slow = input_ui(ckpt)
+    clicked = clicked or st.session_state.pop("_sentence_picked", False)
     from_link = st.session_state.pop("_from_link", False)  # a linked view is drawn without a click, like the default
     if not request.text.strip():
         st.info("Type a sentence above (or pick an example), then press **Translate**.")

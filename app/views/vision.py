@@ -12,6 +12,7 @@ from app.charts import vision as charts
 from app.charts.style import plotly_config
 from app.explorer import point_customdata
 from app.page import log, plot, to_numpy
+from app.presenter import presentable
 from explain.vision import (
     attention_on_grid,
     bias_offsets,
@@ -31,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VISION_MODELS = {"ViT": ROOT / "pretrained" / "vit-digits", "Swin": ROOT / "pretrained" / "swin-digits"}
 SOURCES = ["Test set", "Draw your own"]
 SIDE = 8
+MIN_INK_CELLS = 3  # fewer inked cells than this are no digit: the prediction is said to mean nothing
 # This page's widget state, kept while another section or page is on screen (Streamlit forgets the state of a
 # widget that a run does not draw); the values are the defaults.
 DEFAULTS = {"vision_source": SOURCES[0], "vision_index": 0, "vision_model": "ViT", "vision_head": -1,
@@ -92,13 +94,14 @@ def choose_digit() -> tuple[np.ndarray, int | None]:
                             help=f"One of the {len(labels)} held-out test digits: neither model saw them in training.")
         right.button("Random", key="vision_random", on_click=_random_digit, icon=":material/casino:")
         return images[index], int(labels[index])
-    st.caption("Click cells to toggle ink (each row is one line of the 8x8 image). Real digits fill the grid: "
-               "draw large and centred.")
-    grid = st.container()
-    with grid:
+    st.caption("Click cells to toggle ink (each row is one line of the 8x8 image), then press **Classify this "
+               "drawing**: the models run once for the whole drawing, not after every cell. Real digits fill the "
+               "grid: draw large and centred.")
+    with st.form("vision_drawing", border=False, enter_to_submit=False):
         for r in range(SIDE):
             st.pills(f"row {r}", list(range(SIDE)), key=f"vision_draw_{r}", selection_mode="multi",
                      format_func=_blank, label_visibility="collapsed")
+        st.form_submit_button("Classify this drawing", type="primary", icon=":material/draw:")
     a, b = st.columns(2)
     a.button("Start from the chosen test digit", key="vision_copy",
              on_click=_set_drawing, args=(images[st.session_state.get("vision_index", 0)],))
@@ -118,8 +121,9 @@ def _pick(chart_key: str, target: str, offset: int) -> None:
 
 def clickable(fig, key: str, target: str, offset: int = 0) -> None:
     """Like app.page.plot, but a click on cell i sets ``target`` to i + offset in session_state."""
-    st.plotly_chart(fig, key=key, width="stretch", theme=None, on_select=partial(_pick, key, target, offset),
-                    selection_mode="points", config=plotly_config(key, st.session_state.get("image_format", "png")))
+    st.plotly_chart(presentable(fig), key=key, width="stretch", theme=None,
+                    on_select=partial(_pick, key, target, offset), selection_mode="points",
+                    config=plotly_config(key, st.session_state.get("image_format", "png")))
 
 
 # --- ViT -------------------------------------------------------------------------------------------------
@@ -269,6 +273,10 @@ def render() -> None:
                 "**Swin Transformer** (attention inside shifted windows, then merge).")
     keep_state()
     image, label = choose_digit()
+    if label is None and int((image > 0).sum()) < MIN_INK_CELLS:
+        st.warning(f"{'Nothing is' if not image.any() else 'Almost nothing is'} drawn. A classifier always names one "
+                   "of its ten digits, even for a blank grid: the prediction and the attention below say nothing "
+                   "about a digit. Draw one (or start from a test digit).", icon=":material/draw:")
     name = st.segmented_control("Model", list(VISION_MODELS), key="vision_model", selection_mode="single",
                                 required=True)
     try:

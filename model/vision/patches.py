@@ -35,6 +35,6 @@ def patchify(images: torch.Tensor, patch: int) -> torch.Tensor:
 def unpatchify(patches: torch.Tensor, patch: int) -> torch.Tensor:
     """The inverse of patchify: [B, N, p*p] -> [B, S, S]."""
     b, n, _ = patches.shape
-    g = int(round(n ** 0.5))
+    g = round(n ** 0.5)
     grid = patches.reshape(b, g, g, patch, patch).permute(0, 1, 3, 2, 4)  # [B, gi, pi, gj, pj]
     return grid.reshape(b, g * patch, g * patch)  # [B, S, S]

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from app.charts.attention import (
+    ADAPT_BELOW,
     CLICK_TARGET_PX,
     GAP_MAX_PIECES,
     LABELLED_MAX_PIECES,
@@ -14,6 +17,7 @@ from app.charts.attention import (
     MIN_LINE_WEIGHT,
     MODEL_VIEW_MAX_CELLS,
     OPACITY_STEP,
+    SHOWN_HEADS,
     STAT_COLUMNS,
     default_min_weight,
     head_stats_frame,
@@ -21,6 +25,7 @@ from app.charts.attention import (
     heatmap_figure,
     model_view_figure,
     plotly_text,
+    strongest_heads,
 )
 from app.charts.style import MASKED_COLOR
 from app.downloads import matrix_frame
@@ -45,7 +50,7 @@ def test_heatmap_z_and_tick_labels_are_the_input():
         PIECES_K)
     assert fig.layout.yaxis.ticktext[0] == "&lt;s&gt;"  # Plotly reads text as HTML: a raw "<s>" would vanish
     assert list(fig.layout.yaxis.tickvals) == [0, 1, 2, 3]  # numeric axis: the two "▁l" rows stay apart
-    assert (heat.zmin, heat.zmax) == (0.0, 1.0)
+    assert (heat.zmin, heat.zmax) == (0.0, 1.0) and heat.colorbar.title.text == "weight (0–1)"
     # hover: query piece, key piece (with positions: pieces repeat), predicted piece, read from the axes
     # (%{x} / %{y} print an axis's tick text), not from per-cell data
     assert heat.customdata is None and heat.text is None and heat.hovertext is None
@@ -262,3 +267,30 @@ def test_head_view_payload_at_200_pieces_at_the_default_threshold():
 def test_a_long_input_starts_the_head_view_at_a_higher_threshold():
     assert default_min_weight(LONG_INPUT_PIECES) == MIN_LINE_WEIGHT
     assert default_min_weight(LONG_INPUT_PIECES + 1) == LONG_MIN_LINE_WEIGHT > MIN_LINE_WEIGHT
+
+
+def test_the_head_view_draws_the_most_focused_heads_and_keeps_the_others_in_the_legend():
+    rng = np.random.default_rng(0)
+    weights = rng.dirichlet(np.ones(6), size=(8, 5))  # [H, Q, K], every head spread thin
+    weights[5] = np.eye(5, 6) * 0.9 + 0.1 / 6  # heads 6 and 3 look at one key each
+    weights[2] = np.roll(np.eye(5, 6), 1, axis=1) * 0.8 + 0.2 / 6
+    assert strongest_heads(weights) == [2, 5] and SHOWN_HEADS == 2
+    fig = head_view_figure(weights, list(range(8)), list("abcde"), list("uvwxyz"), title="t", shown=[2, 5])
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert {t.meta["head"] for t in lines if t.visible is True} == {2, 5}
+    hidden = {t.meta["head"] for t in lines if t.visible == "legendonly"}
+    assert hidden == {0, 1, 3, 4, 6, 7}  # each a click away: its legend entry and its lines share one group
+    assert all(t.legendgroup == f"head{t.meta['head']}" for t in lines)
+
+
+@given(n_keys=st.integers(4, 400), peak=st.floats(0.0, 1.0))
+def test_a_faint_map_is_coloured_on_its_own_scale_and_says_so(n_keys, peak):
+    rows = np.full((3, n_keys), (1.0 - peak) / (n_keys - 1), dtype=np.float32)
+    rows[:, 0] = peak  # every row sums to 1; its largest weight is max(peak, the rest)
+    heat = heatmap_figure(rows, ["a", "b", "c"], [f"k{i}" for i in range(n_keys)], title="t").data[0]
+    top = float(rows.max())
+    if top >= ADAPT_BELOW:
+        assert heat.zmax == 1.0 and heat.colorbar.title.text == "weight (0–1)"
+    else:  # the scale ends at the largest weight (rounded up), and the colour bar names it
+        assert top <= heat.zmax <= top + 0.01 and heat.colorbar.title.text == f"weight (scale 0–{heat.zmax:.2f})"
+    np.testing.assert_array_equal(np.asarray(heat.z), rows)  # the weights themselves are never rescaled

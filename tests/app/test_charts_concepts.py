@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from app.charts import masks, mechanics, positional, training
-from explain.training import smoothed_targets
+from explain.model_training import smoothed_targets
 from model.positional import pair_dimensions, sinusoidal_encoding, wavelengths
 from training.schedule import noam_lr
 
@@ -151,11 +151,11 @@ def test_architecture_diagram_names_real_sizes():
                norm_first=False)
     texts = " ".join(a.text for a in training.architecture_diagram(cfg).layout.annotations)
     for needle in ("4 heads × d_k 16", "64 → 256 → 64", "N = 2", "N = 3", "30 × 64", "LayerNorm(x + Sublayer(x))",
-                   "shifted right: &lt;s&gt;"):
+                   "Output shifted right: &lt;s&gt;"):
         assert needle in texts
     marian = " ".join(a.text for a in training.architecture_diagram({**cfg, "activation": "swish"}, "<pad>")
                       .layout.annotations)
-    assert "shifted right: &lt;pad&gt;" in marian and "(Swish)" in marian
+    assert "Output shifted right: &lt;pad&gt;" in marian and "(Swish)" in marian
 
 
 def test_training_curves_plot_the_logs():

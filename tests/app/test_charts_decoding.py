@@ -72,7 +72,7 @@ def test_beam_tree_figure_draws_every_node_once_with_its_status():
     assert sorted(int(r[0]) for r in drawn) == list(nodes.id)
     status_of = {int(r[0]): r[4] for r in drawn if len(r) > 2}
     assert status_of == {int(i): s for i, s in zip(nodes.id, nodes.status, strict=True) if s != "root"}
-    best_trace = next(t for t in fig.data if t.name == "best translation")
+    best_trace = next(t for t in fig.data if t.name == "best path")
     assert list(best_trace.text) == ["A", "&lt;/s&gt;"] and best_trace.marker.symbol[-1] == "diamond"
     pruned = next(t for t in fig.data if t.name.startswith("pruned"))
     assert len(pruned.x) == int((nodes.status == "pruned").sum())

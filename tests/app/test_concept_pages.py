@@ -12,7 +12,7 @@ from model.inference import translate
 from model.positional import sinusoidal_encoding
 from training.schedule import noam_lr
 
-PAGES = ["app/views/positional.py", "app/views/masks.py", "app/views/mechanics.py", "app/views/training.py"]
+PAGES = ["app/views/positional.py", "app/views/masks.py", "app/views/mechanics.py", "app/views/model_training.py"]
 TEXT = "a b c d e f g"
 MODEL_NAMES = ["reverse", "en-de"]  # both are shipped: a missing one is a failure, not a skip
 
@@ -118,7 +118,7 @@ def test_positional_page_draws_the_model_encoding(app_test, figures):
 
 def test_model_page_schedule_uses_the_checkpoint_settings(app_test, figures):
     ckpt = load_model("reverse")
-    at = app_test("app/views/training.py", text=TEXT)
+    at = app_test("app/views/model_training.py", text=TEXT)
     _clean(at)
     own = figures(at)["model_lr_own"]["data"]
     meta, d = ckpt.meta, ckpt.config.d_model

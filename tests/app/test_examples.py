@@ -2,6 +2,8 @@
 and never English ones for a model that reads another language."""
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -88,7 +90,7 @@ def test_model_view_head_titles_never_overlap_on_a_laptop_screen(n_heads):
     titles = head_titles(n_heads)
     assert len(titles) == n_heads and titles[0]
     shown = [(i, t) for i, t in enumerate(titles) if t]
-    for (i, a), (j, b) in zip(shown, shown[1:], strict=False):
+    for (i, a), (j, b) in pairwise(shown):
         assert (len(a) + len(b)) / 2 * CHAR_PX <= (j - i) * PLOT_PX / n_heads, (a, b)
 
 

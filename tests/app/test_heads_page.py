@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app.explorer import KIND_SHORT
 from explain.ablation import switched_off
 from explain.attribution import NORM_BASED, ROLLOUT, SALIENCY, attribute
 from explain.heads import all_heads, head_importance, n_layers_of, sequence_log_probs
@@ -85,7 +86,7 @@ def test_importance_table_values_are_head_importance(app_test, shipped, model_na
     expected = head_importance(ckpt.model, original.source.ids, original.target_ids)
     heads = all_heads(n_layers_of(ckpt.model), ckpt.config.n_heads)
     assert len(table) == len(heads)
-    kinds = {"Encoder self": "enc_self", "Decoder self": "dec_self", "Cross": "cross"}
+    kinds = {label: kind for kind, label in KIND_SHORT.items()}
     rows = [(kinds[k], layer - 1, head - 1) for k, layer, head in zip(table["attention"], table["layer"], table["head"],
                                                                       strict=True)]
     assert sorted(rows) == sorted(heads)  # every head once

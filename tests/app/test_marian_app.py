@@ -18,7 +18,7 @@ from tests.marian_helpers import marian_checkpoint
 
 NAME = "upload:marian-6x16"
 PAGES = ["app/views/translate.py", "app/views/decoding.py", "app/views/positional.py", "app/views/masks.py",
-         "app/views/mechanics.py", "app/views/heads.py", "app/views/training.py", "app/views/lecture.py"]
+         "app/views/mechanics.py", "app/views/heads.py", "app/views/model_training.py", "app/views/lecture.py"]
 SENTENCE = "The house is small."
 
 

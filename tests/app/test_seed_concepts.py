@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 PAGES = [None, "app/views/decoding.py", "app/views/positional.py", "app/views/masks.py",
-         "app/views/mechanics.py", "app/views/training.py"]
+         "app/views/mechanics.py", "app/views/model_training.py"]
 SENTENCE = "I have read the book that you gave me."
 # concept -> a pattern that shows it (case-insensitive); grouped roughly as the notes are
 CONCEPTS = {

@@ -215,3 +215,18 @@ def test_input_the_model_cannot_read_is_flagged_as_untrustworthy(app_test):
     at.text_area(key="text").input("The house is small.")
     at.button(key="translate").click().run()
     assert not any("cannot be trusted" in w.value for w in at.warning)
+
+
+def test_a_paragraph_is_translated_sentence_by_sentence_with_a_picker(app_test, shipped):
+    paragraph = "H e l l o ok. W o r l d ok! A t t e n t i o n ok."  # "o." alone would read as an initial
+    at = _translate(app_test(), paragraph)
+    assert not at.exception
+    picker = at.selectbox(key="sentence")
+    assert picker.options == ["1. H e l l o ok.", "2. W o r l d ok!", "3. A t t e n t i o n ok."]
+    ckpt = shipped("reverse")
+    assert html.unescape(_shown_text(at)) == _direct(ckpt, "H e l l o ok.").text  # the first sentence, on its own
+    picker.set_value(2).run()  # picking a sentence translates it at once, no second click
+    assert not at.exception
+    assert html.unescape(_shown_text(at)) == _direct(ckpt, "A t t e n t i o n ok.").text
+    at.text_area(key="text").input("N e w ok. T e x t ok.").run()  # a new text starts at its first sentence
+    assert at.session_state["sentence"] == 0

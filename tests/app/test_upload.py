@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from app.resources import MODELS, UPLOAD_FILES, UPLOAD_PREFIX, load_model, load_upload, model_label
+from app.resources import MODELS, load_model, model_label
+from app.uploads import UPLOAD_FILES, UPLOAD_PREFIX, load_upload
 from model.checkpoint import CheckpointError
 from tests.marian_helpers import marian_checkpoint
 
@@ -66,10 +67,10 @@ def test_a_mismatched_tokenizer_is_refused():
 
 
 def test_missing_or_foreign_files_are_named():
-    with pytest.raises(CheckpointError, match="missing config.json"):
+    with pytest.raises(CheckpointError, match=r"missing config\.json"):
         load_upload([f for f in files(MODELS["reverse"]) if f.name != "config.json"])
-    with pytest.raises(CheckpointError, match="notes.txt"):
-        load_upload(files(MODELS["reverse"]) + [Uploaded("notes.txt", b"hi")])
+    with pytest.raises(CheckpointError, match=r"notes\.txt"):
+        load_upload([*files(MODELS["reverse"]), Uploaded("notes.txt", b"hi")])
 
 
 def test_an_upload_with_nonsense_training_facts_still_opens_every_model_page_section(app_test):
@@ -80,7 +81,7 @@ def test_an_upload_with_nonsense_training_facts_still_opens_every_model_page_sec
     name = load_upload(files(MODELS["reverse"], config=json.dumps(config).encode()))
     ckpt = load_model(name)
     assert ckpt.meta == {"epochs": 3, "continued_from": {"lr_factor": 0.5}}
-    at = app_test("app/views/training.py", model_name=name, uploads={name: ckpt})
+    at = app_test("app/views/model_training.py", model_name=name, uploads={name: ckpt})
     assert not at.exception
     assert any("Trained for" in c.value or "label smoothing" in c.value.lower() for c in at.markdown)
 
@@ -129,7 +130,7 @@ def test_pickled_weights_are_refused_by_name_and_never_run(tmp_path, name):
     marker = tmp_path / "pwned"
     suffix = Path(name).suffix.lower()
     uploaded = [f for f in files(MODELS["reverse"]) if f.name != "model.safetensors"]
-    refused_upload(uploaded + [Uploaded(name, pickle.dumps(Plant(marker), protocol=4))],
+    refused_upload([*uploaded, Uploaded(name, pickle.dumps(Plant(marker), protocol=4))],
                    f"{name}: refused, only safetensors weights are read ({suffix} files are pickles, which can run "
                    f"code); upload {UPLOAD_FILES}")
     assert not marker.exists()
@@ -151,7 +152,7 @@ def test_a_header_claiming_gigabytes_is_refused_under_the_users_file_name():
     entry["data_offsets"][1] = entry["data_offsets"][0] + 12 * 2**30
     raw = json.dumps(header).encode()
     hostile = len(raw).to_bytes(8, "little") + raw + body
-    uploaded = [Uploaded("en-de.safetensors", hostile)] + files(MODELS["reverse"])[1:]
+    uploaded = [Uploaded("en-de.safetensors", hostile), *files(MODELS["reverse"])[1:]]
     refused_upload(uploaded, "model.safetensors (your en-de.safetensors): header claims 12 GB of tensor data but the "
                              "file has only 920 kB after its header (truncated or corrupt)")
 
@@ -169,7 +170,7 @@ def test_an_absurd_or_inconsistent_config_is_refused(change, reason):
 
 
 def test_two_files_of_one_kind_are_refused():
-    uploaded = files(MODELS["reverse"]) + [Uploaded("other.json", b"{}")]
+    uploaded = [*files(MODELS["reverse"]), Uploaded("other.json", b"{}")]
     refused_upload(uploaded, "config.json and other.json: two files for config.json; upload one of each")
 
 
@@ -230,10 +231,10 @@ def test_a_marian_upload_missing_a_file_names_it(marian_folder, drop, message):
 
 
 def test_files_of_the_other_tokenizer_layout_are_named(marian_folder):
-    refused_upload(marian_files(marian_folder) + [Uploaded("tokenizer.model", b"x")],
+    refused_upload([*marian_files(marian_folder), Uploaded("tokenizer.model", b"x")],
                    "tokenizer.model: not part of this checkpoint (its config's tokenizer is Marian's source.spm, "
                    "target.spm, vocab.json)")
-    refused_upload(files(MODELS["reverse"]) + [Uploaded("source.spm", b"x")],
+    refused_upload([*files(MODELS["reverse"]), Uploaded("source.spm", b"x")],
                    "source.spm: not part of this checkpoint (its config's tokenizer is tokenizer.model)")
 
 
@@ -287,9 +288,20 @@ def test_the_sidebar_loads_a_marian_upload_and_selects_it(app_test, monkeypatch,
 
 def test_an_uploaded_file_name_is_shown_as_text_not_markdown(app_test, monkeypatch):
     """A file name is whatever the visitor's browser sent: as Markdown it could be a link inside the app."""
-    hostile = files(MODELS["reverse"]) + [Uploaded("[Log in again](http://127.0.0.1:9/x).json", b"{}")]
+    hostile = [*files(MODELS["reverse"]), Uploaded("[Log in again](http://127.0.0.1:9/x).json", b"{}")]
     monkeypatch.setattr(st, "file_uploader", lambda *args, **kwargs: hostile)
     at = app_test("app/views/positional.py")
     at.button(key="upload_load").click().run()
     assert not at.exception and len(at.error) == 1
     assert r"\[Log in again\]\(http" in at.error[0].value
+
+
+def test_an_uploaded_checkpoint_of_another_language_replaces_the_stock_sentence(app_test, monkeypatch):
+    """The English default fed to an uploaded letter-reversal model would be one <unk> after another: the box
+    takes the new model's own example instead (a sentence the user typed stays)."""
+    monkeypatch.setattr(st, "file_uploader", lambda *args, **kwargs: files(MODELS["reverse"]))
+    at = app_test("app/views/positional.py", model_name="en-de")
+    assert at.session_state["text"] == "My brother has bought a new house in the city."
+    at.button(key="upload_load").click().run()
+    assert not at.exception and at.session_state["model_name"].startswith(UPLOAD_PREFIX)
+    assert at.session_state["text"] == "h e l l o w o r l d"  # the reversal model's first example

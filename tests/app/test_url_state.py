@@ -89,7 +89,8 @@ def test_parsing_never_raises_and_keeps_values_in_range(params):
 def test_every_url_param_names_a_default_and_writes_what_it_reads():
     examples = {"model": "reverse", "text": "a b", "beam": "2", "max_len": "9", "penalty": "0.3", "kind": "dec_self",
                 "layer": "2", "head": "mean", "view": "model-view", "words": "1", "step": "4", "slide": "2",
-                "presenter": "1", "sample": "1", "temperature": "0.7", "topk": "5", "topp": "0.85", "seed": "42"}
+                "presenter": "1", "sample": "1", "temperature": "0.7", "topk": "5", "topp": "0.85", "seed": "42",
+                "sentence": "3"}
     assert set(examples) == set(URL_PARAMS)
     for name, param in URL_PARAMS.items():
         assert param.key in DEFAULTS
@@ -219,3 +220,11 @@ def test_a_link_carries_the_sampling_settings(app_test):
     bad = run_link(app_test, model="reverse", temperature="nan", topp="0", seed="-1")
     assert all(part in re.sub(r"\\(.)", r"\1", link_notice_text(bad)) for part in ("temperature=nan", "topp=0",
                                                                                     "seed=-1"))
+
+
+def test_a_link_restores_the_sentence_of_a_paragraph_it_was_copied_from(app_test):
+    at = run_link(app_test, text="First one here. Second one here. Third one here.", sentence="2")
+    assert not at.exception
+    assert at.session_state["sentence"] == 1 and at.selectbox(key="sentence").value == 1
+    at = run_link(app_test, text="Only one sentence.", sentence="99")  # out of the link's range: ignored, said
+    assert not at.exception and at.session_state["sentence"] == 0

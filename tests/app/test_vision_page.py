@@ -98,6 +98,14 @@ def test_a_drawn_digit_is_classified(app_test, figures, vision):
     np.testing.assert_allclose(probs, expected.detach().numpy(), atol=1e-6)
 
 
+def test_an_empty_drawing_is_classified_with_a_caveat_and_a_real_one_without(app_test):
+    at = app_test(PAGE, vision_source="Draw your own")
+    assert not at.exception
+    assert any("Nothing is drawn" in w.value and "say nothing" in w.value for w in at.warning)
+    at = app_test(PAGE, vision_source="Draw your own", vision_draw_2=[3, 4], vision_draw_3=[4], vision_draw_4=[4])
+    assert not any("drawn. A classifier" in w.value for w in at.warning)
+
+
 def test_the_chosen_pixel_follows_into_stage_two(app_test, figures, vision, test_images):
     """A stage-2 token covers 2x2 pixels: pixel (1, 3) is token (0, 1) there, and its row is what is drawn."""
     at = app_test(PAGE, vision_model="Swin", vision_block=2, vision_swin_pixel=1 * 8 + 3)

@@ -1,12 +1,11 @@
-"""Tests for data/build_corpus.py: the parsing, filtering, dedup and split rules, on small
-hand-written fixtures (Ding lines, a .mo file written byte by byte). No Debian needed."""
+"""Tests for data/build_corpus.py and the modules of data/ it calls: the parsing, filtering, dedup and split
+rules, on small hand-written fixtures (Ding lines, a .mo file written byte by byte). No Debian needed."""
 
 from __future__ import annotations
 
 import collections
 import csv
 import gzip
-import importlib.util
 import io
 import os
 import random
@@ -17,11 +16,58 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "data" / "build_corpus.py"
-_spec = importlib.util.spec_from_file_location("build_corpus", _PATH)
-bc = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bc  # dataclasses look their module up in sys.modules
-_spec.loader.exec_module(bc)
+from data.attribution import MORE_COPYRIGHTS, render_attribution
+from data.cleaning import english_key, looks_reversed, looks_untranslated, normalize_text, ratio_ok, word_count
+from data.corpus_file import corpus_stem, gzip_bytes, rows_to_tsv
+from data.ding import first_slash_alternative, parse_ding_line, parse_ding_words, strip_ding_notes
+from data.game_locales import pair_key_values, parse_lua_locale, parse_stamp_description, read_key_values
+from data.gettext_catalogues import (
+    catalog_pairs,
+    clean_mo_pair,
+    parse_mo_catalog,
+    read_mo,
+    read_po,
+    strip_accelerators,
+    strip_context,
+)
+from data.html_prose import (
+    CODE_MARK,
+    handbook_paragraphs,
+    help_paragraphs,
+    pair_help_pages,
+    pair_paragraph_lists,
+    prose_pairs,
+    prose_text,
+)
+from data.openttd import _LNG_HEADER_SIZE, _LNG_OFFSETS_AT, clean_openttd_pair, pair_openttd, read_openttd_lng
+from data.qt_translations import _QM_MAGIC, parse_qm_messages, read_qm
+from data.sentences import is_sentence, split_sentences
+from data.source_readers import LOHELP_SKIP, pair_page_trees, read_more_source
+from data.sources import (
+    ALL_SOURCES,
+    EXTRA_SOURCES,
+    MORE_SOURCES,
+    PLUS_SOURCES,
+    SOURCE_INFO,
+    SOURCE_TIERS,
+    SOURCES,
+    WORDS_SOURCES,
+)
+from data.splits import (
+    SPLIT_BUCKETS,
+    SPLITS,
+    TEST_BUCKETS,
+    VALID_BUCKETS,
+    Row,
+    assign_split,
+    check_split_sizes,
+    count_rows,
+    deduplicate,
+    format_counts,
+    make_rows,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ------------------------------------------------------------------ fixtures
@@ -81,19 +127,19 @@ def mo_file(tmp_path: Path) -> Path:
 
 def test_normalize_text_nfc_whitespace_invisible_and_typed_forms():
     raw = " Er\u00a0sagt:\n\t„Scho\u0308n\u00ad!“ Don\u2019t\u2026 "
-    assert bc.normalize_text(raw) == "Er sagt: „Schön!“ Don't..."
+    assert normalize_text(raw) == "Er sagt: „Schön!“ Don't..."
 
 
 def test_word_count_ignores_punctuation_tokens():
-    assert bc.word_count("neither ... nor") == 2
-    assert bc.word_count("It is 5 - 3 now.") == 5
+    assert word_count("neither ... nor") == 2
+    assert word_count("It is 5 - 3 now.") == 5
 
 
 def test_ratio_ok_bounds():
-    assert bc.ratio_ok("a" * 10, "b" * 10)
-    assert not bc.ratio_ok("a" * 10, "b" * 3)
-    assert not bc.ratio_ok("a" * 10, "b" * 26)
-    assert not bc.ratio_ok("", "b")
+    assert ratio_ok("a" * 10, "b" * 10)
+    assert not ratio_ok("a" * 10, "b" * 3)
+    assert not ratio_ok("a" * 10, "b" * 26)
+    assert not ratio_ok("", "b")
 
 
 # ------------------------------------------------------------------ Ding
@@ -104,7 +150,7 @@ def test_parse_ding_pairs_subentries_in_order_first_synonym_notes_stripped():
         "Das ist mir Wurst. [ugs.]; Das ist mir egal. | Er kommt {vi} heute (bestimmt) nach Hause. "
         ":: I couldn't care less. [coll.]; I don't care. | He is coming home today.\n"
     )
-    assert bc.parse_ding_line(line) == [
+    assert parse_ding_line(line) == [
         ("I couldn't care less.", "Das ist mir Wurst."),
         ("He is coming home today.", "Er kommt heute nach Hause."),
     ]
@@ -115,31 +161,31 @@ def test_parse_ding_drops_short_subentries_but_keeps_the_rest_aligned():
         "Leidenschaft {f} | Leidenschaften {pl} | eine Leidenschaft für etw. haben "
         ":: passion | passions | to have a passion for sth."
     )
-    assert bc.parse_ding_line(line) == [("to have a passion for sth.", "eine Leidenschaft für etw. haben")]
+    assert parse_ding_line(line) == [("to have a passion for sth.", "eine Leidenschaft für etw. haben")]
 
 
 def test_parse_ding_skips_lines_whose_subentry_counts_differ():
-    assert bc.parse_ding_line("Er ist sehr müde. | Sie auch. :: He is very tired.") == []
+    assert parse_ding_line("Er ist sehr müde. | Sie auch. :: He is very tired.") == []
 
 
 def test_parse_ding_skips_comments_and_malformed_lines():
-    assert bc.parse_ding_line("# Version :: devel 2023-01-30") == []
-    assert bc.parse_ding_line("Das ist gut so hier") == []
-    assert bc.parse_ding_line("a b c :: d e f :: g h i") == []
+    assert parse_ding_line("# Version :: devel 2023-01-30") == []
+    assert parse_ding_line("Das ist gut so hier") == []
+    assert parse_ding_line("a b c :: d e f :: g h i") == []
 
 
 def test_strip_ding_notes_nested_abbreviations_and_crossrefs():
     text = "Genfer Flüchtlingskonvention {f} /GFK/ (Abkommen (von 1951)) [pol.] <GK> ~Asylrecht"
-    assert bc.normalize_text(bc.strip_ding_notes(text)) == "Genfer Flüchtlingskonvention"
+    assert normalize_text(strip_ding_notes(text)) == "Genfer Flüchtlingskonvention"
 
 
 def test_parse_ding_resolves_word_slash_alternatives_to_the_first():
     line = "Es war purer/reiner Zufall. | Er fuhr 50 km/h schnell. :: It was sheer/pure coincidence. | He drove at 50 km/h fast."
-    assert bc.parse_ding_line(line) == [
+    assert parse_ding_line(line) == [
         ("It was sheer coincidence.", "Es war purer Zufall."),
         ("He drove at 50 km/h fast.", "Er fuhr 50 km/h schnell."),
     ]
-    assert bc.first_slash_alternative("to be/keep/stay ahead of sb./sth.") == "to be ahead of sb."
+    assert first_slash_alternative("to be/keep/stay ahead of sb./sth.") == "to be ahead of sb."
 
 
 @pytest.mark.parametrize(
@@ -151,23 +197,23 @@ def test_parse_ding_resolves_word_slash_alternatives_to_the_first():
     ],
 )
 def test_parse_ding_filters(line):
-    assert bc.parse_ding_line(line) == []
+    assert parse_ding_line(line) == []
 
 
 def test_parse_ding_swaps_back_reversed_entries():
     line = "In the current situation many investors are holding back. :: In der aktuellen Situation halten sich viele Anleger zurück."
-    assert bc.parse_ding_line(line) == [
+    assert parse_ding_line(line) == [
         ("In the current situation many investors are holding back.",
          "In der aktuellen Situation halten sich viele Anleger zurück.")
     ]
-    assert not bc.looks_reversed("Die, villain, die!", "Stirb, Schurke, stirb!")
+    assert not looks_reversed("Die, villain, die!", "Stirb, Schurke, stirb!")
 
 
 # ------------------------------------------------------------------ .mo catalogues
 
 
 def test_read_mo_and_parse_catalog_end_to_end(mo_file: Path):
-    pairs = bc.parse_mo_catalog(bc.read_mo(mo_file.read_bytes()))
+    pairs = parse_mo_catalog(read_mo(mo_file.read_bytes()))
     assert sorted(pairs) == sorted([
         ("The orcs are coming from the north.", "Die Orks kommen aus dem Norden."),
         ("Do you want to save the file?", "Möchten Sie die Datei speichern?"),   # context gone
@@ -180,7 +226,7 @@ def test_read_mo_and_parse_catalog_end_to_end(mo_file: Path):
 
 def test_catalog_pairs_keeps_only_the_first_plural_form_and_skips_header():
     catalog = {"": "header", ("unit", 0): "Einheit", ("unit", 1): "Einheiten", "x": ""}
-    assert list(bc.catalog_pairs(catalog)) == [("unit", "Einheit")]
+    assert list(catalog_pairs(catalog)) == [("unit", "Einheit")]
 
 
 @pytest.mark.parametrize(
@@ -193,7 +239,7 @@ def test_catalog_pairs_keeps_only_the_first_plural_form_and_skips_header():
     ],
 )
 def test_strip_context(msgid, expected):
-    assert bc.strip_context(msgid) == expected
+    assert strip_context(msgid) == expected
 
 
 @pytest.mark.parametrize(
@@ -213,28 +259,28 @@ def test_strip_context(msgid, expected):
     ],
 )
 def test_clean_mo_pair_rejects_templates_markup_and_urls(en, de):
-    assert bc.clean_mo_pair(en, de) == []
+    assert clean_mo_pair(en, de) == []
 
 
 def test_clean_mo_pair_keeps_the_same_sentence_without_markup():
     # the control for the rejections above: an ordinary sentence passes the same filter
-    assert bc.clean_mo_pair("The server rejected the request.", "Der Server hat die Anfrage abgewiesen.") == [
+    assert clean_mo_pair("The server rejected the request.", "Der Server hat die Anfrage abgewiesen.") == [
         ("The server rejected the request.", "Der Server hat die Anfrage abgewiesen.")
     ]
-    assert bc.clean_mo_pair("Boosts science by 50% in each city.", "Erhöht die Forschung in jeder Stadt um 50%.") != []
+    assert clean_mo_pair("Boosts science by 50% in each city.", "Erhöht die Forschung in jeder Stadt um 50%.") != []
 
 
 def test_clean_mo_pair_strips_accelerators():
-    assert bc.clean_mo_pair("_Select the level you want.", "E_bene jetzt bitte auswählen.") == [
+    assert clean_mo_pair("_Select the level you want.", "E_bene jetzt bitte auswählen.") == [
         ("Select the level you want.", "Ebene jetzt bitte auswählen.")
     ]
-    assert bc.strip_accelerators("&File and ~Slide Show & more") == "File and Slide Show & more"
+    assert strip_accelerators("&File and ~Slide Show & more") == "File and Slide Show & more"
 
 
 def test_clean_mo_pair_splits_when_sentence_counts_match():
     en = "Welcome to the camp. Rest here tonight! Are you ready to march?"
     de = "Willkommen im Lager. Ruht euch heute Nacht aus! Seid ihr bereit zu marschieren?"
-    assert bc.clean_mo_pair(en, de) == [
+    assert clean_mo_pair(en, de) == [
         ("Welcome to the camp.", "Willkommen im Lager."),
         ("Rest here tonight!", "Ruht euch heute Nacht aus!"),
         ("Are you ready to march?", "Seid ihr bereit zu marschieren?"),
@@ -244,19 +290,19 @@ def test_clean_mo_pair_splits_when_sentence_counts_match():
 def test_clean_mo_pair_keeps_whole_message_when_counts_differ():
     en = "He stood up. Then he left the room in silence."
     de = "Er stand auf und verließ schweigend den Raum."
-    assert bc.clean_mo_pair(en, de) == [(en, de)]
+    assert clean_mo_pair(en, de) == [(en, de)]
 
 
 def test_clean_mo_pair_drops_untranslated_entries():
-    assert bc.clean_mo_pair("November is a cold month.", "November is a cold month.") == []
+    assert clean_mo_pair("November is a cold month.", "November is a cold month.") == []
 
 
 def test_split_sentences_respects_ordinals_and_abbreviations():
-    assert bc.split_sentences("Im 17. Jahrhundert kam er. Dann ging er.", "de") == [
+    assert split_sentences("Im 17. Jahrhundert kam er. Dann ging er.", "de") == [
         "Im 17. Jahrhundert kam er.", "Dann ging er.",
     ]
-    assert bc.split_sentences("Ask Dr. Smith now. He knows.", "en") == ["Ask Dr. Smith now.", "He knows."]
-    assert bc.split_sentences("Er sagte: „Geh.“ Sie ging.", "de") == ["Er sagte: „Geh.“", "Sie ging."]
+    assert split_sentences("Ask Dr. Smith now. He knows.", "en") == ["Ask Dr. Smith now.", "He knows."]
+    assert split_sentences("Er sagte: „Geh.“ Sie ging.", "de") == ["Er sagte: „Geh.“", "Sie ging."]
 
 
 @pytest.mark.parametrize(
@@ -273,7 +319,7 @@ def test_split_sentences_respects_ordinals_and_abbreviations():
     ],
 )
 def test_is_sentence(text, ok):
-    assert bc.is_sentence(text) is ok
+    assert is_sentence(text) is ok
 
 
 # ------------------------------------------------------------------ OpenTTD string tables
@@ -301,7 +347,7 @@ def test_pair_openttd_pairs_by_string_id_and_filters():
         "STR_UNTRANSLATED": "This string has no German translation yet.",   # strgen's fallback
         "STR_COST": "Die Kosten betragen " + COMMA + " Pfund pro Jahr.",
     }
-    assert bc.pair_openttd(english, german) == [
+    assert pair_openttd(english, german) == [
         ("Save the game now.", "Das Spiel jetzt speichern."),                        # split: same sentence count
         ("Load it again later.", "Später wieder laden."),
         ("Build a train depot for buying and servicing trains.",       # leading colour dropped
@@ -321,17 +367,17 @@ def test_pair_openttd_pairs_by_string_id_and_filters():
     ],
 )
 def test_clean_openttd_pair_drops_codes_control_characters_and_markup(en, de):
-    assert bc.clean_openttd_pair(en, de) == []
+    assert clean_openttd_pair(en, de) == []
 
 
 def write_lng(strings_by_tab: dict[int, list[str]], version: int = 0x1234) -> bytes:
     """A compiled OpenTTD language file as strgen writes it: header, lengths, text, final NUL."""
-    header = bytearray(bc._LNG_HEADER_SIZE)
+    header = bytearray(_LNG_HEADER_SIZE)
     header[0:4] = b"LANG"
     header[4:8] = version.to_bytes(4, "little")
     body = b""
     for tab, strings in strings_by_tab.items():
-        at = bc._LNG_OFFSETS_AT + 2 * tab
+        at = _LNG_OFFSETS_AT + 2 * tab
         header[at:at + 2] = len(strings).to_bytes(2, "little")
     for tab in sorted(strings_by_tab):
         for text in strings_by_tab[tab]:
@@ -344,13 +390,13 @@ def write_lng(strings_by_tab: dict[int, list[str]], version: int = 0x1234) -> by
 def test_read_openttd_lng_ids_are_tab_and_index_and_long_strings_round_trip():
     long_text = "The town grows faster when it is served well. " * 6   # > 0xC0 bytes: two-byte length
     data = write_lng({0: ["", "Nothing"], 4: [BLACK + "Build a depot.", long_text]})
-    version, strings = bc.read_openttd_lng(data)
+    version, strings = read_openttd_lng(data)
     assert version == 0x1234
     assert strings == {(0, 0): "", (0, 1): "Nothing", (4, 0): BLACK + "Build a depot.", (4, 1): long_text}
     with pytest.raises(ValueError):
-        bc.read_openttd_lng(data + b"junk")        # a misread header leaves bytes over
+        read_openttd_lng(data + b"junk")        # a misread header leaves bytes over
     with pytest.raises(ValueError):
-        bc.read_openttd_lng(b"GRF!" + data[4:])
+        read_openttd_lng(b"GRF!" + data[4:])
 
 
 # ------------------------------------------------------------------ dedup and split
@@ -363,7 +409,7 @@ def test_deduplicate_exact_duplicates_and_one_german_per_english():
         ("ding", "That sounds good!", "Hört sich gut an."),        # same English key
         ("libreoffice", "Close the window.", "Schließen Sie das Fenster."),
     ]
-    result = bc.deduplicate(triples)
+    result = deduplicate(triples)
     assert len(result) == 2
     # the most frequent translation wins over the earlier source (ding)
     assert ("wesnoth", "That sounds good.", "Das hört sich gut an.") in result
@@ -376,12 +422,12 @@ def test_deduplicate_tie_goes_to_earlier_source_and_ignores_input_order():
         ("ding", "That goes too far.", "Das geht mir über die Hutschnur."),
         ("wesnoth", "We march at dawn.", "Wir marschieren im Morgengrauen."),
     ]
-    expected = bc.deduplicate(triples)
+    expected = deduplicate(triples)
     assert ("ding", "That goes too far.", "Das geht mir über die Hutschnur.") in expected
     for seed in range(5):
         shuffled = triples[:]
         random.Random(seed).shuffle(shuffled)
-        assert bc.deduplicate(shuffled) == expected
+        assert deduplicate(shuffled) == expected
 
 
 def test_deduplicate_extra_sources_rank_after_the_default_ones():
@@ -397,8 +443,8 @@ def test_deduplicate_extra_sources_rank_after_the_default_ones():
         ("widelands", "Build a port near the sea.", "Baue einen Hafen am Meer."),
         ("warzone2100", "Build a port near the sea.", "Bauen Sie einen Hafen am Meer."),
     ]
-    default_only = bc.deduplicate([t for t in triples if t[0] in bc.SOURCES])
-    result = bc.deduplicate(triples)
+    default_only = deduplicate([t for t in triples if t[0] in SOURCES])
+    result = deduplicate(triples)
     # every default row is unchanged: extra sources neither outvote it nor tip a tie among its sources
     assert set(default_only) <= set(result)
     assert ("ding", "Who are you?", "Wer bist du?") in result                        # the default tie rule held
@@ -407,29 +453,27 @@ def test_deduplicate_extra_sources_rank_after_the_default_ones():
     assert ("openttd", "Build a depot for trains.", "Ein Depot für Züge bauen.") in result
     assert ("widelands", "Build a port near the sea.", "Baue einen Hafen am Meer.") in result
     assert len(result) == 4
-    assert bc.ALL_SOURCES[: len(bc.SOURCES)] == bc.SOURCES
+    assert ALL_SOURCES[: len(SOURCES)] == SOURCES
 
 
 def test_english_key_folds_case_and_punctuation():
-    assert bc.english_key("Are you SURE?") == bc.english_key("are you sure!") == "are you sure"
-    assert bc.english_key("Don't go.") != bc.english_key("Do go.")
+    assert english_key("Are you SURE?") == english_key("are you sure!") == "are you sure"
+    assert english_key("Don't go.") != english_key("Do go.")
 
 
 def test_assign_split_is_stable_across_processes_and_variants():
     sentences = [f"Sentence number {i} is here." for i in range(300)]
-    here = [bc.assign_split(s) for s in sentences]
+    here = [assign_split(s) for s in sentences]
     code = (
-        "import importlib.util, sys, json;"
-        f"spec = importlib.util.spec_from_file_location('bc', {str(_PATH)!r});"
-        "m = importlib.util.module_from_spec(spec); sys.modules['bc'] = m; spec.loader.exec_module(m);"
-        f"print(json.dumps([m.assign_split(f'Sentence number {{i}} is here.') for i in range(300)]))"
+        f"import sys, json; sys.path.insert(0, {str(ROOT)!r}); from data.splits import assign_split;"
+        f"print(json.dumps([assign_split(f'Sentence number {{i}} is here.') for i in range(300)]))"
     )
     env = dict(os.environ, PYTHONHASHSEED="12345")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert __import__("json").loads(out.stdout) == here
     # case and punctuation variants of one sentence can never land in different splits
-    assert all(bc.assign_split(s.upper().rstrip(".") + "!") == bc.assign_split(s) for s in sentences)
-    assert set(here) <= set(bc.SPLITS)
+    assert all(assign_split(s.upper().rstrip(".") + "!") == assign_split(s) for s in sentences)
+    assert set(here) <= set(SPLITS)
 
 
 def test_assign_split_proportions_and_stratification_by_source():
@@ -439,9 +483,9 @@ def test_assign_split_proportions_and_stratification_by_source():
         for src, n in sizes.items()
         for i in range(n)
     ]
-    counts = bc.count_rows(bc.make_rows(triples))
-    test_share = bc.TEST_BUCKETS / bc.SPLIT_BUCKETS
-    valid_share = bc.VALID_BUCKETS / bc.SPLIT_BUCKETS
+    counts = count_rows(make_rows(triples))
+    test_share = TEST_BUCKETS / SPLIT_BUCKETS
+    valid_share = VALID_BUCKETS / SPLIT_BUCKETS
     for src, n in sizes.items():
         # binomial: 4 standard deviations of slack for each source
         for split, share in (("test", test_share), ("valid", valid_share)):
@@ -453,18 +497,18 @@ def test_assign_split_proportions_and_stratification_by_source():
 def test_make_rows_no_english_in_two_splits_and_sorted():
     triples = [("ding", f"Line {i % 500} is here.", f"Zeile {i} ist hier.") for i in range(2_000)]
     triples += [("wesnoth", f"LINE {i} IS HERE!", f"ZEILE {i}!") for i in range(500)]
-    rows = bc.make_rows(triples)
-    keys = [bc.english_key(r.en) for r in rows]
+    rows = make_rows(triples)
+    keys = [english_key(r.en) for r in rows]
     assert len(keys) == len(set(keys)) == 500
-    order = [(bc.SPLITS.index(r.split), bc.SOURCES.index(r.source), r.en, r.de) for r in rows]
+    order = [(SPLITS.index(r.split), SOURCES.index(r.source), r.en, r.de) for r in rows]
     assert order == sorted(order)
 
 
 def test_check_split_sizes():
     small = {"all": collections.Counter(train=90_000, valid=999, test=1_500)}
-    assert len(bc.check_split_sizes(small)) == 1
+    assert len(check_split_sizes(small)) == 1
     ok = {"all": collections.Counter(train=90_000, valid=1_000, test=1_000)}
-    assert bc.check_split_sizes(ok) == []
+    assert check_split_sizes(ok) == []
 
 
 # ------------------------------------------------------------------ output
@@ -472,11 +516,11 @@ def test_check_split_sizes():
 
 def test_tsv_gzip_is_byte_deterministic_and_round_trips_quotes():
     rows = [
-        bc.Row("wesnoth", "train", 'He shouted "Charge!" and ran.', "Er rief „Angriff!“ und rannte."),
-        bc.Row("ding", "test", "It's a \"so-called\" plan.", 'Das ist ein "sogenannter" Plan.'),
+        Row("wesnoth", "train", 'He shouted "Charge!" and ran.', "Er rief „Angriff!“ und rannte."),
+        Row("ding", "test", "It's a \"so-called\" plan.", 'Das ist ein "sogenannter" Plan.'),
     ]
-    blob = bc.gzip_bytes(bc.rows_to_tsv(rows))
-    assert blob == bc.gzip_bytes(bc.rows_to_tsv(rows))
+    blob = gzip_bytes(rows_to_tsv(rows))
+    assert blob == gzip_bytes(rows_to_tsv(rows))
     assert blob[4:8] == b"\0\0\0\0"          # mtime 0
     assert blob[3] & 0x08 == 0                # no file name in the header
     text = gzip.decompress(blob).decode("utf-8")
@@ -486,26 +530,26 @@ def test_tsv_gzip_is_byte_deterministic_and_round_trips_quotes():
 
 
 def test_render_attribution_names_every_source_licence_and_count():
-    counts = {s: collections.Counter(train=10 * (i + 1)) for i, s in enumerate(bc.SOURCES)}
+    counts = {s: collections.Counter(train=10 * (i + 1)) for i, s in enumerate(SOURCES)}
     counts["all"] = collections.Counter(train=100)
-    text = bc.render_attribution(counts, {"trans-de-en": "1.9-6"})
-    for name in bc.SOURCES:
-        assert name in text and bc.SOURCE_INFO[name].licence in text
+    text = render_attribution(counts, {"trans-de-en": "1.9-6"})
+    for name in SOURCES:
+        assert name in text and SOURCE_INFO[name].licence in text
     assert "`trans-de-en` 1.9-6" in text and "| 40 |" in text and "derived work" in text
-    assert not any(name in text for name in bc.EXTRA_SOURCES)
+    assert not any(name in text for name in EXTRA_SOURCES)
 
 
 def test_render_attribution_plus_names_the_extra_sources_and_their_licences():
-    rows = [bc.Row(s, "train", f"{s} sentence number one.", f"{s} Satz Nummer eins.") for s in bc.PLUS_SOURCES]
-    counts = bc.count_rows(rows, bc.PLUS_SOURCES)
-    text = bc.render_attribution(counts, {"openttd-data": "13.0-2"}, bc.PLUS_SOURCES, "data/en-de-plus.tsv.gz")
+    rows = [Row(s, "train", f"{s} sentence number one.", f"{s} Satz Nummer eins.") for s in PLUS_SOURCES]
+    counts = count_rows(rows, PLUS_SOURCES)
+    text = render_attribution(counts, {"openttd-data": "13.0-2"}, PLUS_SOURCES, "data/en-de-plus.tsv.gz")
     assert text.startswith("# Attribution and licences of data/en-de-plus.tsv.gz")
-    assert not any(f"| {name} (" in text for name in bc.MORE_SOURCES)
-    for name in bc.PLUS_SOURCES:
-        info = bc.SOURCE_INFO[name]
+    assert not any(f"| {name} (" in text for name in MORE_SOURCES)
+    for name in PLUS_SOURCES:
+        info = SOURCE_INFO[name]
         assert f"| {name} ({info.description}) | 1 |" in text and info.licence in text
     assert "`openttd-data` 13.0-2" in text and "GPL-2.0-only" in text and "| **8** |" in text
-    assert bc.format_counts(counts).splitlines()[-1].split() == ["all", "8", "0", "0", "8"]
+    assert format_counts(counts).splitlines()[-1].split() == ["all", "8", "0", "0", "8"]
 
 
 # ------------------------------------------------------------------ --more: .po files
@@ -545,7 +589,7 @@ msgstr "Er sagte \"lauf\" und lief davon."
 
 
 def test_read_po_keys_like_read_mo_skips_fuzzy_and_obsolete():
-    catalog = bc.read_po(PO_TEXT)
+    catalog = read_po(PO_TEXT)
     assert catalog[""].startswith("Content-Type")
     assert catalog["menu\x04Dig a tunnel and you might make it to the exit."] == (
         "Grabe einen Tunnel und du könntest es zum Ausgang schaffen."
@@ -567,8 +611,8 @@ def test_read_po_catalog_reads_like_a_mo_catalog(tmp_path: Path):
         'He said "run" and ran away.': 'Er sagte "lauf" und lief davon.',
     }
     write_mo(tmp_path / "same.mo", entries)
-    from_mo = bc.parse_mo_catalog(bc.read_mo((tmp_path / "same.mo").read_bytes()))
-    assert bc.parse_mo_catalog(bc.read_po(PO_TEXT)) == from_mo
+    from_mo = parse_mo_catalog(read_mo((tmp_path / "same.mo").read_bytes()))
+    assert parse_mo_catalog(read_po(PO_TEXT)) == from_mo
     assert ("Dig a tunnel and you might make it to the exit.",
             "Grabe einen Tunnel und du könntest es zum Ausgang schaffen.") in from_mo
 
@@ -589,7 +633,7 @@ def write_qm(messages: list[tuple[str, list[str | None], str]]) -> bytes:
         block += field(6, source.encode("utf-8")) + field(7, context.encode("utf-8"))
         block += field(8, b"a comment") + bytes([5]) + b"\0\0\0\0" + bytes([1])
     hashes = field(0x42, b"\0" * 8)
-    return bc._QM_MAGIC + hashes + field(0x69, block)
+    return _QM_MAGIC + hashes + field(0x69, block)
 
 
 def test_read_qm_source_first_translation_and_null_translations():
@@ -599,18 +643,18 @@ def test_read_qm_source_first_translation_and_null_translations():
         ("%n file(s) were exported.", ["Eine Datei wurde exportiert.", "%n Dateien wurden exportiert."], "Export"),
         ("Nobody has translated this message yet.", [None], "Main"),
     ])
-    assert bc.read_qm(data) == [
+    assert read_qm(data) == [
         ("There's already a team with same name in the list.", "Es gibt bereits ein Team mit dem gleichen Namen in der Liste."),
         ("%n file(s) were exported.", "Eine Datei wurde exportiert."),
     ]
-    assert bc.parse_qm_messages(bc.read_qm(data)) == [
+    assert parse_qm_messages(read_qm(data)) == [
         ("There's already a team with same name in the list.", "Es gibt bereits ein Team mit dem gleichen Namen in der Liste."),
     ]   # the %n template is dropped by the .mo rules
     with pytest.raises(ValueError):
-        bc.read_qm(b"\0" * 16 + data[16:])
-    broken = bc._QM_MAGIC + bytes([0x69]) + (1).to_bytes(4, "big") + bytes([0x42])
+        read_qm(b"\0" * 16 + data[16:])
+    broken = _QM_MAGIC + bytes([0x69]) + (1).to_bytes(4, "big") + bytes([0x42])
     with pytest.raises(ValueError):
-        bc.read_qm(broken)
+        read_qm(broken)
 
 
 # ------------------------------------------------------------------ --more: Hedgewars
@@ -625,7 +669,7 @@ def test_parse_lua_locale_unescapes_and_skips_comments():
         '["Line one\\nline two"]="Zeile eins\\nZeile zwei",\n'
         '}\n'
     )
-    assert bc.parse_lua_locale(text) == [
+    assert parse_lua_locale(text) == [
         ('Please, stop releasing your "smoke signals"!', "Bitte hör mit deinen »Rauchzeichen« auf!"),
         ("+1 barrel!", "+1 Fass!"),
         ("Line one\nline two", "Zeile eins\nZeile zwei"),
@@ -633,21 +677,21 @@ def test_parse_lua_locale_unescapes_and_skips_comments():
 
 
 def test_key_values_pair_by_key_and_skip_lists_and_comments():
-    english = bc.read_key_values(
+    english = read_key_values(
         "; a comment = not a key\n"
         'Basic_Training.desc="Learn how to use the bazooka and destroy all targets."\n'
         "02:00=%1 has been slain.\n02:00=%1 is no more.\n"
         "04:00=Attack your enemies using a simple grenade.\n"
         "05:01=Only in English.\n"
     )
-    german = bc.read_key_values(
+    german = read_key_values(
         'Basic_Training.desc="Lern, wie man die Bazooka benutzt, und zerstöre alle Ziele."\n'
         "02:00=%1 wurde erschlagen.\n"
         "04:00=Greife deine Feinde mit einer einfachen Granate an.\n"
     )
     assert english["02:00"] == ["%1 has been slain.", "%1 is no more."]
     assert "; a comment " not in english
-    assert bc.pair_key_values(english, german) == [
+    assert pair_key_values(english, german) == [
         ("Attack your enemies using a simple grenade.", "Greife deine Feinde mit einer einfachen Granate an."),
         ("Learn how to use the bazooka and destroy all targets.",
          "Lern, wie man die Bazooka benutzt, und zerstöre alle Ziele."),
@@ -659,39 +703,39 @@ def test_key_values_pair_by_key_and_skip_lists_and_comments():
 
 def test_parse_stamp_description():
     text = "A lit candle.\nda.utf8=Et tændt lys.\nde.utf8=Eine angezündete Kerze.\nes.utf8=Una vela.\n"
-    assert bc.parse_stamp_description(text) == ("A lit candle.", "Eine angezündete Kerze.")
-    assert bc.parse_stamp_description("A lit candle.\nfr.utf8=Une bougie.\n") is None   # no German
-    assert bc.parse_stamp_description("de.utf8=Eine Kerze.\n") is None                  # no English
-    assert bc.parse_stamp_description("") is None
+    assert parse_stamp_description(text) == ("A lit candle.", "Eine angezündete Kerze.")
+    assert parse_stamp_description("A lit candle.\nfr.utf8=Une bougie.\n") is None   # no German
+    assert parse_stamp_description("de.utf8=Eine Kerze.\n") is None                  # no English
+    assert parse_stamp_description("") is None
 
 
 # ------------------------------------------------------------------ --more: HTML help pages and a book
 
 
 def test_prose_text_keeps_formatting_marks_code_and_rejects_blocks_and_hidden_text():
-    assert bc.prose_text('On the <span class="emph">Insert</span> bar, click &quot;<a href="x">Table</a>&quot;.') == (
+    assert prose_text('On the <span class="emph">Insert</span> bar, click &quot;<a href="x">Table</a>&quot;.') == (
         'On the Insert bar, click "Table".'
     )
-    assert bc.prose_text('Edit <code class="filename">/etc/apt/<em>x</em></code> now.') == f"Edit {bc.CODE_MARK} now."
-    assert bc.prose_text('See <span class="citerefentry"><span class="refentrytitle">apt</span>(8)</span>.') == (
-        f"See {bc.CODE_MARK}."
+    assert prose_text('Edit <code class="filename">/etc/apt/<em>x</em></code> now.') == f"Edit {CODE_MARK} now."
+    assert prose_text('See <span class="citerefentry"><span class="refentrytitle">apt</span>(8)</span>.') == (
+        f"See {CODE_MARK}."
     )
-    assert bc.prose_text('Enter <span class="literal">=SUM(A1)</span> here.') == f"Enter {bc.CODE_MARK} here."
-    assert bc.prose_text('Press <span class="switchinline"><span hidden="true" class="MAC">Cmd</span>Ctrl</span>.') is None
-    assert bc.prose_text("Choose one:<ul><li>this</li></ul>") is None
-    assert bc.prose_text("First line<br>second line.") is None
+    assert prose_text('Enter <span class="literal">=SUM(A1)</span> here.') == f"Enter {CODE_MARK} here."
+    assert prose_text('Press <span class="switchinline"><span hidden="true" class="MAC">Cmd</span>Ctrl</span>.') is None
+    assert prose_text("Choose one:<ul><li>this</li></ul>") is None
+    assert prose_text("First line<br>second line.") is None
 
 
 def test_prose_pairs_drop_only_the_sentences_holding_code():
     en = 'APT needs a list of sources. The file <code>sources.list</code> holds it. Each line is one source.'
     de = 'APT braucht eine Liste der Quellen. Die Datei <code>sources.list</code> enthält sie. Jede Zeile ist eine Quelle.'
-    assert bc.prose_pairs(en, de) == [
+    assert prose_pairs(en, de) == [
         ("APT needs a list of sources.", "APT braucht eine Liste der Quellen."),
         ("Each line is one source.", "Jede Zeile ist eine Quelle."),
     ]
     # different sentence counts: the paragraph is one unit, and with code in it nothing is kept
-    assert bc.prose_pairs(en, "Die Datei <code>sources.list</code> listet die Quellen, eine pro Zeile.") == []
-    assert bc.prose_pairs("Insert a table now.", "Insert a table now.") == []   # untranslated
+    assert prose_pairs(en, "Die Datei <code>sources.list</code> listet die Quellen, eine pro Zeile.") == []
+    assert prose_pairs("Insert a table now.", "Insert a table now.") == []   # untranslated
 
 
 def test_pair_help_pages_by_paragraph_id():
@@ -707,8 +751,8 @@ def test_pair_help_pages_by_paragraph_id():
         '<p id="par_1" class="paragraph" dir="auto">Setzen Sie den Cursor an die Stelle, an der die Tabelle stehen soll.</p>'
         '<p id="par_3" class="paragraph">Hier nur einmal gezeigt.</p>'
     )
-    assert bc.help_paragraphs(en_page)["par_3"] == ["Shown twice here.", "Shown twice here."]
-    assert bc.pair_help_pages(en_page, de_page) == [
+    assert help_paragraphs(en_page)["par_3"] == ["Shown twice here.", "Shown twice here."]
+    assert pair_help_pages(en_page, de_page) == [
         ("Place the cursor where you want to insert the table.",
          "Setzen Sie den Cursor an die Stelle, an der die Tabelle stehen soll."),
         ("Choose Table - Insert Table.", "Wählen Sie Tabelle – Tabelle einfügen."),
@@ -726,13 +770,13 @@ def test_pair_paragraph_lists_in_order_only_when_counts_match():
         '<div class="para">Wählen Sie: <div class="itemizedlist"><ul><li>a</li></ul></div></div>'
         '<div class="para">Eine derartige Schnittstelle ist nur eine Hilfe.</div>'
     )
-    en_paras, de_paras = bc.handbook_paragraphs(en_page), bc.handbook_paragraphs(de_page)
+    en_paras, de_paras = handbook_paragraphs(en_page), handbook_paragraphs(de_page)
     assert len(en_paras) == len(de_paras) == 3
-    assert bc.pair_paragraph_lists(en_paras, de_paras) == [
+    assert pair_paragraph_lists(en_paras, de_paras) == [
         ("The kernel cuts time into small slices.", "Der Kernel teilt die Zeit in kleine Abschnitte auf."),
         ("Such an interface is only an aid.", "Eine derartige Schnittstelle ist nur eine Hilfe."),
     ]   # the paragraph holding a list is cut at its inner </div> and dropped
-    assert bc.pair_paragraph_lists(en_paras, de_paras[:2]) == []
+    assert pair_paragraph_lists(en_paras, de_paras[:2]) == []
 
 
 def test_pair_page_trees_pairs_same_relative_paths_and_skips_prefixes(tmp_path: Path):
@@ -749,7 +793,7 @@ def test_pair_page_trees_pairs_same_relative_paths_and_skips_prefixes(tmp_path: 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         files.append(path)
-    assert bc.pair_page_trees(files, "help/en-US", "help/de", bc.pair_help_pages, bc.LOHELP_SKIP) == [
+    assert pair_page_trees(files, "help/en-US", "help/de", pair_help_pages, LOHELP_SKIP) == [
         ("Click the table border to select it.", "Klicken Sie auf den Tabellenrand, um sie auszuwählen."),
     ]
 
@@ -766,7 +810,7 @@ def test_pair_page_trees_pairs_same_relative_paths_and_skips_prefixes(tmp_path: 
     ],
 )
 def test_looks_untranslated(de, english):
-    assert bc.looks_untranslated(de) is english
+    assert looks_untranslated(de) is english
 
 
 def test_read_more_source_dispatches_by_file_type(tmp_path: Path):
@@ -777,7 +821,7 @@ def test_read_more_source_dispatches_by_file_type(tmp_path: Path):
     stamp.write_text("A horse is a large animal.\nde.utf8=Ein Pferd ist ein großes Tier.\n", encoding="utf-8")
     english_only = tmp_path / "stamps" / "animals" / "cat.txt"
     english_only.write_text("A cat sits on the warm mat.\nde.utf8=A cat sits on the mat today.\n", encoding="utf-8")
-    assert sorted(bc.read_more_source("tuxpaint", [tmp_path / "tuxpaint.mo", stamp, english_only])) == [
+    assert sorted(read_more_source("tuxpaint", [tmp_path / "tuxpaint.mo", stamp, english_only])) == [
         ("A horse is a large animal.", "Ein Pferd ist ein großes Tier."),
         ("Remember to use the left mouse button!", "Denke daran, die linke Maustaste zu benutzen!"),
     ]   # the cat's "German" is English with a word changed: dropped by looks_untranslated
@@ -798,12 +842,12 @@ def test_deduplicate_more_sources_only_add_rows_to_the_plus_corpus():
         ("hedgewars", "Stop releasing smoke signals!", "Hör mit den Rauchzeichen auf!"),
         ("lohelp", "Stop releasing smoke signals!", "Beenden Sie die Rauchzeichen!"),
     ]
-    result = bc.deduplicate(plus + more)
-    assert set(bc.deduplicate(plus)) <= set(result)                  # two votes from the new tier change nothing
+    result = deduplicate(plus + more)
+    assert set(deduplicate(plus)) <= set(result)                  # two votes from the new tier change nothing
     assert ("hedgewars", "Stop releasing smoke signals!", "Hör mit den Rauchzeichen auf!") in result   # earlier source
     assert len(result) == 3
-    assert bc.SOURCE_TIERS[-2:] == (bc.MORE_SOURCES, bc.WORDS_SOURCES)
-    assert bc.ALL_SOURCES == bc.PLUS_SOURCES + bc.MORE_SOURCES + bc.WORDS_SOURCES
+    assert SOURCE_TIERS[-2:] == (MORE_SOURCES, WORDS_SOURCES)
+    assert ALL_SOURCES == PLUS_SOURCES + MORE_SOURCES + WORDS_SOURCES
 
 
 ZIPF = {("en", "pharmacy"): 3.9, ("de", "Apotheke"): 3.4, ("en", "credit"): 4.6, ("en", "card"): 4.9,
@@ -825,7 +869,7 @@ def test_ding_words_keep_short_entries_whose_every_word_is_common():
         "Schirmständer {m} :: umbrella stand\n",                  # common English, rare German compound: dropped
         "jdm. einen Bären aufbinden :: to pull sb.'s leg\n",      # three words: the sentence tier's, not this one's
     ]
-    assert bc.parse_ding_words(lines, fake_zipf) == [
+    assert parse_ding_words(lines, fake_zipf) == [
         ("pharmacy", "Apotheke"), ("credit card", "Kreditkarte"), ("to turn", "sich drehen")]
 
 
@@ -833,33 +877,48 @@ def test_ding_words_only_add_rows_and_name_their_own_file():
     plus = [("ding", "to turn the tables", "den Spieß umdrehen"), ("wesnoth", "Turn back!", "Kehrt um!")]
     words = [("dingwords", "Turn back", "Umkehren"), ("dingwords", "to turn", "sich drehen"),
              ("dingwords", "to turn", "abbiegen"), ("dingwords", "to turn", "sich drehen")]
-    result = bc.deduplicate(plus + words)
-    assert set(bc.deduplicate(plus)) <= set(result)   # "Turn back" is "Turn back!" by english_key: not added
+    result = deduplicate(plus + words)
+    assert set(deduplicate(plus)) <= set(result)   # "Turn back" is "Turn back!" by english_key: not added
     assert ("dingwords", "to turn", "sich drehen") in result and len(result) == 3   # the consensus German
-    assert bc.corpus_stem(extra=True, more=False, words=True) == "en-de-plus-words"
-    assert bc.corpus_stem(extra=False, more=False, words=False) == "en-de"
-    counts = bc.count_rows([bc.Row(s, "train", f"{s} one two.", f"{s} eins zwei.") for s in bc.PLUS_SOURCES + ("dingwords",)],
-                           bc.PLUS_SOURCES + ("dingwords",))
-    text = bc.render_attribution(counts, {}, bc.PLUS_SOURCES + ("dingwords",), "data/en-de-plus-words.tsv.gz")
+    assert corpus_stem(extra=True, more=False, words=True) == "en-de-plus-words"
+    assert corpus_stem(extra=False, more=False, words=False) == "en-de"
+    sources = (*PLUS_SOURCES, "dingwords")
+    counts = count_rows([Row(s, "train", f"{s} one two.", f"{s} eins zwei.") for s in sources], sources)
+    text = render_attribution(counts, {}, sources, "data/en-de-plus-words.tsv.gz")
     assert "`--ding-words`, a last tier adds the 1 one- and two-word entries" in text
     assert "| dingwords (the dictionary's one- and two-word entries of common words) | 1 |" in text
 
 
 def test_render_attribution_plus2_names_every_package_licence_and_the_whole():
-    sources = bc.PLUS_SOURCES + bc.MORE_SOURCES
-    rows = [bc.Row(s, "train", f"{s} sentence number one.", f"{s} Satz Nummer eins.") for s in sources]
-    counts = bc.count_rows(rows, sources)
-    versions = {p: "1.0-1" for name in bc.MORE_SOURCES for p in bc.SOURCE_INFO[name].packages}
-    text = bc.render_attribution(counts, versions, sources, "data/en-de-plus2.tsv.gz")
+    sources = PLUS_SOURCES + MORE_SOURCES
+    rows = [Row(s, "train", f"{s} sentence number one.", f"{s} Satz Nummer eins.") for s in sources]
+    counts = count_rows(rows, sources)
+    versions = {p: "1.0-1" for name in MORE_SOURCES for p in SOURCE_INFO[name].packages}
+    text = render_attribution(counts, versions, sources, "data/en-de-plus2.tsv.gz")
     assert text.startswith("# Attribution and licences of data/en-de-plus2.tsv.gz")
     assert "`python data/build_corpus.py --more`" in text and "--extra`:" not in text and "--ding-words" not in text
     for name in sources:
-        info = bc.SOURCE_INFO[name]
+        info = SOURCE_INFO[name]
         assert f"| {name} ({info.description}) | 1 |" in text and info.licence in text
     for package in versions:
         assert f"`{package}` 1.0-1" in text
     assert "| **19** |" in text
     assert "distributed under GPL-2.0 (GPL-2.0-only)" in text and "Hedgewars are GPL-2.0-only" in text
     assert "Not used because their licence" in text
-    for line in bc.MORE_COPYRIGHTS:
+    for line in MORE_COPYRIGHTS:
         assert line in text
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def test_cli_runs_as_a_script_and_as_a_module_with_the_same_help():
+    # As a script only data/ is on sys.path: build_corpus.py must put the repo root there to import its package.
+    script = subprocess.run([sys.executable, str(ROOT / "data" / "build_corpus.py"), "--help"],
+                            capture_output=True, text=True, check=True, cwd=ROOT / "data")
+    module = subprocess.run([sys.executable, "-m", "data.build_corpus", "--help"],
+                            capture_output=True, text=True, check=True, cwd=ROOT)
+    # the same options and text; the usage line names the program, which Python 3.14's argparse spells differently
+    # under -m ("python -m data.build_corpus")
+    assert script.stdout.split("\n\n", 1)[1] == module.stdout.split("\n\n", 1)[1]
+    assert "Rebuild the English->German parallel corpus" in script.stdout and "--ding-words" in script.stdout

@@ -2,6 +2,9 @@
 
 The server runs as a child process and is always stopped by its own pid (terminate, then kill). A missing
 Chromium is a failure, not a skip: these tests are the only check of what a person sees in a browser.
+
+Playwright is imported where it is used, never at module level, so that the quick loop (`-m "not e2e"`) collects
+on a machine without it. The tests wait for conditions, never for fixed times (tests/e2e/waits.py).
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+
+from tests.e2e.waits import TrackedBrowser
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -102,14 +106,19 @@ def streamlit_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    """Debian's Chromium driven by Playwright (never `playwright install`: it cannot download here)."""
+    """Debian's Chromium driven by Playwright (never `playwright install`: it cannot download here). Every page
+    opened through it reports its script runs to `rerun`."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("Playwright is missing: pip install -r requirements-dev.txt (the real-browser tests need it).")
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install chromium` "
                     "(the real-browser tests need it; `playwright install` does not work offline).")
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            yield chromium
+            yield TrackedBrowser(chromium)
         finally:
             chromium.close()
 

@@ -9,7 +9,8 @@ import contextlib
 import re
 
 import pytest
-from playwright.sync_api import expect
+
+from tests.e2e.waits import IDLE, charts_settled, expect, hover_armed, rerun, steady_box
 
 pytestmark = pytest.mark.e2e
 
@@ -18,7 +19,6 @@ SENTENCE = "h e l l o"  # the "reverse" model's input: space-separated letters
 REVERSED = "o l l e h"
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
 PLOT_AREA = f"{CHART} .nsewdrag"
-IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
 # (sidebar link text, URL path of the page) in navigation order; the link text is matched as a prefix.
 PAGES = [("Translate", ""), ("Decoding", "decoding"), ("Positional encoding", "positional"), ("Masks", "masks"),
          ("Mechanics of attention", "mechanics"), ("Model and training", "model")]
@@ -38,10 +38,9 @@ def assert_no_error(page, name: str) -> None:
 def choose_reverse_model(page) -> None:
     combobox = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox] input").first
     combobox.click()
-    page.get_by_role("option", name=re.compile("reverse", re.I)).first.click()
+    with rerun(page):
+        page.get_by_role("option", name=re.compile("reverse", re.I)).first.click()
     expect(combobox).to_have_value(re.compile("reverse", re.I), timeout=WAIT_MS)
-    page.wait_for_timeout(300)
-    wait_idle(page)
 
 
 def screenshot_whole_page(page, path) -> None:
@@ -52,7 +51,7 @@ def screenshot_whole_page(page, path) -> None:
         document.querySelectorAll('[data-testid=stMain], [data-testid=stAppViewContainer], [data-testid=stApp]'),
         el => el.scrollHeight))""")
     page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), MAX_SHOT_HEIGHT)})
-    page.wait_for_timeout(700)  # Plotly redraws charts on resize
+    charts_settled(page)  # Plotly redraws charts on resize
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(size)
 
@@ -86,21 +85,19 @@ def test_translate_then_visit_every_page(browser, streamlit_server, screenshot_d
     page.set_default_timeout(WAIT_MS)
     shots = []
     try:
-        page.goto(streamlit_url, wait_until="domcontentloaded")
+        with rerun(page):
+            page.goto(streamlit_url, wait_until="domcontentloaded")
         page.wait_for_selector("[data-testid=stSidebarNav]", timeout=WAIT_MS)
         sentence_box(page).wait_for(timeout=WAIT_MS)
-        wait_idle(page)
         choose_reverse_model(page)
 
         box = sentence_box(page)
         box.fill(SENTENCE)
-        box.press("Control+Enter")  # commit the text area's value (otherwise it is sent on blur)
-        page.wait_for_timeout(300)
-        wait_idle(page)
-        page.get_by_role("button", name=re.compile(r"^\W*Translate\s*$")).click()
-
+        with rerun(page):
+            box.press("Control+Enter")  # commit the text area's value (otherwise it is sent on blur)
+        with rerun(page):
+            page.get_by_role("button", name=re.compile(r"^\W*Translate\s*$")).click()
         page.wait_for_selector(PLOT_AREA, timeout=WAIT_MS)
-        wait_idle(page)
         page.get_by_text(REVERSED, exact=True).first.wait_for(timeout=WAIT_MS)
 
         tooltip = hover_first_source_column(page)
@@ -116,21 +113,17 @@ def test_translate_then_visit_every_page(browser, streamlit_server, screenshot_d
         for number, (link_text, path) in enumerate(PAGES, start=1):
             # the icon's ligature text precedes the title, so match the title anywhere in the link
             nav = page.locator("[data-testid=stSidebarNav] a", has_text=re.compile(re.escape(link_text)))
-            nav.first.click()
+            with rerun(page):
+                nav.first.click()
             page.wait_for_url(re.compile(rf"^{re.escape(streamlit_url)}/{re.escape(path)}(\?.*)?$"), timeout=WAIT_MS)
-            page.wait_for_timeout(300)
-            wait_idle(page)
             page.wait_for_selector(PLOT_AREA, timeout=WAIT_MS)
             wait_idle(page)
-            page.wait_for_timeout(500)  # let Plotly finish laying out the other charts before the screenshot
             assert_no_error(page, link_text)
             shots.append(screenshot_dir / f"{number + 1:02d}_{path or 'translate'}.png")
             screenshot_whole_page(page, shots[-1])
     except Exception:
-        try:  # what the browser showed, for the person reading the failure
+        with contextlib.suppress(Exception):  # what the browser showed; never hide the original failure
             screenshot_whole_page(page, screenshot_dir / "failure.png")
-        except Exception:  # never hide the original failure
-            pass
         print(f"screenshot of the failure: {screenshot_dir / 'failure.png'}")
         print(f"server log:\n{streamlit_server.log_tail()}")
         raise
@@ -143,9 +136,9 @@ def test_translate_then_visit_every_page(browser, streamlit_server, screenshot_d
 
 
 def translate_reverse(page, url: str) -> None:
-    page.goto(url, wait_until="domcontentloaded")
+    with rerun(page):
+        page.goto(url, wait_until="domcontentloaded")
     sentence_box(page).wait_for(timeout=WAIT_MS)
-    wait_idle(page)
     choose_reverse_model(page)
     translate_text(page, SENTENCE)
 
@@ -154,12 +147,11 @@ def translate_text(page, text: str) -> None:
     """Type ``text`` into the sentence box, press Translate and wait for the first chart."""
     box = sentence_box(page)
     box.fill(text)
-    box.press("Control+Enter")
-    page.wait_for_timeout(300)
-    wait_idle(page)
-    page.get_by_role("button", name=re.compile(r"^\W*Translate\s*$")).click()
+    with rerun(page):
+        box.press("Control+Enter")
+    with rerun(page):
+        page.get_by_role("button", name=re.compile(r"^\W*Translate\s*$")).click()
     page.wait_for_selector(PLOT_AREA, timeout=WAIT_MS)
-    wait_idle(page)
 
 
 @contextlib.contextmanager
@@ -169,10 +161,8 @@ def screenshot_on_failure(page, path, server):
     try:
         yield
     except Exception:
-        try:
+        with contextlib.suppress(Exception):  # never hide the original failure
             screenshot_whole_page(page, path)
-        except Exception:  # never hide the original failure
-            pass
         print(f"screenshot of the failure: {path}")
         print(f"server log:\n{server.log_tail()}")
         raise
@@ -190,24 +180,18 @@ def test_clicking_a_model_view_map_or_a_statistics_row_opens_that_head(browser, 
     page.set_default_timeout(WAIT_MS)
     try:
         translate_reverse(page, streamlit_server.url)
-        page.get_by_text("Model view", exact=True).click()
-        wait_idle(page)
-        page.wait_for_timeout(500)
+        with rerun(page):
+            page.get_by_text("Model view", exact=True).click()
         grid = page.locator(CHART).filter(has_text="every layer (rows) and head (columns)")
         grid.wait_for(timeout=WAIT_MS)
         cells = grid.locator(".nsewdrag")
         assert cells.count() == 8, "the reverse model has 2 layers x 4 heads"
         cell = cells.nth(1 * 4 + 2)  # layer 2, head 3
         cell.scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
-        box = cell.bounding_box()
-        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-        for dx in (0, 3, 6):  # Plotly clicks the point it hovers: arm the hover first
-            page.mouse.move(x + dx, y)
-            page.wait_for_timeout(200)
-        page.mouse.click(x + 6, y)
-        page.wait_for_timeout(500)
-        wait_idle(page)
+        box = steady_box(cell)
+        x, y = hover_armed(page, grid, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        with rerun(page):
+            page.mouse.click(x, y)
         page.wait_for_function("() => document.querySelector('.gtitle') && "
                                "document.querySelector('.gtitle').textContent.includes('layer 2 · head 3')",
                                timeout=WAIT_MS)
@@ -220,17 +204,15 @@ def test_clicking_a_model_view_map_or_a_statistics_row_opens_that_head(browser, 
         opened = "() => Array.from(document.querySelectorAll('.gtitle')).some(t => t.textContent.endsWith('layer 2 · head 1'))"
         row_height = 35  # Streamlit's data grid: a header row, then rows of 35 px; the first column selects
         for _ in range(3):  # the grid may still be laying out right after the expander opens: retry the click
-            page.wait_for_timeout(700)
-            box = table.bounding_box()
+            box = steady_box(table)
             page.mouse.click(box["x"] + 15, box["y"] + row_height * (1 + 4) + row_height / 2)  # row 5: layer 2, head 1
-            page.wait_for_timeout(500)
-            wait_idle(page)
             try:
                 page.wait_for_function(opened, timeout=5_000)
                 break
             except Exception:  # the click landed before the grid was ready
                 continue
         page.wait_for_function(opened, timeout=WAIT_MS)
+        wait_idle(page)
         assert_no_error(page, "Translate")
     except Exception:
         screenshot_whole_page(page, screenshot_dir / "failure_select.png")

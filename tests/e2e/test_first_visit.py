@@ -50,7 +50,7 @@ def test_the_first_page_shows_the_default_translation_and_its_charts_without_a_c
         assert page.locator(SHOWN).first.inner_text().strip() == "Mein Bruder hat ein neues Haus in der Stadt gekauft."
         button = page.get_by_role("button", name="Translate").first.bounding_box()
         assert button["y"] + button["height"] <= 720, f"the Translate button is below the fold: {button}"
-        page.wait_for_timeout(1500)
+        page.wait_for_load_state("networkidle")  # whatever the page would still fetch has been asked for
         assert not foreign, f"requests left the machine: {foreign}"
         assert not errors, f"console errors: {errors}"
     finally:

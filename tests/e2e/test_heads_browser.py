@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import expect
 
 from tests.e2e.test_browser import (
     assert_no_error,
@@ -16,6 +15,7 @@ from tests.e2e.test_browser import (
     translate_reverse,
     wait_idle,
 )
+from tests.e2e.waits import expect, rerun
 
 pytestmark = pytest.mark.e2e
 
@@ -90,22 +90,20 @@ def test_switch_a_head_off_then_compare_two_sentences(browser, streamlit_server,
         expect(page.get_by_text("… with these heads off").first).to_be_visible()
         tooltip = hover_text(page, "heads_maps")  # the difference panel
         key = re.search(r"source piece \(key\):\s*(\S+)", tooltip)
-        assert key and key.group(1).lstrip("▁") in SENTENCE.split() + ["</s>"], f"tooltip: {tooltip!r}"
+        assert key and key.group(1).lstrip("▁") in [*SENTENCE.split(), "</s>"], f"tooltip: {tooltip!r}"
         assert re.search(r"heads off − on:\s*[-−]?\d+\.\d+", tooltip), f"tooltip has no value: {tooltip!r}"
         assert_no_error(page, "Heads: switch off")
         screenshot_whole_page(page, screenshot_dir / "heads_1_switch_off.png")
 
-        section(page, "Attribution").click()
+        with rerun(page):
+            section(page, "Attribution").click()
         chart(page, "heads_attr_maps").wait_for(timeout=WAIT_MS)
-        wait_idle(page)
-        page.wait_for_timeout(500)
         assert_no_error(page, "Heads: attribution")
         screenshot_whole_page(page, screenshot_dir / "heads_2_attribution.png")
 
-        section(page, "Compare two sentences").click()
+        with rerun(page):
+            section(page, "Compare two sentences").click()
         chart(page, "heads_cmp_diff").wait_for(timeout=WAIT_MS)
-        wait_idle(page)
-        page.wait_for_timeout(500)
         expect(page.locator(".st-key-heads_cmp_diff .gtitle").first).to_contain_text("Second − first")
         assert_no_error(page, "Heads: compare")
         screenshot_whole_page(page, screenshot_dir / "heads_3_compare.png")

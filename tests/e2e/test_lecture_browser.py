@@ -3,12 +3,14 @@ a copied link opened in a fresh browser, presenter mode's font sizes, and a 300-
 Screenshots of three presenter-mode slides stay behind ($E2E_SCREENSHOTS)."""
 from __future__ import annotations
 
+import contextlib
 import re
 
 import pytest
 
 from app.lecture import SLIDES
 from tests.e2e.test_browser import assert_no_error, sentence_box, wait_idle
+from tests.e2e.waits import charts_settled, expect, rerun
 
 pytestmark = pytest.mark.e2e
 
@@ -25,10 +27,9 @@ def chart(page, key: str):
 
 
 def open_page(page, url: str) -> None:
-    page.goto(url, wait_until="domcontentloaded")
+    with rerun(page, WAIT_MS):
+        page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector("[data-testid=stSidebarNav]", state="attached", timeout=WAIT_MS)  # hidden if folded
-    page.wait_for_timeout(300)
-    wait_idle(page)
 
 
 def slide_number(page) -> tuple[int, int]:
@@ -38,11 +39,18 @@ def slide_number(page) -> tuple[int, int]:
 
 
 def wait_for_slide(page, number: int) -> None:
+    """The slide shown is ``number`` and its run is over (call it after the run that turns the slide, see `turn`)."""
     page.wait_for_function("(n) => /Slide (\\d+) \\//.exec(document.body.innerText)?.[1] === String(n)", arg=number,
                            timeout=WAIT_MS)
-    page.wait_for_timeout(200)
     wait_idle(page)
     chart(page, "lecture_figure").locator(".main-svg").first.wait_for(timeout=WAIT_MS)
+
+
+def turn(page, key: str, number: int) -> None:
+    """Press ``key`` (bound to a slide button) and wait for slide ``number`` to be drawn."""
+    with rerun(page, WAIT_MS):
+        page.keyboard.press(key)
+    wait_for_slide(page, number)
 
 
 def slide_in_url(page) -> int:
@@ -56,10 +64,8 @@ def tick_font_sizes(page) -> list[float]:
 
 
 def fail_with_context(page, server, screenshot_dir, name: str) -> None:
-    try:
+    with contextlib.suppress(Exception):  # never hide the original failure
         page.screenshot(path=str(screenshot_dir / f"failure_{name}.png"), full_page=True)
-    except Exception:  # never hide the original failure
-        pass
     print(f"screenshot of the failure: {screenshot_dir / f'failure_{name}.png'}")
     print(f"server log:\n{server.log_tail()}")
 
@@ -72,22 +78,20 @@ def test_walk_the_whole_tour_with_the_clicker_keys(browser, streamlit_server, sc
         wait_for_slide(page, 1)
         assert slide_number(page) == (1, N) and slide_in_url(page) == 1
         for number in range(2, N + 1):
-            page.keyboard.press("ArrowRight")
-            wait_for_slide(page, number)
+            turn(page, "ArrowRight", number)
             assert slide_number(page) == (number, N)
             page.wait_for_function("(n) => new URL(location.href).searchParams.get('slide') === String(n)",
                                    arg=number, timeout=WAIT_MS)
             assert slide_in_url(page) == number
             assert_no_error(page, f"slide {number}")
             assert page.locator("[data-testid=stAlert]").filter(has_text="could not be drawn").count() == 0
-        page.keyboard.press("ArrowRight")  # past the end: stays on the last slide
-        page.wait_for_timeout(500)
+        # past the end: the key's button is disabled on the last slide, so the key asks for no run and it stays
+        expect(page.locator(".st-key-lecture_next button")).to_be_disabled()
+        page.keyboard.press("ArrowRight")
         wait_idle(page)
         assert slide_number(page) == (N, N)
-        page.keyboard.press("PageUp")  # a clicker's "back"
-        wait_for_slide(page, N - 1)
-        page.keyboard.press("ArrowLeft")
-        wait_for_slide(page, N - 2)
+        turn(page, "PageUp", N - 1)  # a clicker's "back"
+        turn(page, "ArrowLeft", N - 2)
         assert slide_in_url(page) == N - 2
     except Exception:
         fail_with_context(page, streamlit_server, screenshot_dir, "tour")
@@ -106,19 +110,19 @@ def test_a_copied_link_restores_the_view_in_a_fresh_browser(browser, streamlit_s
         heatmap.locator(".gtitle").wait_for(timeout=WAIT_MS)
         sentence = sentence_box(page).input_value()
         page.mouse.click(VIEWPORT["width"] - 40, VIEWPORT["height"] - 40)  # focus the page, not a text field
-        page.keyboard.press("l")  # next layer: 2
-        page.wait_for_timeout(400)
-        wait_idle(page)
+        with rerun(page, WAIT_MS):
+            page.keyboard.press("l")  # next layer: 2
         for _ in range(3):  # next head: mean -> 1 -> 2 -> 3
-            page.keyboard.press("h")
-            page.wait_for_timeout(400)
-            wait_idle(page)
+            with rerun(page, WAIT_MS):
+                page.keyboard.press("h")
         title = "Encoder self-attention · layer 2 · head 3"
         page.wait_for_function("(t) => document.querySelector('.st-key-translate_heatmap .gtitle')?.textContent === t",
                                arg=title, timeout=WAIT_MS)
         page.wait_for_function("() => new URL(location.href).searchParams.get('head') === '3'", timeout=WAIT_MS)
-        page.wait_for_timeout(700)  # the link box refreshes from the address twice a second
         page.locator("[data-ae-copy]").click()
+        # the box shows the page's address (refreshed twice a second, and on Copy)
+        page.wait_for_function("() => document.querySelector('input[data-ae-link]').value === location.href",
+                               timeout=WAIT_MS)
         link = page.locator("input[data-ae-link]").input_value()
         assert link.startswith(streamlit_server.url) and "kind=enc_self" in link and "layer=2" in link, link
 
@@ -146,9 +150,8 @@ def test_presenter_mode_fonts_sidebar_and_slides(browser, streamlit_server, scre
         open_page(page, f"{streamlit_server.url}/?kind=cross")
         chart(page, "translate_heatmap").locator("g.xtick text").first.wait_for(timeout=WAIT_MS)
         assert min(tick_font_sizes(page)) < 16  # the normal look
-        page.locator("[data-testid=stSidebar]").get_by_text("Presenter mode", exact=True).click()
-        page.wait_for_timeout(500)
-        wait_idle(page)
+        with rerun(page, WAIT_MS):
+            page.locator("[data-testid=stSidebar]").get_by_text("Presenter mode", exact=True).click()
         page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]')"
                                ".getBoundingClientRect().right <= 0", timeout=WAIT_MS)  # folded away
         page.wait_for_function("() => Array.from(document.querySelectorAll('.xtick text')).every("
@@ -160,7 +163,7 @@ def test_presenter_mode_fonts_sidebar_and_slides(browser, streamlit_server, scre
         for number in SHOT_SLIDES:  # the link carries presenter mode to the lecture
             open_page(page, f"{streamlit_server.url}/lecture?slide={number}&presenter=1")
             wait_for_slide(page, number)
-            page.wait_for_timeout(800)  # let Plotly finish its layout before the picture
+            charts_settled(page)  # Plotly's layout done before the picture
             box = chart(page, "lecture_figure").bounding_box()
             assert box["y"] >= 0 and box["y"] + box["height"] <= VIEWPORT["height"], box  # fully visible
             assert min(tick_font_sizes(page) or [16]) >= 16
@@ -184,16 +187,15 @@ def test_a_300_piece_input_draws_in_every_view(browser, streamlit_server, screen
         open_page(page, f"{streamlit_server.url}/?model=reverse&max_len=320&text=a&kind=enc_self")  # 301 x 301 maps
         box = sentence_box(page)
         box.fill(LONG_INPUT)
-        box.press("Control+Enter")
-        page.wait_for_timeout(300)
-        wait_idle(page)
+        with rerun(page, WAIT_MS * 2):
+            box.press("Control+Enter")
         page.get_by_role("button", name=re.compile(r"^\W*Translate\s*$")).click()
         page.wait_for_function("() => /needs 3\\d\\d positions/.test(document.body.innerText)", timeout=WAIT_MS * 2)
         for view, key in (("Heatmap", "translate_heatmap"), ("Head view", "translate_head_view"),
                           ("Model view", "translate_model_view")):
-            page.locator(".st-key-translate_view button", has_text=view).first.click()
-            page.wait_for_timeout(300)
-            wait_idle(page)
+            if view != "Heatmap":  # the link opened the heatmap (the default view): pressing it asks for no run
+                with rerun(page, WAIT_MS * 2):
+                    page.locator(".st-key-translate_view button", has_text=view).first.click()
             chart(page, key).locator(".main-svg").first.wait_for(timeout=WAIT_MS * 2)
             assert_no_error(page, f"300 pieces, {view}")
         page.locator("[data-testid=stSidebarNav] a", has_text="Decoding").first.click()
@@ -221,14 +223,11 @@ def test_keys_turn_the_slides_right_after_presenter_mode_is_switched_on(browser,
     try:
         open_page(page, f"{streamlit_server.url}/lecture?model=reverse")
         wait_for_slide(page, 1)
-        page.locator("[data-testid=stSidebar]").get_by_text("Presenter mode", exact=True).click()
-        page.wait_for_timeout(300)
-        wait_idle(page)
+        with rerun(page, WAIT_MS):
+            page.locator("[data-testid=stSidebar]").get_by_text("Presenter mode", exact=True).click()
         assert page.evaluate("() => document.activeElement.type") == "checkbox"  # the focus stayed on the switch
-        page.keyboard.press("ArrowRight")
-        wait_for_slide(page, 2)
-        page.keyboard.press("PageDown")
-        wait_for_slide(page, 3)
+        turn(page, "ArrowRight", 2)
+        turn(page, "PageDown", 3)
         assert "presenter=1" in page.url and slide_in_url(page) == 3
     finally:
         page.close()

@@ -14,10 +14,12 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import ROOT
+from tests.e2e.waits import IDLE
 
 pytestmark = pytest.mark.e2e
 
@@ -34,7 +36,7 @@ def free_port() -> int:
 def established_ports() -> set[int]:
     """Local ports of established TCP connections (from /proc/net/tcp: no tool needed)."""
     ports = set()
-    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
         local, _, state = line.split()[1:4]
         if state == "01":
             ports.add(int(local.split(":")[1], 16))
@@ -80,10 +82,11 @@ def test_a_session_survives_the_death_of_its_replica(browser, replicas):
     page.locator(SHOWN, has_text=expect_text).wait_for()
     serving = [i for i, port in enumerate(ports) if port in established_ports()]
     assert len(serving) == 1, f"the page's WebSocket should be on one replica, found {serving}"
-    os.kill(pids[serving[0]], signal.SIGKILL)  # its replica crashes mid-lecture
-    page.wait_for_timeout(1000)
+    with page.expect_websocket():  # the page notices and opens a new connection (nginx sends it to the other)
+        os.kill(pids[serving[0]], signal.SIGKILL)  # its replica crashes mid-lecture
+    page.wait_for_selector("[data-testid=stApp][data-test-connection-state=CONNECTED]")
     page.locator(SHOWN, has_text=expect_text).wait_for()  # reconnected to the other replica: the same view again
-    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]")
+    page.wait_for_selector(IDLE)
     assert page.locator("[data-testid=stException]").count() == 0
     other = 1 - serving[0]
     assert ports[other] in established_ports()

@@ -17,17 +17,16 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from playwright.sync_api import expect
 
 from app.state import DEFAULTS
 from tests.e2e.conftest import ROOT, run_server
+from tests.e2e.waits import IDLE, expect, rerun
 
 DEFAULT_TEXT = DEFAULTS["text"]
 
 pytestmark = pytest.mark.e2e
 
 WAIT_MS = 30_000
-IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
 PROGRESS = "[data-testid=stProgress]"
 SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem']"  # the big translation line
 FOREIGN_ORIGIN = "http://evil.example"
@@ -168,14 +167,14 @@ def assert_no_details_on_page(page, where: str) -> None:
 
 
 def open_app(page, url: str) -> None:
-    page.goto(url, wait_until="domcontentloaded")
+    with rerun(page, WAIT_MS):
+        page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector("[data-testid=stSidebarNav]", timeout=WAIT_MS)
     sentence_box(page).wait_for(timeout=WAIT_MS)
-    wait_idle(page)
 
 
 def wait_idle(page) -> None:
-    page.wait_for_timeout(300)  # a rerun that was just triggered may not have started yet
+    """No script run going on (after an action, wait for its run with `rerun` instead: it may not have started)."""
     page.wait_for_selector(IDLE, timeout=WAIT_MS)
 
 
@@ -184,9 +183,11 @@ def sentence_box(page):
 
 
 def set_sentence(page, text: str) -> None:
+    """Type ``text`` into the sentence box and wait for the script run that takes it."""
     box = sentence_box(page)
     box.fill(text)
-    box.press("Control+Enter")  # commit the text area's value (otherwise it is sent on blur)
+    with rerun(page, WAIT_MS):
+        box.press("Control+Enter")  # commit the text area's value (otherwise it is sent on blur)
 
 
 def translate_button(page):
@@ -199,10 +200,9 @@ def test_a_model_failure_shows_a_short_message_and_logs_the_traceback(browser, r
     try:
         open_app(page, rigged_server.url)
         set_sentence(page, "The house is small.")
-        wait_idle(page)
-        translate_button(page).click()
+        with rerun(page, WAIT_MS):
+            translate_button(page).click()
         page.get_by_text(TRANSLATION_FAILED).wait_for(timeout=WAIT_MS)
-        wait_idle(page)
         assert page.locator("[data-testid=stException]").count() == 0  # caught by the page: a short message
         assert page.locator("[data-testid=stAlertContentError]").count() >= 1 or \
             page.locator("[data-testid=stAlert]").count() >= 1
@@ -225,9 +225,9 @@ def test_an_uncaught_exception_is_redacted_in_the_browser(browser, rigged_server
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.set_default_timeout(WAIT_MS)
     try:
-        page.goto(f"{rigged_server.url}/positional", wait_until="domcontentloaded")
+        with rerun(page, WAIT_MS):
+            page.goto(f"{rigged_server.url}/positional", wait_until="domcontentloaded")
         page.wait_for_selector("[data-testid=stSidebarNav]", timeout=WAIT_MS)
-        wait_idle(page)
         exception = page.locator("[data-testid=stException]")
         exception.first.wait_for(timeout=WAIT_MS)  # the failure did happen, and Streamlit shows it ...
         shown = exception.first.inner_text()
@@ -289,18 +289,19 @@ def test_changing_a_widget_while_a_translation_streams_leaves_a_consistent_page(
     page.set_default_timeout(WAIT_MS)
     try:
         open_app(page, streamlit_server.url)  # en-de is the default model
-        page.get_by_text("Slow motion", exact=True).click()  # 0.3 s per step: time to act mid-decode
-        wait_idle(page)
+        with rerun(page, WAIT_MS):
+            page.get_by_text("Slow motion", exact=True).click()  # 0.3 s per step: time to act mid-decode
         set_sentence(page, S1)
-        wait_idle(page)
 
         # 1. the beam slider moves while S1 streams (beam 1): that run stops, nothing half-done stays
         start_translation_and_wait_for_progress(page)
         beam = page.get_by_role("slider", name=re.compile(r"^Beam size")).first  # an input type=range
-        beam.focus()
-        beam.press("ArrowRight")
-        expect(beam).to_have_value("2", timeout=WAIT_MS)
-        wait_idle(page)
+        with rerun(page, WAIT_MS):  # ... and afterwards, until the runs the slider asked for are over
+            beam.focus()
+            beam.press("ArrowRight")
+            expect(beam).to_have_value("2", timeout=WAIT_MS)
+            page.wait_for_function("() => new URL(location.href).searchParams.get('beam') === '2'",
+                                   timeout=WAIT_MS)  # the app has the value: it wrote it into the address
         assert_consistent(page, "beam changed mid-decode")
         # nothing of S1 finished: the page still shows the default sentence's translation (drawn at once on the first
         # view) as the last result, and says that the settings changed
@@ -308,9 +309,9 @@ def test_changing_a_widget_while_a_translation_streams_leaves_a_consistent_page(
         assert "Settings changed — press Translate" in page_text(page)
 
         # pressing Translate again decodes with the current settings (beam 2)
-        translate_button(page).click()
+        with rerun(page, WAIT_MS):
+            translate_button(page).click()
         page.wait_for_selector(SHOWN, timeout=WAIT_MS)
-        wait_idle(page)
         assert_consistent(page, "after Translate")
         assert shown_translation(page) == en_de(S1, 2)
         assert "Beam search (beam 2" in page_text(page)
@@ -318,10 +319,8 @@ def test_changing_a_widget_while_a_translation_streams_leaves_a_consistent_page(
 
         # 2. the sentence changes while S2 streams: the page keeps the last finished result (S1) and says so
         set_sentence(page, S2)
-        wait_idle(page)
         start_translation_and_wait_for_progress(page)
         set_sentence(page, S3)
-        wait_idle(page)
         assert_consistent(page, "sentence changed mid-decode")
         assert sentence_box(page).input_value() == S3
         text = page_text(page)
@@ -329,9 +328,9 @@ def test_changing_a_widget_while_a_translation_streams_leaves_a_consistent_page(
         assert f"Showing the last result (“{S1}”, beam 2" in text
         assert shown_translation(page) == en_de(S1, 2)
 
-        translate_button(page).click()
+        with rerun(page, WAIT_MS):
+            translate_button(page).click()
         page.wait_for_function("() => !document.body.innerText.includes('Settings changed')", timeout=WAIT_MS)
-        wait_idle(page)
         assert_consistent(page, "after Translate")
         assert shown_translation(page) == en_de(S3, 2)
         page.screenshot(path=str(screenshot_dir / "server_after_mid_stream_changes.png"), full_page=True)
@@ -355,7 +354,6 @@ def test_a_translation_waits_for_a_free_model_slot_and_says_so(browser, rigged_s
             open_app(page, rigged_server.url)
         for page, text in zip(pages, ("We walk slowly.", "They drive slowly.", "She reads slowly."), strict=True):
             set_sentence(page, text)
-            wait_idle(page)
         for page in pages[:2]:
             start_translation_and_wait_for_progress(page)
         translate_button(pages[2]).click()

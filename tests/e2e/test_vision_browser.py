@@ -2,15 +2,17 @@
 Swin and open the shifted-window mask. Leaves full-page screenshots behind ($E2E_SCREENSHOTS)."""
 from __future__ import annotations
 
+import contextlib
 import re
 
 import pytest
+
+from tests.e2e.waits import IDLE, charts_settled, hover_armed, rerun, steady_box
 
 pytestmark = pytest.mark.e2e
 
 WAIT_MS = 30_000
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
-IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
 MAX_SHOT_HEIGHT = 9_000
 # Plotly keeps a figure's data on its div; numpy arrays arrive as {dtype, bdata, shape} (base64). Both functions
 # take a title prefix: CHART_Z returns the "attention" trace's z as a string, CHART_VALUES each trace's z values.
@@ -28,7 +30,6 @@ INK = f"""(prefix) => ({FLOATS})(({FIND})(prefix).data.find(t => t.name === 'ink
 
 
 def wait_idle(page) -> None:
-    page.wait_for_timeout(300)
     page.wait_for_selector(IDLE, timeout=WAIT_MS)
 
 
@@ -47,7 +48,7 @@ def screenshot_whole_page(page, path) -> None:
         document.querySelectorAll('[data-testid=stMain], [data-testid=stAppViewContainer], [data-testid=stApp]'),
         el => el.scrollHeight))""")
     page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), MAX_SHOT_HEIGHT)})
-    page.wait_for_timeout(800)
+    charts_settled(page)  # Plotly redraws charts on resize
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(size)
 
@@ -57,26 +58,24 @@ def overlay(page, prefix: str):
 
 
 def click_cell(page, chart, row: int, col: int, cells: int) -> None:
-    """Click the centre of grid cell (row, col) of an image chart with ``cells`` cells per side."""
+    """Click the centre of grid cell (row, col) of an image chart with ``cells`` cells per side, and wait for the
+    script run the click asks for."""
     area = chart.locator(".nsewdrag").first
     area.scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
-    box = area.bounding_box()
-    x = box["x"] + (col + 0.5) * box["width"] / cells
-    y = box["y"] + (row + 0.5) * box["height"] / cells
-    for dx in (0, 2, 4):  # Plotly clicks the point it hovers: arm the hover first
-        page.mouse.move(x + dx, y)
-        page.wait_for_timeout(150)
-    page.mouse.click(x + 4, y)
+    box = steady_box(area)
+    x, y = hover_armed(page, chart, box["x"] + (col + 0.5) * box["width"] / cells,
+                       box["y"] + (row + 0.5) * box["height"] / cells)
+    with rerun(page):
+        page.mouse.click(x, y)
 
 
 def test_pick_a_digit_see_the_overlays_click_a_patch_and_open_the_swin_mask(browser, streamlit_server, screenshot_dir):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(WAIT_MS)
     try:
-        page.goto(f"{streamlit_server.url}/vision", wait_until="domcontentloaded")
+        with rerun(page):
+            page.goto(f"{streamlit_server.url}/vision", wait_until="domcontentloaded")
         overlay(page, "What [CLS] attends to ·").locator(".nsewdrag").wait_for(timeout=WAIT_MS)
-        wait_idle(page)
         assert_no_error(page)
         first = page.evaluate(CHART_Z, "What [CLS] attends to ·")
         assert first, f"no [CLS] overlay among {titles(page)}"
@@ -84,11 +83,16 @@ def test_pick_a_digit_see_the_overlays_click_a_patch_and_open_the_swin_mask(brow
 
         thumb = page.locator("[data-testid=stSlider] input[type=range]").first
         for _ in range(20):  # a rerun can redraw the slider between key presses and drop the focus: press until 5
-            if thumb.evaluate("e => e.value") == "5":
+            value = thumb.evaluate("e => e.value")
+            if value == "5":
                 break
             thumb.focus()
             thumb.press("ArrowRight")
-            page.wait_for_timeout(150)
+            try:  # the key moved the thumb (or was lost: then the next turn presses again)
+                page.wait_for_function("(v) => document.querySelector('[data-testid=stSlider] input[type=range]')"
+                                       ".value !== v", arg=value, timeout=2_000)
+            except Exception:
+                continue
         page.wait_for_function("() => document.querySelector('[data-testid=stSlider] input[type=range]')"
                                ".value === '5'", timeout=WAIT_MS)
         wait_idle(page)
@@ -96,14 +100,13 @@ def test_pick_a_digit_see_the_overlays_click_a_patch_and_open_the_swin_mask(brow
         assert_no_error(page)
 
         click_cell(page, overlay(page, "What [CLS] attends to ·"), 1, 2, 4)  # patch 7 (row 2, column 3)
-        wait_idle(page)
         page.wait_for_function("() => Array.from(document.querySelectorAll('.gtitle'))"
                                ".some(t => t.textContent.startsWith('What patch 7 attends to ·'))", timeout=WAIT_MS)
         screenshot_whole_page(page, screenshot_dir / "vision_vit.png")
 
-        page.locator("[data-testid=stButtonGroup] button", has_text=re.compile(r"^\W*Swin\s*$")).first.click()
+        with rerun(page):
+            page.locator("[data-testid=stButtonGroup] button", has_text=re.compile(r"^\W*Swin\s*$")).first.click()
         overlay(page, "Windows on the 8x8 grid").locator(".nsewdrag").first.wait_for(timeout=WAIT_MS)
-        wait_idle(page)
         page.get_by_text("The shifted-window mask", exact=False).first.click()
         mask = overlay(page, "Shifted-window mask")
         mask.locator(".nsewdrag").first.wait_for(state="visible", timeout=WAIT_MS)
@@ -113,20 +116,24 @@ def test_pick_a_digit_see_the_overlays_click_a_patch_and_open_the_swin_mask(brow
         assert_no_error(page)
         screenshot_whole_page(page, screenshot_dir / "vision_swin.png")
 
-        page.locator("[data-testid=stButtonGroup] button", has_text=re.compile(r"^\W*Draw your own\s*$")).first.click()
-        wait_idle(page)
+        with rerun(page):
+            page.locator("[data-testid=stButtonGroup] button", has_text=re.compile(r"^\W*Draw your own\s*$")).first.click()
         groups = page.locator("[data-testid=stButtonGroup]")  # Digit, the 8 rows of the drawing grid, Model
         assert groups.count() == 10
-        groups.nth(1 + 2).locator("button").nth(4).click()  # row 2, column 4
+        assert page.get_by_text("Nothing is drawn", exact=False).count() == 1  # an empty grid is not a digit
+        for row, column in ((2, 4), (3, 4), (4, 4)):  # a stroke of three cells: no run of the models in between
+            groups.nth(1 + row).locator("button").nth(column).click()
+        assert page.locator("[data-testid=stApp][data-test-script-state=running]").count() == 0
+        with rerun(page):
+            page.get_by_role("button", name=re.compile("Classify this drawing")).click()
         page.wait_for_function(f"() => {{ const ink = ({INK})('Windows on the 8x8 grid'); "
-                               "return ink.reduce((a, b) => a + b, 0) === 16 && ink[2 * 8 + 4] === 16; }",
-                               timeout=WAIT_MS)  # one cell of ink, where it was clicked
+                               "return ink.reduce((a, b) => a + b, 0) === 3 * 16 && ink[2 * 8 + 4] === 16 "
+                               "&& ink[4 * 8 + 4] === 16; }", timeout=WAIT_MS)  # the whole stroke, where it was drawn
+        assert page.get_by_text("drawn. A classifier always", exact=False).count() == 0
         assert_no_error(page)
     except Exception:
-        try:
+        with contextlib.suppress(Exception):  # never hide the original failure
             screenshot_whole_page(page, screenshot_dir / "vision_failure.png")
-        except Exception:  # never hide the original failure
-            pass
         print(f"screenshot of the failure: {screenshot_dir / 'vision_failure.png'}")
         print(f"server log:\n{streamlit_server.log_tail()}")
         raise

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from explain.heads import head_statistics, merge_to_words
 from explain.masks import mask_parts, unmasked_scores
 from explain.mechanics import attention_internals, compare_scores, hard_attention, location_based, softmax_saturation
+from explain.model_training import parameter_counts
 from explain.positional import embedding_parts, offset_error
-from explain.training import parameter_counts
 from model.inference import pad_batch
 from model.positional import frequency_index, pair_dimensions, sinusoidal_encoding
 from model.trace import KINDS

@@ -42,8 +42,8 @@ def test_the_staircase_equals_the_definition_for_any_shape_and_sentence(tokenize
     model = Transformer(tiny_config(tokenizer.vocab_size, n_heads=n_heads, n_encoder_layers=enc_layers,
                                     n_decoder_layers=dec_layers, norm_first=norm_first)).eval()
     ids = st.integers(4, tokenizer.vocab_size - 1)
-    source = data.draw(st.lists(ids, min_size=1, max_size=9)) + [3]
-    output = data.draw(st.lists(ids, min_size=0, max_size=9)) + [3]
+    source = [*data.draw(st.lists(ids, min_size=1, max_size=9)), 3]
+    output = [*data.draw(st.lists(ids, min_size=0, max_size=9)), 3]
     expected = one_head_at_a_time(model, source, output)
     for budget, workers in ((None, 1), (None, 2), (1, 2)):  # one group; a group per worker; one head per group
         table = head_importance(model, source, output, workers=workers) if budget is None else \
@@ -74,7 +74,7 @@ def test_another_sessions_forward_during_the_unmasked_pass_changes_nothing(tiny_
 
 def test_sequence_log_prob_is_the_sum_of_the_teacher_forced_log_probs_and_chunks_agree(tiny_model):
     with torch.no_grad():
-        logits = tiny_model(torch.tensor([SOURCE]), torch.tensor([[2] + OUTPUT[:-1]]))
+        logits = tiny_model(torch.tensor([SOURCE]), torch.tensor([[2, *OUTPUT[:-1]]]))
     expected = logits.log_softmax(-1)[0, torch.arange(len(OUTPUT)), OUTPUT].sum()
     assert torch.isclose(sequence_log_probs(tiny_model, SOURCE, OUTPUT)[0], expected, atol=1e-5)
     layers = n_layers_of(tiny_model)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
+from explain.attribution import rollout
 from explain.vision import (
     attention_on_grid,
-    attention_rollout,
     read_swin,
     read_vit,
     receptive_fields,
@@ -24,14 +24,14 @@ def _attention(layers: int, heads: int, n: int) -> torch.Tensor:
 
 def test_rollout_of_one_layer_is_half_identity_half_mean_attention():
     attention = _attention(1, 3, 5)
-    torch.testing.assert_close(attention_rollout(attention), 0.5 * torch.eye(5) + 0.5 * attention[0].mean(0))
+    torch.testing.assert_close(rollout(attention), 0.5 * torch.eye(5) + 0.5 * attention[0].mean(0))
 
 
 def test_rollout_composes_layers_last_on_the_left_and_keeps_rows_distributions():
     attention = _attention(3, 2, 6)
     flows = [0.5 * torch.eye(6) + 0.5 * layer.mean(0) for layer in attention]
-    torch.testing.assert_close(attention_rollout(attention), flows[2] @ flows[1] @ flows[0])
-    torch.testing.assert_close(attention_rollout(attention).sum(-1), torch.ones(6))
+    torch.testing.assert_close(rollout(attention), flows[2] @ flows[1] @ flows[0])
+    torch.testing.assert_close(rollout(attention).sum(-1), torch.ones(6))
 
 
 def test_sinusoid_similarity_is_one_on_the_diagonal_and_depends_on_the_offset():

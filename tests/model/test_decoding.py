@@ -26,7 +26,7 @@ def test_attention_rows_stacked_over_steps_equal_one_teacher_forced_forward(tiny
     result = beam_search(tiny_model, SRC, DecodeConfig(beam_size=beam, max_len=9))
     for hyp in result.hypotheses:
         rows = result.attention_for(hyp)
-        tgt_in = torch.tensor([(2,) + hyp.tokens[:-1]])
+        tgt_in = torch.tensor([(2, *hyp.tokens[:-1])])
         with torch.no_grad():
             _, trace = tiny_model(SRC[None], tgt_in, return_attention=True)
         assert torch.allclose(rows.weights("cross"), trace.weights("cross"), atol=1e-5)
@@ -72,7 +72,7 @@ class TableModel(nn.Module):
         return FakeState([()]), []
 
     def step(self, state, tokens, return_attention=False):
-        prefixes = [p + (t,) for p, t in zip(state.prefixes, tokens[:, 0].tolist(), strict=True)]
+        prefixes = [(*p, t) for p, t in zip(state.prefixes, tokens[:, 0].tolist(), strict=True)]
         rows = []
         for p in prefixes:
             probs = torch.full((6,), 1e-6)

@@ -55,6 +55,6 @@ def test_decoding_with_a_head_mask_is_deterministic_and_matches_teacher_forcing(
     assert [h.tokens for h in first.hypotheses] == [h.tokens for h in second.hypotheses]
     best = first.best
     with torch.no_grad():
-        _, trace = tiny_model(SRC[None], torch.tensor([(2,) + best.tokens[:-1]]), return_attention=True,
+        _, trace = tiny_model(SRC[None], torch.tensor([(2, *best.tokens[:-1])]), return_attention=True,
                               head_mask=off)
     assert torch.allclose(first.attention_for(best).weights("cross"), trace.weights("cross"), atol=1e-5)

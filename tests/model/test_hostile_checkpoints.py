@@ -272,7 +272,7 @@ def overlapping_tensors(data):
 
 
 def trailing_data(data):
-    header, body = split(data)
+    _, body = split(data)
     return data + b"\0" * 100, f"{WEIGHTS} has 100 bytes of unexplained data after its tensors (the file has " \
                                f"{format_bytes(len(data) + 100)}, the config's tensors take {format_bytes(len(body))})"
 

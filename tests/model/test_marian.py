@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 from model.__main__ import main as cli_main
 from model.checkpoint import CheckpointError, expected_shapes, load_checkpoint
@@ -24,6 +24,7 @@ from model.inference import translate
 from model.layers import ACTIVATION_FUNCTIONS
 from model.marian import convert_marian, hf_names, languages
 from model.positional import sinusoidal_encoding
+from model.shards import save_weights
 from model.transformer import Transformer, count_parameters
 from tests.marian_helpers import DE, EN, marian_vocab, train_spm
 
@@ -172,6 +173,16 @@ def test_a_folder_converts_round_trips_and_translates(folder, tmp_path, capsys):
     assert json.loads((tmp_path / "t.json").read_text())["translation"]["decoder_input_pieces"][0] == "<pad>"
 
 
+def test_a_sharded_folder_converts_to_the_same_checkpoint(folder, tmp_path):
+    whole = load_checkpoint(convert_marian(folder, tmp_path / "whole").path)
+    state = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    assert len(save_weights(state, folder, {}, max_bytes=8192)) > 2  # model-0000k-of-0000n + the index, as HF writes
+    sharded = load_checkpoint(convert_marian(folder, tmp_path / "sharded").path)
+    for name, tensor in whole.model.state_dict().items():
+        assert torch.equal(sharded.model.state_dict()[name], tensor), name
+
+
 class Plant:
     """Unpickling this creates the marker file: what a malicious pickle does."""
 
@@ -264,7 +275,7 @@ def test_a_converted_checkpoint_with_a_broken_vocabulary_is_refused_on_load(fold
                                               r"pad_id \d+; </s> is \d+, config.json says eos_id 0"):
         load_checkpoint(out)
     (out / "vocab.json").write_text("[1, 2]")
-    with pytest.raises(CheckpointError, match="vocab.json must map pieces to integer ids"):
+    with pytest.raises(CheckpointError, match=r"vocab\.json must map pieces to integer ids"):
         load_checkpoint(out)
 
 
@@ -297,7 +308,7 @@ def pair(request, tmp_path_factory, tokenizer_files):
 
 @pytest.mark.slow
 def test_tokenizer_ids_and_text_are_hugging_faces(pair):
-    hf, ckpt, tok = pair
+    _, ckpt, tok = pair
     for text in TEXTS + EN[:3] + [">>de<< The house"]:
         assert ckpt.tokenizer.encode_source(text) == tok(text)["input_ids"]
     ids = [i for i in range(ckpt.config.vocab_size) if i != ckpt.tokenizer.unk_id][:30]

@@ -39,7 +39,7 @@ def models(tiny_model):
 
 def sources(vocab_size: int):
     return st.lists(st.integers(FIRST_ID, vocab_size - 1), min_size=0, max_size=11).map(
-        lambda ids: torch.tensor(ids + [EOS]))
+        lambda ids: torch.tensor([*ids, EOS]))
 
 
 def configs(beam_sizes: st.SearchStrategy[int]):
@@ -49,7 +49,7 @@ def configs(beam_sizes: st.SearchStrategy[int]):
 
 def teacher_forced(model, src: torch.Tensor, tokens: tuple[int, ...]):
     """(log-probs [T, V], trace) of one forward with the decoder input BOS + tokens[:-1]."""
-    tgt_in = torch.tensor([(model.config.bos_id,) + tokens[:-1]])
+    tgt_in = torch.tensor([(model.config.bos_id, *tokens[:-1])])
     with torch.no_grad():
         logits, trace = model(src[None], tgt_in, return_attention=True)
     return logits[0].float().log_softmax(-1), trace

@@ -67,8 +67,8 @@ def test_a_sampled_output_keeps_the_attention_it_used(tiny_model, tokenizer):
     config = DecodeConfig(max_len=12, sampling=Sampling(temperature=1.0, seed=3))
     result = DecodeResult.from_steps(list(decode_steps(tiny_model, src, config)), 1)
     stacked = result.attention_for()
-    hidden, trace = tiny_model(src[None], torch.tensor([[tiny_model.config.bos_id, *result.best.tokens[:-1]]]),
-                               return_attention=True)
+    _, trace = tiny_model(src[None], torch.tensor([[tiny_model.config.bos_id, *result.best.tokens[:-1]]]),
+                          return_attention=True)
     for kind in ("dec_self", "cross"):
         assert torch.allclose(stacked.weights(kind), trace.weights(kind), atol=1e-5)
 

@@ -9,7 +9,7 @@ def test_round_trip_of_text_including_unicode(tokenizer):
 
 def test_specials_are_known_and_shown_by_name(tokenizer):
     assert (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id) == (PAD, BOS, EOS)
-    ids = [BOS] + tokenizer.encode("Das Haus") + [EOS, PAD]
+    ids = [BOS, *tokenizer.encode("Das Haus"), EOS, PAD]
     pieces = tokenizer.pieces(ids)
     assert pieces[0] == "<s>" and pieces[-2:] == ["</s>", "<pad>"]
     assert tokenizer.decode(ids) == "Das Haus"
@@ -33,3 +33,10 @@ def test_word_groups_keep_specials_apart():
 
 def test_clean_text_normalises_and_strips_control_characters():
     assert clean_text("  Cafe\u0301\u200b\tbar \x00 ") == "Café bar"
+
+
+def test_unknown_share_counts_unknown_and_byte_fallback_pieces():
+    from model.inference import Source, unknown_share
+
+    source = Source(text="x", ids=(5, 1, 7, 8, 3), pieces=("▁a", "<unk>", "<0xE4>", "<0xB8>", "</s>"), dropped=0)
+    assert unknown_share(source, unk_id=1) == 0.75  # EOS left out: 3 of the 4 pieces name no known character

@@ -1,10 +1,12 @@
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from torch import nn
 
 from model.positional import MAX_POSITIONS, sinusoidal_encoding
 from model.trace import KINDS
-from model.transformer import Transformer
+from model.transformer import Transformer, shifted_right
 from tests.conftest import copy_attention_into_torch, tiny_config
 
 
@@ -112,3 +114,9 @@ def test_whole_model_equals_torch_reference_transformer_with_the_same_weights():
         expected, actual = m.logits(hidden), m(SRC, TGT)
     real = TGT != 0
     assert torch.allclose(actual[real], expected[real], atol=1e-5)
+
+
+@given(st.lists(st.integers(0, 50), max_size=20), st.integers(0, 50))
+def test_the_decoder_input_is_the_output_shifted_right_behind_the_start_token(output, start):
+    shifted = shifted_right(output, start)
+    assert len(shifted) == max(len(output), 1) and shifted[0] == start and shifted[1:] == output[:-1]

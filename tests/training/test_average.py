@@ -46,7 +46,7 @@ def test_checkpoints_of_different_shapes_are_refused_with_a_message(tmp_path, to
 @pytest.mark.slow
 def test_training_keeps_the_last_epochs_and_their_average_can_be_shipped(tmp_path):
     run = tmp_path / "run"
-    assert train_main(TINY + ["--out", str(run), "--epochs", "3", "--keep-epochs", "2", "--max-tokens", "16384"]) == 0
+    assert train_main([*TINY, "--out", str(run), "--epochs", "3", "--keep-epochs", "2", "--max-tokens", "16384"]) == 0
     kept = sorted(p.name for p in (run / "epochs").iterdir())
     assert kept == ["2", "3"]  # epoch 1 was dropped once two newer ones existed
     assert [load_checkpoint(run / "epochs" / e).meta["epochs"] for e in kept] == [2, 3]

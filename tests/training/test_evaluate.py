@@ -167,3 +167,22 @@ def test_carried_over_counts_every_keep_string_and_lists_the_misses():
                           [["Anna", "250"], ["14:30", "Oslo", "314"]])
     assert report == {"share": 80.0, "n": 5, "misses": [(1, "314")]}
     assert carried_over(["Annatin zahlte 2500 Euro."], [["Anna", "250"]])["misses"] == [(0, "Anna"), (0, "250")]
+
+
+def test_card_lists_the_share_carried_over_and_every_miss(tmp_path):
+    path = tmp_path / "names.tsv"
+    pd.DataFrame({"en": ["Anna paid 250 euros.", "Call 0199 4471 in Oslo."],
+                  "de": ["Anna zahlte 250 Euro.", "Ruf 0199 4471 in Oslo an."],
+                  "keep": ["Anna | 250", "0199 4471 | Oslo"]}).to_csv(path, sep="\t", index=False)
+    report = {"split": "test", "greedy": {"overall": {"bleu": 5.0, "chrf": 20.0, "n": 4}, "per_source": {}},
+              "diagnostics": {"nll": 3.0, "nll_other_source": 4.0, "nll_train_sample": 2.9, "n": 4}}
+    card = build_card(PRETRAINED / "en-de", report, CORPUS, n_examples=1, names_numbers=path)
+    section = card.split("## Names and numbers (2 sentences, 4 strings to carry over)")[1].split("\n## ")[0]
+    ckpt = load_checkpoint(PRETRAINED / "en-de")
+    english = ["Anna paid 250 euros.", "Call 0199 4471 in Oslo."]
+    for key, beam in (("greedy", 1), ("beam 4", 4)):
+        hyps = translate_many(ckpt.model, ckpt.tokenizer, english, beam, length_penalty=ckpt.length_penalty)
+        carried = carried_over(hyps, [["Anna", "250"], ["0199 4471", "Oslo"]])
+        assert f"| {key} | {carried['share']}% |" in section
+        for row, string in carried["misses"]:  # each miss is listed with the translation that lost it
+            assert f"| {key} | {string} | {english[row]} | {hyps[row]} |" in section

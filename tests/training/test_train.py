@@ -1,11 +1,14 @@
 import csv
 import json
+from string import ascii_lowercase as LETTERS
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from explain.training import smoothed_targets
+from explain.model_training import smoothed_targets
+from model.checkpoint import load_checkpoint
+from model.tokenizer import train_tokenizer
 from model.transformer import Transformer
 from tests.conftest import tiny_config
 from training.card import _recipe
@@ -26,14 +29,14 @@ def read_log(run):
 @pytest.mark.slow
 def test_a_few_steps_lower_the_loss_and_resume_continues_from_the_saved_step(tmp_path):
     run = tmp_path / "run"
-    assert train_main(TINY + ["--out", str(run), "--max-steps", "40"]) == 0
+    assert train_main([*TINY, "--out", str(run), "--max-steps", "40"]) == 0
     log = read_log(run)
     assert [s for s, _ in log] == list(range(1, 41))
     first, last = sum(l for _, l in log[:5]) / 5, sum(l for _, l in log[-5:]) / 5
     assert last < first - 0.3
     state = json.loads((run / "last" / "state.json").read_text())
     assert state["step"] == 40 and state["batch"] == 40
-    assert train_main(TINY + ["--out", str(run), "--max-steps", "50"]) == 0
+    assert train_main([*TINY, "--out", str(run), "--max-steps", "50"]) == 0
     log = read_log(run)
     assert [s for s, _ in log] == list(range(1, 51))  # continued at 41, nothing repeated or lost
     assert json.loads((run / "last" / "state.json").read_text())["step"] == 50
@@ -61,11 +64,11 @@ def test_smoothed_targets_are_what_torch_label_smoothing_uses():
 @pytest.mark.slow
 def test_init_from_continues_a_checkpoint_and_its_history_without_its_optimizer(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
-    assert train_main(TINY + ["--out", str(first), "--max-steps", "20"]) == 0
+    assert train_main([*TINY, "--out", str(first), "--max-steps", "20"]) == 0
     shipped = first / "last"  # shaped like an exported model: weights, config, tokenizer and the run's log
     (shipped / "log.csv").write_bytes((first / "log.csv").read_bytes())
-    assert train_main(TINY + ["--out", str(second), "--init-from", str(shipped), "--lr-factor", "0.5",
-                              "--dropout", "0.3", "--max-steps", "25"]) == 0
+    assert train_main([*TINY, "--out", str(second), "--init-from", str(shipped), "--lr-factor", "0.5",
+                       "--dropout", "0.3", "--max-steps", "25"]) == 0
     log = read_log(second)
     assert [s for s, _ in log] == list(range(1, 26))  # the shipped history, then steps 21..25
     assert log[:20] == read_log(first)
@@ -77,10 +80,10 @@ def test_init_from_continues_a_checkpoint_and_its_history_without_its_optimizer(
     # --dropout holds for a continued model too (it keeps the weights), and every segment records its own
     config = json.loads((second / "last" / "config.json").read_text())["model"]
     assert config["dropout"] == 0.3 and meta["dropout"] == 0.3 and meta["continued_from"]["dropout"] == 0.1
-    assert train_main(TINY + ["--out", str(second), "--lr-factor", "0.5", "--max-steps", "26"]) == 0  # resumed: its own 0.3
+    assert train_main([*TINY, "--out", str(second), "--lr-factor", "0.5", "--max-steps", "26"]) == 0  # resumed: its own 0.3
     assert json.loads((second / "last" / "config.json").read_text())["model"]["dropout"] == 0.3
     third = tmp_path / "third"  # continuing the continuation keeps the first recipe too
-    assert train_main(TINY + ["--out", str(third), "--init-from", str(second / "last"), "--max-steps", "28"]) == 0
+    assert train_main([*TINY, "--out", str(third), "--init-from", str(second / "last"), "--max-steps", "28"]) == 0
     segments = training_segments(json.loads((third / "last" / "config.json").read_text())["meta"])
     assert [(s["first_step"], s["last_step"], s["lr_factor"]) for s in segments] == [(1, 20, 1.0), (21, 26, 0.5), (27, 28, 1.0)]
     assert [s["dropout"] for s in segments] == [0.1, 0.3, 0.3]  # without --dropout a continuation keeps the model's
@@ -115,3 +118,28 @@ def test_validation_loss_has_no_dropout_and_leaves_the_model_in_its_mode(tokeniz
     first = validation_loss(model, pairs, 256)
     assert model.training == mode
     assert validation_loss(model, pairs, 256) == first  # deterministic: dropout off while validating
+
+
+@pytest.mark.slow
+def test_init_from_with_another_tokenizer_carries_the_weights_over_to_its_vocabulary(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert train_main([*TINY, "--out", str(first), "--max-steps", "30"]) == 0
+    # The same 26 letters, numbered in another order (sentencepiece numbers pieces by frequency).
+    other = train_tokenizer([" ".join(LETTERS[::-1][:k]) for k in range(1, 27) for _ in range(3)], 30,
+                            model_type="word")
+    (tmp_path / "other.model").write_bytes(other.model_proto)
+    assert train_main([*TINY, "--out", str(second), "--init-from", str(first / "last"), "--tokenizer",
+                       str(tmp_path / "other.model"), "--max-steps", "32"]) == 0
+    moved = load_checkpoint(second / "last")
+    before = load_checkpoint(first / "last")
+    assert moved.config.vocab_size == other.vocab_size and before.tokenizer.model_proto != other.model_proto
+    assert (second / "tokenizer.model").read_bytes() == other.model_proto
+    meta = moved.meta
+    assert meta["continued_from"]["step"] == 30 and meta["continued_from"]["vocabulary_after"]
+    log = read_log(second)
+    assert log[0][0] == 31 and log[0][1] < read_log(first)[0][1] - 0.3  # from what 30 steps learned, not scratch
+    third = tmp_path / "third"  # a run that has a tokenizer of its own, continuing a model of another vocabulary
+    third.mkdir()
+    (third / "tokenizer.model").write_bytes(before.tokenizer.model_proto)
+    with pytest.raises(SystemExit, match="--tokenizer"):  # said, not guessed
+        train_main([*TINY, "--out", str(third), "--init-from", str(second / "last"), "--max-steps", "33"])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -27,7 +28,7 @@ def test_random_shift_moves_whole_images_by_at_most_one_pixel():
 def test_learning_rate_warms_up_then_decays_to_zero():
     rates = [lr_at(step, 100, 10, 1e-3) for step in range(100)]
     assert rates[9] == pytest.approx(1e-3) and rates[0] == pytest.approx(1e-4)
-    assert all(a >= b for a, b in zip(rates[10:], rates[11:], strict=False)) and rates[-1] < 1e-5
+    assert all(a >= b for a, b in pairwise(rates[10:])) and rates[-1] < 1e-5
 
 
 def test_settings_are_validated():

@@ -12,7 +12,7 @@ import streamlit as st
 
 from app.charts import training as charts
 from app.page import plot, require_checkpoint, to_numpy
-from explain.training import parameter_counts, smoothed_loss_floor, smoothed_targets
+from explain.model_training import parameter_counts, smoothed_loss_floor, smoothed_targets
 from model.transformer import count_parameters
 from training.schedule import noam_lr, training_segments
 

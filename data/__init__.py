@@ -1,0 +1,1 @@
+"""Building the English->German corpus from Debian packages: `python data/build_corpus.py` is the command."""

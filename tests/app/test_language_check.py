@@ -1,0 +1,27 @@
+"""Input in another language than the model's source is named; the model's own language never is."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from app.language_check import base_language, looks_like
+from training.evaluate import EVERYDAY, NAMES_NUMBERS
+
+
+@pytest.mark.parametrize("path", [EVERYDAY, NAMES_NUMBERS])
+def test_every_english_sentence_of_our_sets_passes_and_its_german_reference_is_named(path):
+    frame = pd.read_csv(path, sep="\t", keep_default_na=False)
+    assert [s for s in frame["en"] if looks_like(s, "en")] == []
+    named = [looks_like(s, "en") for s in frame["de"]]
+    assert named.count("de") >= 0.9 * len(named)  # a short one ("Anna zahlte 250 Euro.") may carry too few words
+    assert set(named) <= {"de", None}
+
+
+def test_other_languages_codes_and_unlisted_sources():
+    assert looks_like("Je ne sais pas où sont mes clés.", "en") == "fr"
+    assert looks_like("Ich weiß nicht, wo meine Schlüssel sind.", "eng") == "de"
+    assert looks_like("Ich weiß nicht, wo meine Schlüssel sind.", "de") is None
+    assert looks_like("The house is in the city.", "de_DE") == "en"
+    assert looks_like("Die Hard is a film.", "en") is None  # one German-looking word proves nothing
+    assert looks_like("これは日本語です", "en") is None and looks_like("der die das und", "ja") is None
+    assert base_language("deu") == "de" and base_language("en-US") == "en"

@@ -1,0 +1,186 @@
+"""No text that collides, is cut or is too small, in any figure of any page or slide, measured in Chromium.
+
+Every page (the Heads page section by section) and every slide, in normal and presenter mode, at 1280x720 (the
+projector presenter mode is built for) and 1920x1080. In the page, the bounding box of every text element of every
+Plotly figure (tick labels, titles, subplot titles, annotations and cell numbers, legend and colour-bar text) is
+taken as drawn, turned labels turned: two that intersect by more than 1 px collide, one that sticks out of its
+figure by more than 1 px is cut. In presenter mode every such text is at least 18 px. The browser console shows no
+error on the way. Streamlit's own labels
+(widget labels, buttons, links, chosen options) are checked for text their box cuts off. The slides are walked
+with the arrow key in one browser session, as a lecturer does.
+
+For the whole list instead of the first failure: ``pytest tests/e2e/test_text_layout.py -s`` prints every view.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from app.lecture import SLIDES
+from tests.e2e.test_browser import assert_no_error
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+# The Heads page's sections, read from its source (importing a page module would run the page).
+SECTIONS = ast.literal_eval(re.search(r"^SECTIONS = (\(.*?\))$", (ROOT / "app" / "views" / "heads.py").read_text(),
+                                      re.M).group(1))
+PAGES = ["", "decoding", "positional", "masks", "mechanics", "model", "vision"]
+SIZES = [(1280, 720), (1920, 1080)]
+PRESENTER_MIN_PX = 18
+TOLERANCE_PX = 1
+WAIT_MS = 120_000
+SETTLED_MS = 400  # figures count as drawn when no text was added, moved or removed for this long
+
+# Resolves once the script has finished and every figure's text has stood still for SETTLED_MS (Plotly lays out
+# after the script ends, and a fragment may redraw).
+SETTLED = """async ([settled, limit]) => {
+  const idle = () => document.querySelector('[data-testid=stApp][data-test-script-state=notRunning]');
+  const state = () => Array.from(document.querySelectorAll('.js-plotly-plot text'),
+    (t) => t.textContent + '@' + Math.round(t.getBoundingClientRect().x) + ',' + Math.round(t.getBoundingClientRect().y))
+    .join('|') + '#' + document.querySelectorAll('.js-plotly-plot').length;
+  const end = Date.now() + limit;
+  let last = null, since = Date.now();
+  while (Date.now() < end) {
+    const now = idle() ? state() : null;
+    if (now === null || now !== last) { last = now; since = Date.now(); }
+    // A view without any figure yet may still be connecting or about to rerun: it must stand still longer.
+    else if (Date.now() - since >= (document.querySelector('.js-plotly-plot') ? settled : 8 * settled)) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}"""
+
+# Runs in the page: per figure, the pairs of texts that intersect, the texts outside the figure and (with a minimum
+# size) the texts smaller than it; then Streamlit's labels whose text is wider than their box.
+MEASURE = """([tolerance, minPx]) => {
+  const visible = (el) => {
+    const style = getComputedStyle(el);
+    return style.display !== 'none' && style.visibility !== 'hidden' && parseFloat(style.opacity || '1') > 0.05;
+  };
+  // A text's box as drawn: its own (unrotated) box through its transform to the screen, 4 corners. Tick labels
+  // turned by 45 degrees have overlapping axis-aligned boxes while their glyphs stand apart.
+  const corners = (t) => {
+    const b = t.getBBox(), m = t.getScreenCTM();
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]]
+      .map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+  };
+  // Two convex quadrilaterals overlap by more than tolerance px unless some edge's normal separates them.
+  const overlap = (p, q) => {
+    for (const poly of [p, q]) {
+      for (let i = 0; i < 4; i++) {
+        const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4];
+        const len = Math.hypot(x2 - x1, y2 - y1) || 1, nx = (y1 - y2) / len, ny = (x2 - x1) / len;
+        const span = (r) => r.map(([x, y]) => x * nx + y * ny);
+        const a = span(p), b = span(q);
+        if (Math.min(Math.max(...a), Math.max(...b)) - Math.max(Math.min(...a), Math.min(...b)) <= tolerance) {
+          return false;
+        }
+      }
+    }
+    return true;
+  };
+  const figures = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, index) => {
+    const frame = plot.getBoundingClientRect();
+    const title = (plot.querySelector('.gtitle') || {}).textContent || `figure ${index + 1}`;
+    const texts = Array.from(plot.querySelectorAll('.main-svg text, .infolayer text'))
+      .filter((t) => !t.closest('.hoverlayer') && t.textContent.trim() && visible(t))
+      .map((t) => ({text: t.textContent.trim().slice(0, 40), box: corners(t),
+                    px: parseFloat(getComputedStyle(t).fontSize)}))
+      .filter((t) => t.box.some(([x, y], i) => i > 0 && (x !== t.box[0][0] || y !== t.box[0][1])));
+    const overlaps = [], cut = [], small = [];
+    for (let i = 0; i < texts.length; i++) {
+      const xs = texts[i].box.map((c) => c[0]), ys = texts[i].box.map((c) => c[1]);
+      if (Math.min(...xs) < frame.left - tolerance || Math.max(...xs) > frame.right + tolerance ||
+          Math.min(...ys) < frame.top - tolerance || Math.max(...ys) > frame.bottom + tolerance) {
+        cut.push(texts[i].text);
+      }
+      if (minPx && texts[i].px < minPx - 0.01) small.push(`${texts[i].text} (${texts[i].px} px)`);
+      for (let j = i + 1; j < texts.length; j++) {
+        if (overlap(texts[i].box, texts[j].box)) overlaps.push([texts[i].text, texts[j].text]);
+      }
+    }
+    figures.push({title: title.slice(0, 60), texts: texts.length, overlaps, cut, small});
+  });
+  const labels = [];
+  const main = document.querySelector('[data-testid=stMain]') || document.body;
+  // Streamlit cuts a label that does not fit with an ellipsis or by hiding what overflows one line.
+  main.querySelectorAll('p, span, div, label').forEach((el) => {
+    if (el.closest('.js-plotly-plot, [data-testid=stDataFrame], pre, .katex-display, .katex') || !el.offsetWidth || !visible(el)) return;
+    const style = getComputedStyle(el);
+    const cuts = style.textOverflow === 'ellipsis' || (style.overflow === 'hidden' && style.whiteSpace === 'nowrap');
+    if (cuts && el.textContent.trim() && el.scrollWidth > el.clientWidth + tolerance) {
+      labels.push(el.textContent.trim().slice(0, 60));
+    }
+  });
+  return {figures, labels};
+}"""
+
+
+def settle(page) -> None:
+    assert page.evaluate(SETTLED, [SETTLED_MS, WAIT_MS]), "the page did not finish drawing"
+
+
+def problems_of(page, view: str, min_px: int) -> list[str]:
+    """One line per text that collides, is cut or is too small in the current view (empty if none)."""
+    found = page.evaluate(MEASURE, [TOLERANCE_PX, min_px])
+    lines = []
+    for fig in found["figures"]:
+        lines += [f"{view}: {fig['title']!r}: {a!r} overlaps {b!r}" for a, b in fig["overlaps"]]
+        lines += [f"{view}: {fig['title']!r}: {text!r} sticks out of the figure" for text in fig["cut"]]
+        lines += [f"{view}: {fig['title']!r}: {text} is under {min_px} px" for text in fig["small"]]
+    lines += [f"{view}: the label {text!r} is cut by its box" for text in found["labels"]]
+    figures = len(found["figures"])
+    print(f"{view:40s} figures {figures:2d}  problems {len(lines):3d}", flush=True)
+    return lines
+
+
+def page_views() -> list[tuple[str, str, str]]:
+    """(name, URL path, Heads section to pick or "") of every page view."""
+    return [(page or "translate", page, "") for page in PAGES] + [(f"heads: {s}", "heads", s) for s in SECTIONS]
+
+
+def wait_for_slide(page, number: int) -> None:
+    page.wait_for_function("(n) => /Slide (\\d+) \\//.exec(document.body.innerText)?.[1] === String(n)", arg=number,
+                           timeout=WAIT_MS)
+    settle(page)
+
+
+@pytest.mark.parametrize("mode", ["normal", "presenter"])
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_no_text_collides_is_cut_or_too_small_on_any_page_or_slide(browser, streamlit_server, size, mode):
+    width, height = size
+    query = "presenter=1" if mode == "presenter" else ""
+    min_px = PRESENTER_MIN_PX if mode == "presenter" else 0
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(WAIT_MS)
+    problems, began = [], time.monotonic()
+    errors: list[str] = []  # the browser console's errors, on any page (an icon fetched from the internet was one)
+    page.on("console", lambda message: errors.append(message.text[:200]) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)[:200]))
+    try:
+        for name, path, section in page_views():
+            page.goto(f"{streamlit_server.url}/{path}{'?' + query if query else ''}", wait_until="domcontentloaded")
+            settle(page)
+            if section:
+                page.locator("[data-testid=stButtonGroup] button", has_text=section).first.click()
+                settle(page)
+            assert_no_error(page, name)
+            problems += problems_of(page, f"{width}x{height} {mode} {name}", min_px)
+        page.goto(f"{streamlit_server.url}/lecture?slide=1{'&' + query if query else ''}", wait_until="domcontentloaded")
+        for number in range(1, len(SLIDES) + 1):
+            if number > 1:
+                page.keyboard.press("ArrowRight")  # one session for the whole lecture, as a clicker walks it
+            wait_for_slide(page, number)
+            assert_no_error(page, f"slide {number}")
+            problems += problems_of(page, f"{width}x{height} {mode} slide {number}", min_px)
+    finally:
+        page.close()
+    print(f"{width}x{height} {mode}: {len(problems)} problems in {time.monotonic() - began:.0f} s")
+    assert not problems, "\n".join(problems)
+    assert not errors, "errors in the browser console:\n" + "\n".join(errors)
