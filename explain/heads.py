@@ -7,7 +7,6 @@ with a head mask; neither changes a weight.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from model.attention import INTERNALS, AttentionOutput
+from model.attention import INTERNALS
 from model.inference import StopSignal, check_stop
 from model.masks import padding_mask
 from model.tokenizer import SPECIAL_PIECES
@@ -155,8 +154,8 @@ def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Se
 
 @dataclass
 class _Unmasked:
-    """What the rows of head importance start from, taken from the teacher-forced pass with every head on (forward
-    hooks: the pass is the model's own ``teacher_forced_hidden``, at the "internals" capture level).
+    """What the rows of head importance start from, taken from the teacher-forced pass with every head on (the model's
+    own ``teacher_forced_hidden`` at the "internals" capture level, read from the trace it returns).
 
     Per attention module (each layer's self_attn / cross_attn): the input of its residual sublayer [1, L, D], its
     output before the residual [1, L, D], its per-head context before W^O [1, H, L, d_k] and the keys and values
@@ -179,33 +178,17 @@ class _Unmasked:
 
 def _unmasked_pass(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> _Unmasked:
     """Run the unmasked teacher-forced pass once and keep what every row of the table joins from."""
-    layers = [*model.encoder.layers, *model.decoder.layers]
-    pairs = [(sub, attn) for layer in layers for sub, attn in zip(layer.sublayers, _attentions_of(layer), strict=False)]
-    kept = _Unmasked({}, {}, {}, {}, torch.empty(0))
-    caller = threading.get_ident()  # the app shares one model between sessions: keep only this thread's pass
-
-    def keep_input(attn: nn.Module, args: tuple) -> None:  # a hook returning a value would replace the arguments
-        if threading.get_ident() == caller:
-            kept.sublayer_input[attn] = args[0]
-
-    def keep_output(attn: nn.Module, out: AttentionOutput) -> None:
-        if threading.get_ident() == caller:
-            kept.output[attn], kept.context[attn] = out.output, out.intermediates.context
-            kept.key_value[attn] = out.key_value
-
-    handles = [sub.register_forward_pre_hook(lambda _m, args, attn=attn: keep_input(attn, args)) for sub, attn in pairs]
-    handles += [attn.register_forward_hook(lambda m, _args, out: keep_output(m, out)) for _, attn in pairs]
-    try:
-        kept.hidden, _ = model.teacher_forced_hidden(src, tgt, INTERNALS)
-    finally:
-        for handle in handles:
-            handle.remove()
+    hidden, trace = model.teacher_forced_hidden(src, tgt, INTERNALS)
+    kept = _Unmasked({}, {}, {}, {}, hidden)
+    modules = {"enc_self": [layer.self_attn for layer in model.encoder.layers],
+               "dec_self": [layer.self_attn for layer in model.decoder.layers],
+               "cross": [layer.cross_attn for layer in model.decoder.layers]}
+    for kind, attentions in modules.items():
+        for attention, it in zip(attentions, trace.internals[kind], strict=True):
+            kept.sublayer_input[attention] = it.residual_input  # [1, L, D]
+            kept.output[attention], kept.context[attention] = it.output, it.context
+            kept.key_value[attention] = it.k, it.v  # [1, H, K, d_k] each: a cross-attention's are the memory's
     return kept
-
-
-def _attentions_of(layer: nn.Module) -> list[nn.Module]:
-    """A layer's attention modules in the order of its residual sublayers (self, then cross for the decoder)."""
-    return [layer.self_attn, *([layer.cross_attn] if hasattr(layer, "cross_attn") else [])]
 
 
 def usable_cores() -> int:

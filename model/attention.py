@@ -26,9 +26,10 @@ class Intermediates:
     """What one attention call computed on its way, kept only at the "internals" capture level, so a page can
     show Q, K, V, QK^T and the weighted sum exactly as the forward pass computed them.
 
-    query_input [B, Q, D] (the sub-layer's input); q [B, H, Q, d_k]; k, v [B, H, K, d_k];
-    unmasked [B, H, Q, K] = QK^T / sqrt(d_k) before the mask overwrote anything; context [B, H, Q, d_k]
-    = weights @ V; output [B, Q, D] = Concat(heads) W^O.
+    query_input [B, Q, D] (what the attention read: the sub-layer's input, after its LayerNorm in pre-norm);
+    q [B, H, Q, d_k]; k, v [B, H, K, d_k]; unmasked [B, H, Q, K] = QK^T / sqrt(d_k) before the mask overwrote
+    anything; context [B, H, Q, d_k] = weights @ V; output [B, Q, D] = Concat(heads) W^O; residual_input [B, Q, D]
+    the residual stream entering the sub-layer (set by the layer: the attention call does not see it).
     """
 
     query_input: torch.Tensor
@@ -38,6 +39,7 @@ class Intermediates:
     unmasked: torch.Tensor
     context: torch.Tensor
     output: torch.Tensor
+    residual_input: torch.Tensor | None = None
 
 
 @dataclass

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -53,6 +54,14 @@ class SublayerConnection(nn.Module):
         return x + out if self.norm_first else self.norm(x + out)
 
 
+def with_residual(out: AttentionOutput, x: torch.Tensor) -> AttentionOutput:
+    """``out`` with the residual stream x [B, L, D] that entered its sub-layer kept in its intermediates (only at
+    the "internals" capture level): where a caller can start the layer again with this attention changed."""
+    if out.intermediates is not None:
+        out.intermediates = replace(out.intermediates, residual_input=x)
+    return out
+
+
 class EncoderLayer(nn.Module):
     """Self-attention over the source, then the FFN, each wrapped in residual + LayerNorm."""
 
@@ -72,8 +81,8 @@ class EncoderLayer(nn.Module):
             record.append(self.self_attn(h, h, src_mask, return_attention=return_attention, head_mask=heads))
             return record[-1].output
 
-        x = self.sublayers[0](x, attend)
-        return self.sublayers[1](x, self.feed_forward), record[0]
+        attended = self.sublayers[0](x, attend)
+        return self.sublayers[1](attended, self.feed_forward), with_residual(record[0], x)
 
 
 class DecoderLayer(nn.Module):
@@ -110,6 +119,7 @@ class DecoderLayer(nn.Module):
                                           head_mask=cross_heads))
             return record[-1].output
 
-        y = self.sublayers[0](y, self_attend)
-        y = self.sublayers[1](y, cross_attend)
-        return self.sublayers[2](y, self.feed_forward), record[0], record[1]
+        after_self = self.sublayers[0](y, self_attend)
+        after_cross = self.sublayers[1](after_self, cross_attend)
+        return (self.sublayers[2](after_cross, self.feed_forward), with_residual(record[0], y),
+                with_residual(record[1], after_self))

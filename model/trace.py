@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 
 from .attention import AttentionOutput, Intermediates
 
-KINDS = ("enc_self", "dec_self", "cross")
+Kind = Literal["enc_self", "dec_self", "cross"]  # the three kinds of attention a trace holds
+KINDS: tuple[Kind, ...] = get_args(Kind)
 KIND_LABELS = {
     "enc_self": "Encoder self-attention",
     "dec_self": "Decoder self-attention (masked)",
@@ -57,15 +59,15 @@ class AttentionTrace:
                    dec_self_scores=[a.scores for a in dec_self], cross_scores=[a.scores for a in cross],
                    src_mask=src_mask, tgt_mask=tgt_mask, internals=kept if has_internals else None)
 
-    def weights(self, kind: str) -> torch.Tensor:
+    def weights(self, kind: Kind) -> torch.Tensor:
         """All layers of one kind stacked: [L, B, H, Q, K]."""
         return torch.stack(getattr(self, _check(kind)))
 
-    def scores(self, kind: str) -> torch.Tensor:
+    def scores(self, kind: Kind) -> torch.Tensor:
         """Softmax inputs of one kind stacked: [L, B, H, Q, K]."""
         return torch.stack(getattr(self, _check(kind) + "_scores"))
 
-    def mask(self, kind: str) -> torch.Tensor:
+    def mask(self, kind: Kind) -> torch.Tensor:
         """The bool mask a kind used, expanded to [B, 1, Q, K]."""
         kind = _check(kind)
         src, tgt = self.src_mask, self.tgt_mask

@@ -45,7 +45,8 @@ def translated(at):
     return at.button(key="translate").click().run()
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", [pytest.param(page, marks=pytest.mark.slow) if page.endswith("heads.py") else page
+                                  for page in PAGES])  # the Heads page's over 5 s: CI runs it, the quick loop not
 def test_every_page_draws_a_6x16_marian_model_without_an_error(on_marian, page):
     at = on_marian(page)
     if page == PAGES[0]:

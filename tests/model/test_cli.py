@@ -31,6 +31,7 @@ def test_translate_prints_text_and_writes_the_documented_json(tiny_checkpoint, t
     assert data["steps"][0]["rows"][0]["prefix"] == ["<s>"] and data["steps"][0]["rows"][0]["top_k"]
 
 
+@pytest.mark.slow  # over 5 s (measured 11 s): runs in CI, not in the quick loop
 def test_errors_are_one_line_without_traceback(tiny_checkpoint, tmp_path):
     for args in (["", "--checkpoint", str(tiny_checkpoint)], ["Hallo", "--checkpoint", str(tmp_path / "missing")],
                  ["Hallo", "--checkpoint", str(tiny_checkpoint), "--beam", "0"]):

@@ -50,6 +50,7 @@ def test_evaluation_scores_the_reversal_model_near_perfect_and_shows_it_reads_it
     assert len(d["attention_entropy"]["cross"]) == 2 and d["attention_entropy"]["cross"][-1] < 0.2
 
 
+@pytest.mark.slow  # over 5 s (measured 11 s): runs in CI, not in the quick loop
 def test_shipped_en_de_uses_its_source(tmp_path):
     """Given another sentence's source, the shipped model must predict the references clearly worse:
     fails if cross-attention stopped carrying the source (or the weights lost their training)."""
