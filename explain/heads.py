@@ -254,47 +254,37 @@ def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: S
 def _staircase(model: Transformer, unmasked: _Unmasked, masks: tuple[torch.Tensor, torch.Tensor], heads: range,
                kinds: Sequence[str]) -> tuple[list[tuple[str, int]], torch.Tensor]:
     """The final decoder states [R, T, D] of one row per head of ``heads`` switched off alone, for every layer of
-    ``kinds``, with the (kind, layer) of each block of len(heads) rows in batch order."""
+    ``kinds``, with the (kind, layer) of each block of len(heads) rows in batch order. In each layer the rows so
+    far run it whole and the rows that switch a head off there join (the layers' ``forward_joined``), from the
+    unmasked pass."""
     src_mask, tgt_mask = masks
     g = len(heads)
     labels: list[tuple[str, int]] = []
     x = None  # [R, S, D]: the rows so far, every head on from here
     for layer, enc in enumerate(model.encoder.layers if "enc_self" in kinds else []):
-        attend, feed = enc.sublayers
-        if x is not None:
-            x = attend(x, lambda h, a=enc.self_attn: a(h, h, src_mask).output)  # [R, S, D]
-        joined = attend(unmasked.sublayer_input[enc.self_attn].expand(g, -1, -1),
-                        lambda _h, a=enc.self_attn: unmasked.without(a, heads))  # [g, S, D]
-        x = joined if x is None else torch.cat([x, joined])
-        x = feed(x, enc.feed_forward)
+        join = (unmasked.sublayer_input[enc.self_attn].expand(g, -1, -1), unmasked.without(enc.self_attn, heads))
+        x = enc.forward_joined(x, src_mask, join)  # [R + g, S, D]
         labels.append(("enc_self", layer))
-    own_memory = None if x is None else model.encoder.final_norm(x)  # [R_enc, S, D]
-    y = None  # [R, T, D], the enc_self rows first
-    for layer, dec in enumerate(model.decoder.layers):
-        self_sub, cross_sub, feed = dec.sublayers
-        if y is not None:
-            y = self_sub(y, lambda h, a=dec.self_attn: a(h, h, tgt_mask).output)
-        elif own_memory is not None:  # enc_self rows read the unmasked embeddings: after self-attention they are
-            y = unmasked.sublayer_input[dec.cross_attn].expand(own_memory.size(0), -1, -1)  # the unmasked pass
+    own_kv = None if x is None else model.memory_key_values(model.encoder.final_norm(x))  # per layer [R_enc, H, S, d_k]
+    y, self_done = None, False  # [R, T, D], the enc_self rows first
+    if own_kv is not None:  # enc_self rows read the unmasked decoder input, so layer 1's self-attention is the
+        y, self_done = unmasked.sublayer_input[model.decoder.layers[0].cross_attn].expand(len(x), -1, -1), True
+    for layer, dec in enumerate(model.decoder.layers):  # unmasked one: they join at its cross-attention
+        self_join = cross_join = None
         if "dec_self" in kinds:
-            own_self = self_sub(unmasked.sublayer_input[dec.self_attn].expand(g, -1, -1),
-                                lambda _h, a=dec.self_attn: unmasked.without(a, heads))  # [g, T, D]
-            y = own_self if y is None else torch.cat([y, own_self])
+            self_join = (unmasked.sublayer_input[dec.self_attn].expand(g, -1, -1), unmasked.without(dec.self_attn, heads))
             labels.append(("dec_self", layer))
-        if y is not None:
-            k, v = unmasked.key_value[dec.cross_attn]  # [1, H, S, d_k]: the unmasked memory's
-            if own_memory is not None:
-                own_k, own_v = dec.cross_attn.project_key_value(own_memory)  # [R_enc, H, S, d_k] each
-                shared = y.size(0) - own_k.size(0)
-                k = torch.cat([own_k, k.expand(shared, -1, -1, -1)])  # [R, H, S, d_k]
-                v = torch.cat([own_v, v.expand(shared, -1, -1, -1)])
-            else:
-                k, v = k.expand(y.size(0), -1, -1, -1), v.expand(y.size(0), -1, -1, -1)
-            y = cross_sub(y, lambda h, a=dec.cross_attn, kv=(k, v): a(h, None, src_mask, past=kv).output)
         if "cross" in kinds:
-            own_cross = cross_sub(unmasked.sublayer_input[dec.cross_attn].expand(g, -1, -1),
-                                  lambda _h, a=dec.cross_attn: unmasked.without(a, heads))  # [g, T, D]
-            y = own_cross if y is None else torch.cat([y, own_cross])
+            cross_join = (unmasked.sublayer_input[dec.cross_attn].expand(g, -1, -1),
+                          unmasked.without(dec.cross_attn, heads))
             labels.append(("cross", layer))
-        y = feed(y, dec.feed_forward)
+        k, v = unmasked.key_value[dec.cross_attn]  # [1, H, S, d_k]: the unmasked memory's
+        rows = (0 if y is None else y.size(0)) + (g if self_join else 0)  # the rows that reach cross-attention
+        own = 0 if own_kv is None else own_kv[layer][0].size(0)
+        k, v = k.expand(rows - own, -1, -1, -1), v.expand(rows - own, -1, -1, -1)
+        if own:  # the enc_self rows read their own memory
+            k, v = torch.cat([own_kv[layer][0], k]), torch.cat([own_kv[layer][1], v])
+        y = dec.forward_joined(y, (k, v), tgt_mask, src_mask, self_done=self_done, self_join=self_join,
+                               cross_join=cross_join)
+        self_done = False
     return labels, model.decoder.final_norm(y)

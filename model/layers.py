@@ -84,6 +84,19 @@ class EncoderLayer(nn.Module):
         attended = self.sublayers[0](x, attend)
         return self.sublayers[1](attended, self.feed_forward), with_residual(record[0], x)
 
+    def forward_joined(self, x: torch.Tensor | None, src_mask: torch.Tensor, join: tuple[torch.Tensor, torch.Tensor]
+                       ) -> torch.Tensor:
+        """Rows that run on from inside this layer, in one batch with rows that run all of it: x [R, S, D] (or
+        None) runs the whole layer; join = (the residual entering self-attention [G, S, D], the attention output
+        that replaces it [G, S, D]), e.g. an ablation that changed one head's share. -> [R + G, S, D], x's rows
+        first. The rows joining skip the attention itself, the largest saving when every head is switched off
+        in turn (explain.heads.head_importance)."""
+        joined = self.sublayers[0](join[0], lambda _h: join[1])  # [G, S, D]
+        if x is not None:
+            attended = self.sublayers[0](x, lambda h: self.self_attn(h, h, src_mask).output)  # [R, S, D]
+            joined = torch.cat([attended, joined])
+        return self.sublayers[1](joined, self.feed_forward)
+
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, encoder-decoder (cross) attention, then the FFN."""
@@ -123,3 +136,24 @@ class DecoderLayer(nn.Module):
         after_cross = self.sublayers[1](after_self, cross_attend)
         return (self.sublayers[2](after_cross, self.feed_forward), with_residual(record[0], y),
                 with_residual(record[1], after_self))
+
+    def forward_joined(self, y: torch.Tensor | None, memory_kv: KeyValue, self_mask: torch.Tensor,
+                       cross_mask: torch.Tensor | None, *, self_done: bool = False,
+                       self_join: tuple[torch.Tensor, torch.Tensor] | None = None,
+                       cross_join: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """Rows that run on from inside this layer, in one batch with rows that run all of it. y [R, T, D] (or
+        None) runs the whole layer (``self_done``: y is already past self-attention, it joins at cross-attention);
+        self_join = (the residual entering self-attention [G, T, D], the output replacing it) joins there;
+        cross_join = (the residual entering cross-attention, the output replacing it) joins there. Cross-attention
+        reads ``memory_kv`` [R + G, H, S, d_k] for the rows before it. -> [R + G + G', T, D] in that order."""
+        if y is not None and not self_done:
+            y = self.sublayers[0](y, lambda h: self.self_attn(h, h, self_mask).output)  # [R, T, D]
+        if self_join is not None:
+            joined = self.sublayers[0](self_join[0], lambda _h: self_join[1])  # [G, T, D]
+            y = joined if y is None else torch.cat([y, joined])
+        if y is not None:
+            y = self.sublayers[1](y, lambda h: self.cross_attn(h, None, cross_mask, past=memory_kv).output)
+        if cross_join is not None:
+            joined = self.sublayers[1](cross_join[0], lambda _h: cross_join[1])  # [G', T, D]
+            y = joined if y is None else torch.cat([y, joined])
+        return self.sublayers[2](y, self.feed_forward)

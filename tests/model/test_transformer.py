@@ -4,6 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
+from model.attention import INTERNALS
 from model.positional import MAX_POSITIONS, sinusoidal_encoding
 from model.trace import KINDS
 from model.transformer import Transformer, shifted_right
@@ -120,3 +121,29 @@ def test_whole_model_equals_torch_reference_transformer_with_the_same_weights():
 def test_the_decoder_input_is_the_output_shifted_right_behind_the_start_token(output, start):
     shifted = shifted_right(output, start)
     assert len(shifted) == max(len(output), 1) and shifted[0] == start and shifted[1:] == output[:-1]
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_rows_joining_a_layer_with_its_own_attention_output_get_the_layers_result(norm_first):
+    """forward_joined is where an ablation runs on from: rows joining with the attention output the forward itself
+    computed must come out as the forward's rows, at whichever sub-layer they join, beside rows that run it all."""
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(40, norm_first=norm_first)).eval()
+    src, tgt = torch.randint(4, 40, (1, 7)), torch.randint(4, 40, (1, 5))
+    with torch.no_grad():
+        _, trace = model.teacher_forced_hidden(src, tgt, INTERNALS)
+        memory, src_mask, _ = model.encode(src)
+        kv = model.memory_key_values(memory)[1]  # [1, H, S, d_k] each
+        enc, dec = model.encoder.layers[1], model.decoder.layers[1]
+        it = trace.internals["enc_self"][1]  # layer 2's self-attention: the residual entering it and its output
+        out, _ = enc(it.residual_input, src_mask)  # [1, S, D]
+        both = enc.forward_joined(it.residual_input, src_mask, (it.residual_input, it.output))  # [2, S, D]
+        torch.testing.assert_close(both, out.expand(2, -1, -1))
+        self_it, cross_it = trace.internals["dec_self"][1], trace.internals["cross"][1]
+        out, _, _ = dec(self_it.residual_input, kv, model.target_mask(tgt), src_mask)  # [1, T, D]
+        three = dec.forward_joined(self_it.residual_input, (kv[0].expand(2, -1, -1, -1), kv[1].expand(2, -1, -1, -1)),
+                                   model.target_mask(tgt), src_mask, self_join=(self_it.residual_input, self_it.output),
+                                   cross_join=(cross_it.residual_input, cross_it.output))  # [3, T, D]
+        torch.testing.assert_close(three, out.expand(3, -1, -1))
+        late = dec.forward_joined(cross_it.residual_input, kv, model.target_mask(tgt), src_mask, self_done=True)
+        torch.testing.assert_close(late, out)  # rows already past self-attention join at cross-attention
