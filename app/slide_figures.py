@@ -32,7 +32,7 @@ from app.charts.mechanics import stage_bars
 from app.charts.training import architecture_diagram, label_smoothing_bars, lr_schedule
 from app.escape import md
 from app.examples import languages
-from app.explorer import attention_view, head_label, head_matrix
+from app.explorer import attention_view, head_label, head_matrix, select_head
 from app.lecture import FAILURES, REORDER_HINT, Slide
 from app.page import to_numpy
 from app.resources import load_snapshot, snapshots_of
@@ -229,10 +229,10 @@ def learning(deck: Deck) -> Made:
     maps = []
     for name, (_, meta) in snapshots.items():
         reading = read_output(load_snapshot(deck.model_name, name).model, list(t.source.ids), list(t.target_ids))
-        maps.append((f"epoch {meta.get('epochs', '?')}", to_numpy(reading.maps["cross"][-1].mean(dim=0))))
+        maps.append((f"epoch {meta.get('epochs', '?')}", select_head(to_numpy(reading.maps["cross"][-1]), -1)))
     final = deck.ckpt.meta.get("epochs")
     maps.append((f"epoch {final} (this model)" if final else "this model",
-                 to_numpy(t.trace.weights("cross")[-1, 0].mean(dim=0))))
+                 select_head(to_numpy(t.trace.weights("cross")[-1, 0]), -1)))
     fig = checkpoints_figure(maps, list(t.target_input_pieces), list(t.source.pieces), row_title="decoder input",
                              col_title="source piece", width_px=SLIDE_PX,
                              title="Last layer's cross-attention in training<br><sup>mean over heads</sup>")

@@ -10,7 +10,7 @@ import streamlit as st
 
 from app.charts import vision as charts
 from app.charts.style import plotly_config
-from app.explorer import point_customdata
+from app.explorer import point_customdata, select_head
 from app.page import log, plot, to_numpy
 from app.presenter import presentable
 from explain.vision import (
@@ -156,7 +156,7 @@ def vit_section(ckpt: VisionCheckpoint, image: np.ndarray, label: int | None) ->
     query = c3.selectbox("Query token", list(range(g * g + 1)), key="vision_query",
                          format_func=lambda q: "[CLS]" if q == 0 else f"patch {q}",
                          help="Or click a patch in the left figure.")
-    rows = attention[layer].mean(0) if head < 0 else attention[layer, head]  # [N+1, N+1]
+    rows = select_head(attention[layer], head)  # [N+1, N+1]
     who = "[CLS]" if query == 0 else f"patch {query}"
     left, right = st.columns(2)
     with left:
