@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from app.explorer import KIND_SHORT
 from tests.e2e.test_browser import (
     assert_no_error,
     screenshot_on_failure,
@@ -73,7 +74,8 @@ def test_switch_a_head_off_then_compare_two_sentences(browser, streamlit_server,
         table.scroll_into_view_if_needed()
         box = table.bounding_box()
         page.mouse.click(box["x"] + 15, box["y"] + 35 + 17)  # the first data row's selection checkbox
-        expect(page.get_by_text(re.compile(r"^1 head off: (Encoder self|Decoder self|Cross) L\d H\d$")).first
+        kinds = "|".join(re.escape(label) for label in KIND_SHORT.values())
+        expect(page.get_by_text(re.compile(rf"^1 head off: ({kinds}) L\d H\d$")).first
                ).to_be_visible(timeout=WAIT_MS)
         page.get_by_text("With the heads off").first.wait_for(timeout=WAIT_MS)
         wait_idle(page)

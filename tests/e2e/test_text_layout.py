@@ -35,6 +35,11 @@ PRESENTER_MIN_PX = 18
 TOLERANCE_PX = 1
 WAIT_MS = 120_000
 SETTLED_MS = 400  # figures count as drawn when no text was added, moved or removed for this long
+# A failed request shows in the console only as "Failed to load resource": each is judged by its response instead.
+# Opened at a page's own URL (/decoding), Streamlit's front end first asks /decoding/_stcore/health and
+# /decoding/_stcore/host-config whether the app lives there, and on their 404 goes on at the root: its own probe.
+RESOURCE_FAILED = "Failed to load resource"
+BASE_URL_PROBE = re.compile(r"/[^/?]+/_stcore/(health|host-config)$")
 
 # Resolves once the script has finished and every figure's text has stood still for SETTLED_MS (Plotly lays out
 # after the script ends, and a fragment may redraw).
@@ -161,8 +166,11 @@ def test_no_text_collides_is_cut_or_too_small_on_any_page_or_slide(browser, stre
     page.set_default_timeout(WAIT_MS)
     problems, began = [], time.monotonic()
     errors: list[str] = []  # the browser console's errors, on any page (an icon fetched from the internet was one)
-    page.on("console", lambda message: errors.append(message.text[:200]) if message.type == "error" else None)
+    page.on("console", lambda message: errors.append(message.text[:200])
+            if message.type == "error" and not message.text.startswith(RESOURCE_FAILED) else None)
     page.on("pageerror", lambda error: errors.append(str(error)[:200]))
+    page.on("response", lambda response: errors.append(f"{response.status} {response.url}")
+            if response.status >= 400 and not BASE_URL_PROBE.search(response.url) else None)
     try:
         for name, path, section in page_views():
             page.goto(f"{streamlit_server.url}/{path}{'?' + query if query else ''}", wait_until="domcontentloaded")

@@ -33,30 +33,30 @@ def _playwright_error() -> type[Exception]:
     return Error
 
 
+def _parsed(payload, message_class):
+    """A binary WebSocket frame parsed as ``message_class`` (Streamlit's BackMsg or ForwardMsg), or None."""
+    if isinstance(payload, str):
+        return None
+    message = message_class()
+    try:
+        message.ParseFromString(payload)
+    except Exception:  # not that kind of message
+        return None
+    return message
+
+
 def _rerun_request(payload) -> bool:
     """A frame the page sent: is it a BackMsg asking for a script run (a widget changed, a page opened)?"""
     from streamlit.proto.BackMsg_pb2 import BackMsg
-    if isinstance(payload, str):
-        return False
-    message = BackMsg()
-    try:
-        message.ParseFromString(payload)
-    except Exception:  # not a BackMsg
-        return False
-    return message.WhichOneof("type") == "rerun_script"
+    message = _parsed(payload, BackMsg)
+    return message is not None and message.WhichOneof("type") == "rerun_script"
 
 
 def _finished_ok(payload) -> bool:
     """A frame the server sent: is it the end of a script (or fragment) run that was not cut short by a rerun?"""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-    if isinstance(payload, str):
-        return False
-    message = ForwardMsg()
-    try:
-        message.ParseFromString(payload)
-    except Exception:  # not a ForwardMsg
-        return False
-    return message.WhichOneof("type") == "script_finished" and message.script_finished in (
+    message = _parsed(payload, ForwardMsg)
+    return message is not None and message.WhichOneof("type") == "script_finished" and message.script_finished in (
         ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
 
 
