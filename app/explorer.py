@@ -38,7 +38,9 @@ from model.inference import Translation
 from model.tokenizer import SPECIAL_PIECES, word_groups, word_labels
 from model.trace import KIND_LABELS, KINDS
 
-KIND_SHORT = {"enc_self": "Encoder self", "dec_self": "Decoder self (masked)", "cross": "Cross (encoder-decoder)"}
+# Short enough that the three fit the explorer's control side by side at 1280 px (a longer "Cross (encoder-decoder)"
+# made the control scroll and read "r self"); the captions say what each is.
+KIND_SHORT = {"enc_self": "Encoder self", "dec_self": "Decoder self (masked)", "cross": "Cross"}
 KIND_HELP = {
     "enc_self": "Every source piece looks at every source piece (no mask). Rows sum to 1.",
     "dec_self": "Each decoder position looks at itself and earlier positions only: the grey cells are masked "

@@ -123,6 +123,13 @@ MEASURE = """([tolerance, minPx]) => {
       labels.push(el.textContent.trim().slice(0, 60));
     }
   });
+  // A row of buttons (segmented control, pills) too wide for its column scrolls: its first or last button is cut.
+  main.querySelectorAll('[data-testid=stButtonGroup], [data-testid=stButtonGroup] *').forEach((el) => {
+    const style = getComputedStyle(el);
+    if (visible(el) && el.offsetWidth && style.overflowX !== 'visible' && el.scrollWidth > el.clientWidth + tolerance) {
+      labels.push(`a row of buttons scrolled: ${el.textContent.trim().slice(0, 60)}`);
+    }
+  });
   return {figures, labels};
 }"""
 
