@@ -38,9 +38,9 @@ from model.inference import Translation
 from model.tokenizer import SPECIAL_PIECES, word_groups, word_labels
 from model.trace import KIND_LABELS, KINDS
 
-# Short enough that the three fit the explorer's control side by side at 1280 px (a longer "Cross (encoder-decoder)"
-# made the control scroll and read "r self"); the captions say what each is.
-KIND_SHORT = {"enc_self": "Encoder self", "dec_self": "Decoder self (masked)", "cross": "Cross"}
+# Short enough that the three fit side by side in the explorer's and the Heads page's controls at 1280 px (longer ones
+# made the control scroll and read "r self"); each figure's title names the kind in full (model.trace.KIND_LABELS).
+KIND_SHORT = {"enc_self": "Encoder self", "dec_self": "Decoder self", "cross": "Cross"}
 KIND_HELP = {
     "enc_self": "Every source piece looks at every source piece (no mask). Rows sum to 1.",
     "dec_self": "Each decoder position looks at itself and earlier positions only: the grey cells are masked "
