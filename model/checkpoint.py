@@ -27,7 +27,7 @@ from safetensors.torch import load as load_safetensors_bytes
 from torch import nn
 
 from .config import DecodeConfig, ModelConfig, format_bytes
-from .shards import INDEX, ShardError, has_weights, read_index, save_weights
+from .shards import INDEX, SINGLE, ShardError, has_weights, read_index, save_weights
 from .tokenizer import (
     MARIAN_FILES,
     MARIAN_SPECIALS,
@@ -39,7 +39,7 @@ from .tokenizer import (
 )
 from .transformer import Transformer
 
-WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", TOKENIZER_FILE
+WEIGHTS, CONFIG, TOKENIZER = SINGLE, "config.json", TOKENIZER_FILE  # SINGLE: model.safetensors, unsharded
 FORMAT_VERSION = 1
 # Largest files read (the shipped en-de checkpoint: 15 MB of weights, 2 kB of config, 0.3 MB of tokenizer;
 # Marian opus-mt: 300 MB of float32 weights, 0.8 MB of sentencepiece model).

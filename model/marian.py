@@ -32,11 +32,11 @@ from .checkpoint import (
 )
 from .config import MAX_MODEL_BYTES, ModelConfig, format_bytes
 from .positional import sinusoidal_encoding
-from .shards import INDEX, ShardError, has_weights, read_index
+from .shards import INDEX, SINGLE, ShardError, has_weights, read_index
 from .tokenizer import MARIAN_FILES, MarianTokenizer, TokenizerError
 from .transformer import Transformer
 
-HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", "model.safetensors", "pytorch_model.bin"
+HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", SINGLE, "pytorch_model.bin"
 HF_TOKENIZER_CONFIG = "tokenizer_config.json"
 MAX_SOURCE_WEIGHTS_BYTES = MAX_MODEL_BYTES + 64 * 2**20  # a weights file a model within the config limits can have
 # Hugging Face's MarianConfig defaults: a config.json key that is absent means this value, as when HF loads it.
