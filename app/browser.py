@@ -70,6 +70,19 @@ if (!window.__aeLink) {
 }
 </script>"""
 
+# Streamlit's front end loads most element kinds (charts, button groups, even st.html) as separate chunks and
+# draws a grey skeleton box in each one's place until its chunk has arrived: on a fresh link, 1-3 s of grey boxes
+# under an already drawn translation. Markdown is in the front end's main bundle, so this rule, sent as markdown
+# before anything else, is in force before the first skeleton appears: the box keeps its place, invisibly.
+SKELETON_CSS = ("<style data-ae-skeletons>[data-testid=stSkeleton]{visibility:hidden}"
+                "[data-testid=stElementContainer]:has(style[data-ae-skeletons]){display:none}</style>")
+
+
+def hide_loading_skeletons() -> None:
+    """No grey placeholder boxes while the front end fetches an element's code (call first on every run)."""
+    st.markdown(SKELETON_CSS, unsafe_allow_html=True)
+
+
 def bind_keys(bindings: dict[str, str], hide: tuple[str, ...] = ()) -> None:
     """Press the button with widget key ``bindings[key]`` when ``key`` (a KeyboardEvent.key such as
     "ArrowRight", "PageDown", "h", "H") is pressed anywhere on the page but in a text field or slider.

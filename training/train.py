@@ -87,6 +87,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep-epochs", type=int, default=5, help="keep the weights of the last N epochs in "
                         "<out>/epochs/ for checkpoint averaging (python -m training.average; 0 = none)")
     parser.add_argument("--max-steps", type=int, default=0, help="stop after this many steps in total (0 = no cap)")
+    parser.add_argument("--stop-minutes", type=float, default=0.0, help="wall-clock budget of this launch: stop "
+                        "after the last epoch that ends within it, as fairseq's --stop-time-hours (0 = none; for a "
+                        "lent GPU's fixed minutes)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--copy-augment", type=int, default=0, help="add N copies of every training pair that "
                         "shares a name or number between its sides, that string replaced on both (training.augment)")
@@ -414,6 +417,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         distributed.stop(ranks)
 
 
+def out_of_time(deadline: float, epoch_seconds: float, ranks: Ranks) -> bool:
+    """Whether an epoch as long as the last one would end past the deadline; every rank takes the same decision
+    (one rank stopping alone would leave the others waiting in their next all-reduce)."""
+    late = time.perf_counter() + epoch_seconds > deadline
+    return distributed.total(int(late), ranks) > 0
+
+
 def _train(args: argparse.Namespace, ranks: Ranks) -> int:
     run = build_or_resume(args, ranks)
     resume = f"resuming at step {run.progress.step}" if run.progress.step else "starting"
@@ -422,13 +432,19 @@ def _train(args: argparse.Namespace, ranks: Ranks) -> int:
               f"{len(token_batches(run.train_pairs, args.max_tokens))} batches/epoch, "
               f"{count_parameters(run.model) / 1e6:.2f}M parameters, {ranks.device} x {ranks.world} process(es), "
               f"threads {torch.get_num_threads()}, bf16 {args.bf16}; {resume}", flush=True)
+    deadline = time.perf_counter() + args.stop_minutes * 60 if args.stop_minutes else math.inf
     while run.progress.epoch < args.epochs:
+        started = time.perf_counter()
         loss, stopped = train_epoch(run)
         if stopped:
             if ranks.main:
                 print(f"stopped at --max-steps {args.max_steps}", flush=True)
             return 0
         end_of_epoch(run, loss)
+        if out_of_time(deadline, time.perf_counter() - started, ranks):
+            if ranks.main:
+                print(f"stopped: another epoch would end after --stop-minutes {args.stop_minutes:g}", flush=True)
+            return 0
     if ranks.main:
         print(f"done: best epoch {run.progress.best_epoch}, valid loss {run.progress.best_valid_loss:.3f}", flush=True)
     return 0

@@ -55,3 +55,32 @@ def test_the_first_page_shows_the_default_translation_and_its_charts_without_a_c
         assert not errors, f"console errors: {errors}"
     finally:
         context.close()
+
+
+# Counts, at every change of the page, the grey placeholder boxes (Streamlit's skeletons for element code still being
+# fetched) that are visible while the translation is already drawn above them.
+COUNT_SKELETONS_UNDER_CONTENT = """
+window.__skeletonsUnderContent = 0;
+new MutationObserver(() => {
+  if (!document.querySelector("SHOWN")) return;
+  for (const el of document.querySelectorAll('[data-testid=stSkeleton]'))
+    if (getComputedStyle(el).visibility !== 'hidden') window.__skeletonsUnderContent++;
+}).observe(document, {subtree: true, childList: true});
+""".replace("SHOWN", SHOWN)  # SHOWN holds no double quote
+
+
+def test_a_link_opened_without_a_cache_shows_no_placeholder_boxes_under_drawn_content(browser, streamlit_server):
+    """A fresh browser (nothing cached) fetches each element's code while the page is drawn; before the fix the
+    observer counted 45-165 visible grey boxes under the translation on this link."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})  # a new context: an empty cache
+    context.add_init_script(COUNT_SKELETONS_UNDER_CONTENT)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        page.goto(f"{streamlit_server.url}/?layer=2&head=3")
+        page.locator(SHOWN).first.wait_for()
+        page.locator(CHART).first.wait_for()
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate("window.__skeletonsUnderContent") == 0
+    finally:
+        context.close()

@@ -1,5 +1,7 @@
 import csv
 import json
+import math
+import time
 from string import ascii_lowercase as LETTERS
 
 import pytest
@@ -13,9 +15,11 @@ from model.transformer import Transformer
 from tests.conftest import tiny_config
 from training.card import _recipe
 from training.data import encode_pairs
+from training.distributed import Ranks
 from training.loss import validation_loss
 from training.schedule import noam_lr, training_segments
 from training.train import main as train_main
+from training.train import out_of_time
 
 TINY = ["--task", "reverse", "--d-model", "32", "--n-heads", "2", "--layers", "1", "--d-ff", "64", "--warmup", "10",
         "--valid-bleu", "5", "--save-every", "10", "--threads", "1"]
@@ -143,3 +147,22 @@ def test_init_from_with_another_tokenizer_carries_the_weights_over_to_its_vocabu
     (third / "tokenizer.model").write_bytes(before.tokenizer.model_proto)
     with pytest.raises(SystemExit, match="--tokenizer"):  # said, not guessed
         train_main([*TINY, "--out", str(third), "--init-from", str(second / "last"), "--max-steps", "33"])
+
+
+def test_out_of_time_stops_before_an_epoch_that_would_end_past_the_deadline():
+    one = Ranks(rank=0, world=1, device=torch.device("cpu"))
+    now = time.perf_counter()
+    assert not out_of_time(now + 60, epoch_seconds=10, ranks=one)  # room for another epoch
+    assert out_of_time(now + 60, epoch_seconds=70, ranks=one)  # the next one would end a minute late
+    assert not out_of_time(math.inf, epoch_seconds=1e9, ranks=one)  # no budget given
+
+
+@pytest.mark.slow
+def test_stop_minutes_ends_the_run_after_the_last_epoch_that_fits_with_everything_saved(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert train_main([*TINY, "--out", str(run), "--epochs", "3", "--stop-minutes", "0.001"]) == 0
+    assert "another epoch would end after --stop-minutes" in capsys.readouterr().out
+    with (run / "epochs.csv").open() as f:
+        assert [row["epoch"] for row in csv.DictReader(f)] == ["1"]  # epochs 2 and 3 did not fit
+    assert json.loads((run / "last" / "state.json").read_text())["epoch"] == 1  # a rerun resumes at epoch 2
+    assert (run / "best" / "config.json").exists()
