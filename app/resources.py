@@ -13,13 +13,12 @@ from model.checkpoint import (
     Checkpoint,
     CheckpointError,
     checkpoint_snapshots,
-    length_penalty_of,
     load_checkpoint,
     peek_checkpoint,
     read_config,
 )
-from model.config import DecodeConfig
 from model.device import describe, resolve_device
+from model.meta import forced_eos_of, length_penalty_of
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = {
@@ -51,17 +50,26 @@ def _load_shipped(name: str) -> Checkpoint:
     return load_checkpoint(MODELS[name] if name in MODELS else converted_models()[name][0], resolve_device("auto"))
 
 
-def default_length_penalty(name: str) -> float:
-    """Beam search's α for a model: the one chosen on its validation split, else the paper's 0.6 (also when the model
-    cannot be read; the pages report that). A model under pretrained/ is read from its config.json alone (no
-    weights), an upload from the session."""
+def model_meta(name: str) -> dict:
+    """A model's meta, for the decoding defaults it brings: a model under pretrained/ is read from its config.json
+    alone (no weights), an upload from the session; {} when it cannot be read (the pages report that)."""
     try:
         if name in MODELS:
-            return length_penalty_of(read_config(MODELS[name])[1])
+            return read_config(MODELS[name])[1]
         converted = converted_models()
-        return length_penalty_of(converted[name][1]) if name in converted else load_model(name).length_penalty
+        return converted[name][1] if name in converted else load_model(name).meta
     except (CheckpointError, OSError):
-        return DecodeConfig.length_penalty
+        return {}
+
+
+def default_length_penalty(name: str) -> float:
+    """Beam search's α for a model: the one chosen on its validation split, else the paper's 0.6."""
+    return length_penalty_of(model_meta(name))
+
+
+def default_forced_eos(name: str) -> bool:
+    """Whether the model's own rule ends a hypothesis at the length limit with EOS (a converted Marian model)."""
+    return forced_eos_of(model_meta(name))
 
 
 def load_model(name: str) -> Checkpoint:

@@ -1,6 +1,7 @@
 """Command line: python -m model translate "some text" [--checkpoint DIR] [--beam N] [--max-len N]
 [--length-penalty A] [--device auto|cpu|cuda] [--json FILE]
-              python -m model convert-marian DIR --out pretrained/NAME   (a Hugging Face Marian opus-mt folder)"""
+              python -m model convert DIR --out pretrained/NAME   (a Hugging Face folder; config.json's model_type
+              says which family: marian; convert-marian is the same for Marian folders)"""
 from __future__ import annotations
 
 import os
@@ -72,10 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     tr.add_argument("--json", help="write pieces, steps and attention to this file (at most "
                                    f"{DEFAULT_BUDGET.max_json_bytes // 2**20} MB: a longer decode is refused)")
-    cm = commands.add_parser("convert-marian", help="convert a downloaded Hugging Face Marian (opus-mt) folder")
-    cm.add_argument("folder", help="the folder with config.json, model.safetensors or pytorch_model.bin, source.spm, "
-                                   "target.spm and vocab.json")
-    cm.add_argument("--out", required=True, help="the new checkpoint directory, e.g. pretrained/opus-mt-en-de")
+    from .convert import CONVERTERS
+
+    for name, what in (("convert", f"convert a Hugging Face folder of a supported model_type "
+                                   f"({', '.join(sorted(CONVERTERS))})"),
+                       ("convert-marian", "convert a downloaded Hugging Face Marian (opus-mt) folder")):
+        cm = commands.add_parser(name, help=what)
+        cm.add_argument("folder", help="the folder with config.json, model.safetensors (or its shards, or "
+                                       "pytorch_model.bin) and the tokenizer files (Marian: source.spm, target.spm, "
+                                       "vocab.json)")
+        cm.add_argument("--out", required=True, help="the new checkpoint directory, e.g. pretrained/opus-mt-en-de")
     return parser
 
 
@@ -95,7 +102,8 @@ def translate_command(args: argparse.Namespace) -> int:
         ckpt = load_checkpoint(args.checkpoint, device)
         alpha = ckpt.length_penalty if args.length_penalty is None else args.length_penalty
         sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed) if args.sample else None
-        decode = DecodeConfig(beam_size=args.beam, max_len=args.max_len, length_penalty=alpha, sampling=sampling)
+        decode = DecodeConfig(beam_size=args.beam, max_len=args.max_len, length_penalty=alpha, sampling=sampling,
+                              forced_eos=ckpt.forced_eos)
         if args.json:  # priced before any work: a file too large to be useful is refused, not written
             budget = DEFAULT_BUDGET
             json_bytes = planned(ckpt.model, ckpt.tokenizer, args.text, decode, budget)[1].cost.json_bytes
@@ -128,12 +136,13 @@ def translate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def convert_marian_command(args: argparse.Namespace) -> int:
+def convert_command(args: argparse.Namespace) -> int:
     from .checkpoint import CheckpointError
+    from .convert import convert
     from .marian import convert_marian
 
     try:
-        done = convert_marian(args.folder, args.out)
+        done = (convert if args.command == "convert" else convert_marian)(args.folder, args.out)
     except CheckpointError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -154,8 +163,8 @@ def convert_marian_command(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "convert-marian":
-        return convert_marian_command(args)
+    if args.command in ("convert", "convert-marian"):
+        return convert_command(args)
     return translate_command(args)
 
 

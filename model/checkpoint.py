@@ -26,7 +26,8 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load as load_safetensors_bytes
 from torch import nn
 
-from .config import DecodeConfig, ModelConfig, format_bytes
+from .config import ModelConfig, format_bytes
+from .meta import clean_meta, forced_eos_of, length_penalty_of
 from .shards import INDEX, SINGLE, ShardError, has_weights, read_index, save_weights
 from .tokenizer import (
     MARIAN_FILES,
@@ -45,7 +46,6 @@ FORMAT_VERSION = 1
 # Marian opus-mt: 300 MB of float32 weights, 0.8 MB of sentencepiece model).
 MAX_WEIGHTS_BYTES = 400 * 2**20
 MAX_CONFIG_BYTES = 2**20
-MAX_LENGTH_PENALTY = 2.0  # the app's slider range; a larger α in a checkpoint's meta is not trusted
 MAX_TOKENIZER_BYTES = 64 * 2**20
 # A safetensors header is ~100 bytes of JSON per tensor plus free-form metadata: allow far more, never unbounded.
 HEADER_BASE_BYTES, HEADER_BYTES_PER_TENSOR = 64 * 2**10, 1024
@@ -96,13 +96,9 @@ class Checkpoint:
     def length_penalty(self) -> float:
         return length_penalty_of(self.meta)
 
-
-def length_penalty_of(meta: dict[str, Any]) -> float:
-    """Beam search's α for a model: the one chosen on its validation split (training.length_penalty) if its meta
-    names a sane one, else the paper's 0.6."""
-    alpha = meta.get("length_penalty")
-    ok = isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0.0 <= alpha <= MAX_LENGTH_PENALTY
-    return float(alpha) if ok else DecodeConfig.length_penalty
+    @property
+    def forced_eos(self) -> bool:
+        return forced_eos_of(self.meta)
 
 
 def save_checkpoint(model: Transformer, tokenizer: TextTokenizer, directory: str | Path,
@@ -130,43 +126,6 @@ def update_meta(directory: str | Path, **entries: Any) -> None:
     payload = json.loads(path.read_text())
     payload.setdefault("meta", {}).update(entries)
     path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-
-
-Number = (int, float)
-# Training facts the app and the model card read from meta, with the types they need. A checkpoint's
-# meta is free-form JSON (an uploaded one says whatever its author wrote), so anything else is dropped.
-META_TYPES: dict[str, tuple[type, ...]] = {
-    "task": (str,), "steps": (int,), "epochs": (int,), "train_seconds": Number, "warmup": (int,),
-    "lr_factor": Number, "max_tokens": (int,), "label_smoothing": Number, "bf16": (bool,), "dropout": Number,
-    "corpus": (str,),  # the corpus file a model (or one stretch of its training) was trained on
-    "processes": (int,),  # torchrun processes whose batches made one optimizer step (absent: one)
-    "valid_loss": Number, "valid_bleu": Number, "averaged": (list,), "continued_from": (dict,),
-    "source_lang": (str,), "target_lang": (str,), "converted_from": (str,),  # a converted model (model.marian)
-    "length_penalty": Number,  # beam search's α, chosen on the validation split (training.length_penalty)
-    "snapshot": (str,),  # one line on what an earlier stage of a model's training is (see checkpoint_snapshots)
-}
-MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
-CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
-                   "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
-                   "earlier": (dict,),
-                   "vocabulary_after": (str,)}  # the run after this link read another tokenizer (training.vocab_transfer)
-
-
-def _typed(values: dict, types: dict[str, tuple[type, ...]]) -> dict:
-    """The entries whose type is the expected one (bool is not a number here; text is short and printable)."""
-    return {k: v for k, v in values.items() if k in types and isinstance(v, types[k])
-            and not (isinstance(v, bool) and bool not in types[k])
-            and not (isinstance(v, str) and (len(v) > MAX_META_TEXT or not v.isprintable()))}
-
-
-def clean_meta(meta: Any) -> dict[str, Any]:
-    """meta restricted to META_TYPES; each continued_from link of the chain to CONTINUED_TYPES."""
-    meta = _typed(meta, META_TYPES) if isinstance(meta, dict) else {}
-    link, parent = meta.get("continued_from"), meta
-    while link is not None:
-        parent["continued_from" if parent is meta else "earlier"] = link = _typed(link, CONTINUED_TYPES)
-        parent, link = link, link.get("earlier")
-    return meta
 
 
 def _read_file(path: Path, limit: int) -> bytes:

@@ -209,7 +209,9 @@ class DecodeConfig:
     ``max_len`` counts generated tokens, EOS included. ``length_penalty`` is GNMT's alpha
     (0 = rank hypotheses by raw log-probability). ``top_k`` is how many next-token
     probabilities each step reports for display; it does not change the search. ``sampling`` draws each
-    next piece instead (one hypothesis: beam_size must be 1).
+    next piece instead (one hypothesis: beam_size must be 1). ``forced_eos``: the piece at the length limit is EOS
+    whatever the model prefers, adding 0 to the log-prob, as Hugging Face's generate() does for a config with
+    forced_eos_token_id (Marian's); without it a hypothesis cut at max_len ends without EOS (the paper's way).
     """
 
     beam_size: int = 1
@@ -217,6 +219,7 @@ class DecodeConfig:
     length_penalty: float = 0.6
     top_k: int = 10
     sampling: Sampling | None = None
+    forced_eos: bool = False
 
     def __post_init__(self) -> None:
         for name, high in (("beam_size", MAX_BEAM), ("max_len", POSITION_TABLE - 1), ("top_k", MAX_TOP_K)):
@@ -226,5 +229,7 @@ class DecodeConfig:
         alpha = self.length_penalty
         if not isinstance(alpha, (int, float)) or not 0 <= alpha <= MAX_LENGTH_PENALTY:  # NaN fails both
             raise ValueError(f"length_penalty must be a number from 0 to {MAX_LENGTH_PENALTY:g}, got {alpha!r}")
+        if not isinstance(self.forced_eos, bool):
+            raise ValueError(f"forced_eos must be true or false, got {self.forced_eos!r}")
         if self.sampling is not None and self.beam_size != 1:
             raise ValueError(f"sampling draws one hypothesis: beam_size must be 1, got {self.beam_size}")

@@ -155,11 +155,22 @@ def _prepare(model: Transformer, src: torch.Tensor) -> torch.Tensor:
     return src.to(next(model.parameters()).device)
 
 
-def _selectable(log_probs: torch.Tensor, bos_id: int, pad_id: int) -> torch.Tensor:
-    """The model's log-probs with BOS and PAD made impossible: they are never valid outputs. [R, V]"""
+def _selectable(log_probs: torch.Tensor, bos_id: int, pad_id: int, forced_eos: int | None = None) -> torch.Tensor:
+    """The model's log-probs with BOS and PAD made impossible: they are never valid outputs. With ``forced_eos``
+    (an id, at the length limit) only that piece is possible, at log-prob 0: generate()'s ForcedEOSTokenLogitsProcessor,
+    so the forced piece adds nothing to a hypothesis' score. [R, V]"""
+    if forced_eos is not None:
+        forced = torch.full_like(log_probs, float("-inf"))  # [R, V]
+        forced[:, forced_eos] = 0.0
+        return forced
     log_probs = log_probs.clone()
     log_probs[:, [bos_id, pad_id]] = float("-inf")
     return log_probs
+
+
+def _forced(config: DecodeConfig, t: int, eos_id: int) -> int | None:
+    """The id forced at step t (EOS at the length limit when the config asks for it), else None."""
+    return eos_id if config.forced_eos and t + 1 == config.max_len else None
 
 
 def _start(model: Transformer, src: torch.Tensor, return_attention: bool, head_mask: HeadMask | None):
@@ -207,8 +218,10 @@ def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, retur
         out = model.step(state, prefix[:, -1:], return_attention)
         state = out.state
         topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [1, k]
-        token, sample = choose(_selectable(out.log_probs, cfg.bos_id, cfg.pad_id)[0])
-        new_score = score + out.log_probs[0, token]
+        forced = _forced(config, t, cfg.eos_id)
+        selectable = _selectable(out.log_probs, cfg.bos_id, cfg.pad_id, forced)[0]  # [V]
+        token, sample = (forced, None) if forced is not None else choose(selectable)
+        new_score = score + selectable[token]
         beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
         ended = token == cfg.eos_id
         done = ended or t + 1 == config.max_len
@@ -243,7 +256,9 @@ def _select(scores: torch.Tensor, eos_id: int, beam_size: int) -> list[Candidate
     chosen, kept = [], 0
     for rank, (s, idx) in enumerate(zip(top_scores.tolist(), top_idx.tolist(), strict=True)):
         row, token = divmod(idx, vocab)
-        if token == eos_id:
+        if s == float("-inf"):  # a continuation the model (or a forced piece) rules out is never kept
+            status = "pruned"
+        elif token == eos_id:
             status = "finished" if rank < beam_size else "pruned"
         elif kept < beam_size:
             status, kept = "kept", kept + 1
@@ -271,8 +286,8 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     for t in range(config.max_len):
         out = model.step(state, prefixes[:, -1:], return_attention)
         topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [R, k]
-        candidates = _select(scores[:, None] + _selectable(out.log_probs, cfg.bos_id, cfg.pad_id),
-                             cfg.eos_id, config.beam_size)
+        candidates = _select(scores[:, None] + _selectable(out.log_probs, cfg.bos_id, cfg.pad_id,
+                                                           _forced(config, t, cfg.eos_id)), cfg.eos_id, config.beam_size)
         last = t + 1 == config.max_len
         finished += [_finished((*prefixes[c.row, 1:].tolist(), c.token), c.log_prob, (*paths[c.row], c.row),
                                cfg.eos_id, config.length_penalty)

@@ -47,7 +47,7 @@ HF_DEFAULTS: dict[str, Any] = {
     "decoder_start_token_id": 58100, "scale_embedding": False, "pad_token_id": 58100, "eos_token_id": 0,
     "share_encoder_decoder_embeddings": True, "tie_word_embeddings": True,
     "normalize_before": False, "normalize_embedding": False, "add_final_layer_norm": False,
-    "static_position_embeddings": True, "add_bias_logits": False,
+    "static_position_embeddings": True, "add_bias_logits": False, "forced_eos_token_id": 0,
 }
 # Options of older Marian/BART configs this project's Transformer does not have: (key, refused value, what it is).
 UNSUPPORTED = [
@@ -125,6 +125,10 @@ def _refuse_unsupported(hf: dict[str, Any]) -> None:
             raise CheckpointError(f"{HF_CONFIG}: unsupported, {a} and {b} differ (one value serves both here)")
     if hf.get("decoder_vocab_size") not in (None, hf.get("vocab_size", HF_DEFAULTS["vocab_size"])):
         raise CheckpointError(f"{HF_CONFIG}: unsupported, decoder_vocab_size differs from vocab_size")
+    forced, eos = hf.get("forced_eos_token_id", HF_DEFAULTS["forced_eos_token_id"]), hf.get("eos_token_id", 0)
+    if forced is not None and forced not in (eos, [eos]) and [forced] != eos:
+        raise CheckpointError(f"{HF_CONFIG}: unsupported, forced_eos_token_id {str(forced)[:20]} is not the "
+                              f"eos_token_id {str(eos)[:20]}")
     if hf.get("activation_function", HF_DEFAULTS["activation_function"]) not in ACTIVATIONS:
         raise CheckpointError(f"{HF_CONFIG}: unsupported activation_function "
                               f"{str(hf.get('activation_function'))[:40]!r} (relu, swish/silu or gelu)")
@@ -335,7 +339,9 @@ def convert_marian(folder: str | Path, out: str | Path) -> Conversion:
     model = Transformer(config)
     model.load_state_dict(map_weights(hf_weights, config, file))
     source_lang, target_lang = languages(folder)
-    meta = {"converted_from": _model_name(folder), "source_lang": source_lang, "target_lang": target_lang}
+    meta = {"converted_from": _model_name(folder), "source_lang": source_lang, "target_lang": target_lang,
+            # generate() ends a hypothesis at the length limit with </s> when the config says so (Marian's default)
+            "forced_eos": hf_config.get("forced_eos_token_id", HF_DEFAULTS["forced_eos_token_id"]) is not None}
     save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
                       source_lang=source_lang, target_lang=target_lang)

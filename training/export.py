@@ -21,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoint import MAX_META_TEXT, CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from model.meta import MAX_META_TEXT
 
 LOGS = ("log.csv", "epochs.csv")
 

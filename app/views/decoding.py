@@ -95,7 +95,7 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
     piece = tokenizer.id_to_piece(chosen.token)
     fmt = st.session_state.get("image_format", "png")
     st.markdown(f"**Step {step.step + 1}** · the decoder reads the pieces so far and predicts the next one "
-                f"(chosen: **{piece}**, status *{chosen.status}*, cumulative log-prob {chosen.log_prob:.3f})"
+                f"(chosen: **{md(piece)}**, status *{chosen.status}*, cumulative log-prob {chosen.log_prob:.3f})"
                 + pieces_html([*prefix, piece], highlight=len(prefix)), unsafe_allow_html=True)
     c_probs, c_attn = st.columns([2, 3])
     with c_probs:
@@ -107,8 +107,12 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
                               title=f"Top {len(ids)} next pieces at step {step.step + 1}")
             st.plotly_chart(presentable(fig), key="decoding_topk", width="stretch", theme=None,
                             config=plotly_config("next_piece_probs", fmt))
-            if chosen.token not in ids:
-                st.caption(f"The chosen piece {piece} is not among the top {len(ids)} of this row.")
+            if translation.decode.forced_eos and step.step + 1 == translation.decode.max_len:
+                st.caption(f"The length limit ({translation.decode.max_len} pieces) is reached: this model's rule "
+                           f"(Hugging Face's forced_eos_token_id) makes the last piece {md(piece)}, whatever the model "
+                           "prefers (the bars), and adds nothing to the log-prob.")
+            elif chosen.token not in ids:
+                st.caption(f"The chosen piece {md(piece)} is not among the top {len(ids)} of this row.")
     with c_attn:
         n_layers, _, n_heads, _ = step.dec_self.shape
         layer, head = layer_head_ui(n_layers, n_heads)

@@ -189,3 +189,17 @@ def test_choosing_a_model_sets_beam_search_alpha_to_the_one_chosen_for_it(on_mar
     at = app_test(PAGES[0], model_name="reverse", uploads={NAME: wild})
     at.selectbox(key="model_name").select(NAME).run()
     assert at.session_state["length_penalty"] == 0.6 and not at.exception
+
+
+def test_a_model_that_forces_eos_at_the_limit_ends_there_and_the_decoding_page_says_why(on_marian, marian):
+    """A converted opus-mt model records forced_eos (Hugging Face's forced_eos_token_id): the tiny random model runs to
+    the length limit (6), where its last piece is </s>; the Decoding page's last step says the rule chose it."""
+    forcing = dataclasses.replace(marian, meta={**marian.meta, "forced_eos": True})
+    at = on_marian(PAGES[1], ckpt=forcing, step=6)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    said = [c.value for c in at.caption if "forced_eos_token_id" in c.value]
+    assert len(said) == 1 and "length limit (6 pieces)" in said[0]
+    assert any("chosen: **\\</s\\>**" in m.value for m in at.markdown)  # the piece shown as written, not as a tag
+    free = on_marian(PAGES[1], step=6)  # the same model without the rule: cut at the limit, no note
+    assert not [c.value for c in free.caption if "forced_eos_token_id" in c.value]
+    assert not any("chosen: **\\</s\\>**" in m.value for m in free.markdown)

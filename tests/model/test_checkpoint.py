@@ -11,11 +11,11 @@ from model.checkpoint import (
     TOKENIZER,
     WEIGHTS,
     CheckpointError,
-    clean_meta,
     load_checkpoint,
     peek_checkpoint,
     save_checkpoint,
 )
+from model.meta import clean_meta
 from model.transformer import Transformer
 from tests.conftest import tiny_config
 

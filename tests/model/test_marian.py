@@ -159,7 +159,8 @@ def test_a_folder_converts_round_trips_and_translates(folder, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "read the weights from model.safetensors" in printed and "en -> de" in printed
     ckpt = load_checkpoint(out)
-    assert ckpt.meta == {"converted_from": "opus-mt-en-de", "source_lang": "en", "target_lang": "de"}
+    assert ckpt.meta == {"converted_from": "opus-mt-en-de", "source_lang": "en", "target_lang": "de",
+                         "forced_eos": False}  # the fixture's config sets forced_eos_token_id null
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors", "source.spm", "target.spm",
                                                      "vocab.json"]
     state = hf_state_dict(ckpt.config.vocab_size)
@@ -171,6 +172,36 @@ def test_a_folder_converts_round_trips_and_translates(folder, tmp_path, capsys):
     assert cli_main(["translate", "The house is small.", "--checkpoint", str(out), "--max-len", "5",
                      "--json", str(tmp_path / "t.json")]) == 0
     assert json.loads((tmp_path / "t.json").read_text())["translation"]["decoder_input_pieces"][0] == "<pad>"
+
+
+def test_forced_eos_is_recorded_as_the_config_says_and_decoding_follows_it(folder, tmp_path, capsys):
+    """forced_eos_token_id absent means Marian's default, </s> (0): every opus-mt model forces it at the limit."""
+    config = json.loads((folder / "config.json").read_text())
+    del config["forced_eos_token_id"]
+    (folder / "config.json").write_text(json.dumps(config))
+    ckpt = load_checkpoint(convert_marian(folder, tmp_path / "out").path)
+    assert ckpt.meta["forced_eos"] is True and ckpt.forced_eos
+    assert cli_main(["translate", "The house is small.", "--checkpoint", str(tmp_path / "out"), "--max-len", "2",
+                     "--json", str(tmp_path / "t.json")]) == 0
+    saved = json.loads((tmp_path / "t.json").read_text())
+    assert saved["decode"]["forced_eos"] is True and saved["translation"]["pieces"][-1] == "</s>"
+    assert len(saved["translation"]["pieces"]) <= 2
+
+
+def test_the_convert_command_reads_the_model_type_and_refuses_other_families_in_one_line(folder, tmp_path, capsys):
+    assert cli_main(["convert", str(folder), "--out", str(tmp_path / "a")]) == 0
+    assert cli_main(["convert-marian", str(folder), "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
+    capsys.readouterr()
+    config = json.loads((folder / "config.json").read_text())
+    for family in ("t5", "bart", None):
+        (folder / "config.json").write_text(json.dumps({**config, "model_type": family}))
+        assert cli_main(["convert", str(folder), "--out", str(tmp_path / "c")]) == 2
+        said = f"model_type {family!r} cannot be converted" if family else "config.json names no model_type"
+        assert capsys.readouterr().err.endswith(f"{said}; supported: marian\n")
+        assert not (tmp_path / "c").exists()
+    assert cli_main(["convert", str(tmp_path / "nowhere"), "--out", str(tmp_path / "c")]) == 2
+    assert "Hugging Face folder not found" in capsys.readouterr().err
 
 
 def test_a_sharded_folder_converts_to_the_same_checkpoint(folder, tmp_path):
@@ -220,6 +251,7 @@ def test_a_pickle_is_read_only_with_weights_only_and_safetensors_is_preferred(fo
     ({"share_encoder_decoder_embeddings": False}, "config.json: unsupported, separate source and target embeddings"),
     ({"activation_function": "gelu_new"}, "config.json: unsupported activation_function 'gelu_new'"),
     ({"decoder_ffn_dim": 64}, "config.json: unsupported, encoder_ffn_dim and decoder_ffn_dim differ"),
+    ({"forced_eos_token_id": 5}, "config.json: unsupported, forced_eos_token_id 5 is not the eos_token_id 0"),
     ({"n_heads": 3}, None),  # an unknown key changes nothing
 ])
 def test_unsupported_configs_are_refused_naming_the_file(folder, tmp_path, change, message, capsys):
@@ -370,6 +402,33 @@ def test_greedy_and_beam_outputs_equal_generate(pair):
         assert all(h >= o - 1e-4 for h, o in zip(heuristic.tolist(), [h.log_prob for h in ours], strict=True))
         lengths |= {(len(h.tokens), h.ended_with_eos) for h in (greedy, *ours)}
     assert len(lengths) >= 4 and {eos for _, eos in lengths} == {True, False}  # several lengths, both ways to end
+
+
+@pytest.mark.slow
+def test_forced_eos_at_the_length_limit_equals_generate(pair):
+    """Marian's configs set forced_eos_token_id: generate() makes the last piece max_new_tokens allows </s>, scored 0.
+    DecodeConfig(forced_eos=True) does the same: greedy and beam 4 equal generate(forced_eos_token_id=eos) piece for
+    piece, with beam 4's log-probs equal to its sequences_scores, at a limit that cuts most outputs and at one that
+    cuts some."""
+    hf, ckpt, _ = pair
+    pad, eos, forced = ckpt.config.pad_id, ckpt.config.eos_id, 0
+    for text in EN[:4] + TEXTS:
+        src = torch.tensor(ckpt.tokenizer.encode_source(text))
+        for limit in (3, MAX_NEW):
+            options = dict(do_sample=False, max_new_tokens=limit, bad_words_ids=[[pad]], forced_eos_token_id=eos,
+                           output_scores=True, return_dict_in_generate=True)
+            greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=limit, forced_eos=True),
+                                   return_attention=False)
+            assert greedy.best.tokens == hf_output(hf.generate(src[None], num_beams=1, **options).sequences[0], pad)
+            ours = beam_search(ckpt.model, src, DecodeConfig(beam_size=4, max_len=limit, length_penalty=0.0,
+                                                             forced_eos=True), return_attention=False).hypotheses
+            theirs = hf.generate(src[None], num_beams=4, num_return_sequences=4, length_penalty=0.0,
+                                 early_stopping=True, **options)
+            assert [h.tokens for h in ours] == [hf_output(s, pad) for s in theirs.sequences]
+            assert torch.allclose(torch.tensor([h.log_prob for h in ours]), theirs.sequences_scores, atol=1e-4)
+            assert all(h.ended_with_eos for h in (greedy.best, *ours))
+            forced += sum(len(h.tokens) == limit for h in (greedy.best, *ours))
+    assert forced >= 10  # the limit was reached often: the forced </s> was really exercised
 
 
 @pytest.mark.slow

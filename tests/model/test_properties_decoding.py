@@ -8,6 +8,7 @@ Profiles (derandomized "ci" by default, HYPOTHESIS_PROFILE=long for 500 examples
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -130,3 +131,27 @@ def test_beam_results_are_sorted_by_score_without_duplicates(models, data):
         assert len({h.tokens for h in step.finished}) == len(step.finished)
         # A step's query row sees exactly the step + 1 positions fed so far, never a future one.
         assert step.dec_self.shape[-1] == step.step + 1
+
+
+@given(data=st.data())
+def test_forced_eos_ends_every_hypothesis_at_the_limit_with_eos_and_changes_no_earlier_step(models, data):
+    """Hugging Face's forced_eos_token_id (Marian's configs set it): the last piece the length allows is EOS, adding 0
+    to the log-prob; the search before that step is untouched."""
+    name = data.draw(st.sampled_from(sorted(models)), label="model")
+    model = models[name]
+    src = data.draw(sources(model.config.vocab_size), label="src")
+    config = data.draw(configs(st.integers(1, 4)), label="config")
+    decode = greedy_decode if config.beam_size == 1 else beam_search
+    free = decode(model, src, config, return_attention=False)
+    forced = decode(model, src, dataclasses.replace(config, forced_eos=True), return_attention=False)
+    event(f"{name} model: {'reached' if len(free.steps) == config.max_len else 'ended before'} the limit")
+    assert all(h.ended_with_eos and len(h.tokens) <= config.max_len for h in forced.hypotheses)
+    assert [s.candidates for s in forced.steps[:-1]] == [s.candidates for s in free.steps[:-1]]
+    if len(free.steps) < config.max_len:  # ended before the limit: nothing was forced
+        assert [h.tokens for h in forced.hypotheses] == [h.tokens for h in free.hypotheses]
+    if len(forced.steps) == config.max_len:  # the search reached the limit: only EOS could be taken there
+        assert all(c.token == EOS for c in forced.steps[-1].candidates if c.status != "pruned")
+    if config.beam_size == 1 and not free.best.ended_with_eos:  # greedy cut at the limit: its last piece becomes EOS
+        assert forced.best.tokens == (*free.best.tokens[:-1], EOS)
+        first = free.steps[-1].prefix_scores[0]  # the log-prob before the last piece, which the forced EOS keeps
+        assert forced.best.log_prob == pytest.approx(float(first), abs=1e-6)

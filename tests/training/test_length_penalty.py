@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from app.resources import default_length_penalty
 from app.state import DEFAULTS
-from model.checkpoint import MAX_LENGTH_PENALTY, length_penalty_of, load_checkpoint
+from model.checkpoint import load_checkpoint
+from model.meta import MAX_LENGTH_PENALTY, length_penalty_of
 from training.evaluate import main as evaluate_main
 from training.evaluate import translate_many
 from training.length_penalty import best_alpha, sweep

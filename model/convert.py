@@ -1,0 +1,35 @@
+"""One entry point for converting a Hugging Face encoder-decoder folder: config.json's model_type picks the converter.
+
+    python -m model convert HF_DIR --out pretrained/NAME
+
+Each family's converter maps its weights onto this project's Transformer and records what differs as named
+ModelConfig options and meta (model.marian for Marian opus-mt). A folder of a type without a converter is refused
+with one line naming the types that have one, before anything is written.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from .checkpoint import CheckpointError
+from .marian import HF_CONFIG, Conversion, _read_json, convert_marian
+
+CONVERTERS: dict[str, Callable[[str | Path, str | Path], Conversion]] = {"marian": convert_marian}
+
+
+def model_type(folder: Path) -> str:
+    """config.json's model_type, checked to name a family with a converter."""
+    if not folder.is_dir():
+        raise CheckpointError(f"Hugging Face folder not found: {folder}")
+    found = _read_json(folder / HF_CONFIG).get("model_type")
+    supported = ", ".join(sorted(CONVERTERS))
+    if found is None:
+        raise CheckpointError(f"{HF_CONFIG} names no model_type; supported: {supported}")
+    if found not in CONVERTERS:
+        raise CheckpointError(f"{HF_CONFIG}: model_type {str(found)[:40]!r} cannot be converted; supported: {supported}")
+    return found
+
+
+def convert(folder: str | Path, out: str | Path) -> Conversion:
+    """Convert the folder with its family's converter (refused with a one-line CheckpointError otherwise)."""
+    return CONVERTERS[model_type(Path(folder))](folder, out)

@@ -1,0 +1,66 @@
+"""What a checkpoint's meta (the free-form part of its config.json) may say, and the decoding defaults read from it.
+
+A checkpoint's meta is JSON its author wrote (an upload says whatever it likes), so only the entries below, of the
+types below, are kept (clean_meta): training facts the app and the model card show, and two decoding defaults a
+model brings along, beam search's α and whether the last piece at the length limit is forced to be EOS.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .config import DecodeConfig
+
+MAX_LENGTH_PENALTY = 2.0  # the app's slider range; a larger α in a checkpoint's meta is not trusted
+
+
+def length_penalty_of(meta: dict[str, Any]) -> float:
+    """Beam search's α for a model: the one chosen on its validation split (training.length_penalty) if its meta
+    names a sane one, else the paper's 0.6."""
+    alpha = meta.get("length_penalty")
+    ok = isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0.0 <= alpha <= MAX_LENGTH_PENALTY
+    return float(alpha) if ok else DecodeConfig.length_penalty
+
+
+def forced_eos_of(meta: dict[str, Any]) -> bool:
+    """Whether decoding this model ends a hypothesis that reaches the length limit with EOS, as Hugging Face's
+    generate() does for a config that sets forced_eos_token_id (every Marian opus-mt model): recorded as
+    meta["forced_eos"] by the converter; the paper's models (and ours) stop without EOS there."""
+    return meta.get("forced_eos") is True
+
+
+Number = (int, float)
+# Training facts the app and the model card read from meta, with the types they need. A checkpoint's
+# meta is free-form JSON (an uploaded one says whatever its author wrote), so anything else is dropped.
+META_TYPES: dict[str, tuple[type, ...]] = {
+    "task": (str,), "steps": (int,), "epochs": (int,), "train_seconds": Number, "warmup": (int,),
+    "lr_factor": Number, "max_tokens": (int,), "label_smoothing": Number, "bf16": (bool,), "dropout": Number,
+    "corpus": (str,),  # the corpus file a model (or one stretch of its training) was trained on
+    "processes": (int,),  # torchrun processes whose batches made one optimizer step (absent: one)
+    "valid_loss": Number, "valid_bleu": Number, "averaged": (list,), "continued_from": (dict,),
+    "source_lang": (str,), "target_lang": (str,), "converted_from": (str,),  # a converted model (model.marian)
+    "length_penalty": Number,  # beam search's α, chosen on the validation split (training.length_penalty)
+    "snapshot": (str,),  # one line on what an earlier stage of a model's training is (see checkpoint_snapshots)
+    "forced_eos": (bool,),  # EOS forced at the length limit (forced_eos_of)
+}
+MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
+CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
+                   "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
+                   "earlier": (dict,),
+                   "vocabulary_after": (str,)}  # the run after this link read another tokenizer (training.vocab_transfer)
+
+
+def _typed(values: dict, types: dict[str, tuple[type, ...]]) -> dict:
+    """The entries whose type is the expected one (bool is not a number here; text is short and printable)."""
+    return {k: v for k, v in values.items() if k in types and isinstance(v, types[k])
+            and not (isinstance(v, bool) and bool not in types[k])
+            and not (isinstance(v, str) and (len(v) > MAX_META_TEXT or not v.isprintable()))}
+
+
+def clean_meta(meta: Any) -> dict[str, Any]:
+    """meta restricted to META_TYPES; each continued_from link of the chain to CONTINUED_TYPES."""
+    meta = _typed(meta, META_TYPES) if isinstance(meta, dict) else {}
+    link, parent = meta.get("continued_from"), meta
+    while link is not None:
+        parent["continued_from" if parent is meta else "earlier"] = link = _typed(link, CONTINUED_TYPES)
+        parent, link = link, link.get("earlier")
+    return meta
