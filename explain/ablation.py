@@ -19,7 +19,7 @@ from model.config import DecodeConfig
 from model.decoding import DecodeResult, decode_steps
 from model.inference import StopSignal, Translation, check_stop, prepare_source, translate
 from model.tokenizer import Tokenizer
-from model.trace import KINDS, Head, HeadMask
+from model.trace import Head, HeadMask, PerKind
 from model.transformer import Transformer
 
 
@@ -39,7 +39,7 @@ class Ablation:
     log_prob: float
     ablated_log_prob: float
     piece_log_probs: torch.Tensor
-    maps: dict[str, torch.Tensor]
+    maps: PerKind[torch.Tensor]
 
     @property
     def log_prob_change(self) -> float:
@@ -50,9 +50,9 @@ class Ablation:
         """Heads off minus every head on, [L, H, Q, K]."""
         return self.maps[kind][:, 1] - self.maps[kind][:, 0]
 
-    def largest_change(self) -> dict[str, torch.Tensor]:
+    def largest_change(self) -> PerKind[torch.Tensor]:
         """Per kind [L]: the largest |difference| of any weight of that layer (0: no map of it moved)."""
-        return {kind: self.difference(kind).abs().flatten(1).max(dim=1).values for kind in self.maps}
+        return PerKind.build(lambda kind: self.difference(kind).abs().flatten(1).max(dim=1).values)
 
 
 def switched_off(model: Transformer, heads: Iterable[Head]) -> HeadMask:
@@ -61,7 +61,7 @@ def switched_off(model: Transformer, heads: Iterable[Head]) -> HeadMask:
 
 
 def teacher_forced_pair(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int],
-                        heads: Sequence[Head]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+                        heads: Sequence[Head]) -> tuple[torch.Tensor, PerKind[torch.Tensor]]:
     """One forward of the output with every head on (row 0) and with ``heads`` off (row 1): per-piece
     log-probs [2, T] and, per kind, the weights [L, 2, H, Q, K] (on the CPU)."""
     mask = HeadMask.rows([[], list(heads)], n_layers_of(model), model.config.n_heads)
@@ -102,12 +102,12 @@ def changed_pieces(a: Sequence[str], b: Sequence[str]) -> tuple[list[bool], list
 
 def importance_over_sentences(model: Transformer, tokenizer: Tokenizer, texts: Sequence[str],
                               config: DecodeConfig = DecodeConfig(), should_stop: StopSignal | None = None
-                              ) -> dict[str, torch.Tensor]:
+                              ) -> PerKind[torch.Tensor]:
     """Head importance (explain.heads.head_importance) summed over several sentences, each on its own
     output (decoded with ``config``, no attention captured), per kind [L, H] in nats."""
     device = model.embed.token.weight.device
     layers, n_heads = n_layers_of(model), model.config.n_heads
-    total = {kind: torch.zeros(layers[kind], n_heads) for kind in KINDS}
+    total = PerKind.build(lambda kind: torch.zeros(layers[kind], n_heads))  # summed in place
     for text in texts:
         source = prepare_source(tokenizer, text)
         steps = []
@@ -116,5 +116,5 @@ def importance_over_sentences(model: Transformer, tokenizer: Tokenizer, texts: S
             check_stop(should_stop)
         output = DecodeResult.from_steps(steps, 1).best
         for kind, values in head_importance(model, source.ids, output.tokens, should_stop=should_stop).items():
-            total[kind] += values
+            total[kind].add_(values)
     return total

@@ -24,7 +24,7 @@ from scipy.sparse.csgraph import maximum_flow
 from model.attention import INTERNALS
 from model.inference import StopSignal, check_stop
 from model.masks import padding_mask
-from model.trace import KINDS, AttentionTrace
+from model.trace import KINDS, AttentionTrace, PerKind
 from model.transformer import Transformer, shifted_right
 
 
@@ -121,10 +121,10 @@ class NormBased:
     f^h(x_j)||, what key j adds to query i's attention output (W^O's bias, added once, belongs to no key).
     """
 
-    weights: dict[str, torch.Tensor]
-    value_norms: dict[str, torch.Tensor]
-    per_head: dict[str, torch.Tensor]
-    heads: dict[str, torch.Tensor]
+    weights: PerKind[torch.Tensor]
+    value_norms: PerKind[torch.Tensor]
+    per_head: PerKind[torch.Tensor]
+    heads: PerKind[torch.Tensor]
 
 
 def attention_modules(model: Transformer, kind: str) -> list[torch.nn.Module]:
@@ -164,7 +164,7 @@ def norm_based(model: Transformer, source_ids: Sequence[int], decoder_input_ids:
             parts["value"][kind].append(norms)
             parts["head"][kind].append(alpha * norms[:, None, :])  # [H, Q, K]
             parts["heads"][kind].append(torch.einsum("hqk,hkd->qkd", alpha, f).norm(dim=-1))  # [Q, K]
-    stacked = {name: {kind: torch.stack(layers).cpu() for kind, layers in kinds.items()}
+    stacked = {name: PerKind.build(lambda kind, kinds=kinds: torch.stack(kinds[kind]).cpu())
                for name, kinds in parts.items()}
     return NormBased(weights=stacked["weights"], value_norms=stacked["value"], per_head=stacked["head"],
                      heads=stacked["heads"])

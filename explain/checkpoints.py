@@ -15,6 +15,7 @@ import torch
 
 from explain.heads import row_entropy, teacher_forced
 from model.checkpoint import Checkpoint
+from model.trace import PerKind
 from model.transformer import Transformer
 
 
@@ -27,9 +28,9 @@ class Reading:
     0 all weight on one key): how flat the head still is.
     """
 
-    maps: dict[str, torch.Tensor]
+    maps: PerKind[torch.Tensor]
     piece_log_probs: torch.Tensor
-    spread: dict[str, torch.Tensor]
+    spread: PerKind[torch.Tensor]
 
     @property
     def log_prob(self) -> float:
@@ -40,8 +41,8 @@ class Reading:
 def read_output(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int]) -> Reading:
     """``model``'s teacher-forced reading of ``output_ids`` (ending with EOS) after ``source_ids``."""
     pieces, weights = teacher_forced(model, source_ids, output_ids)  # [1, T]; per kind [L, 1, H, Q, K]
-    maps = {kind: w[:, 0] for kind, w in weights.items()}  # [L, H, Q, K]
-    spread = {kind: row_entropy(m.double()).mean(dim=-1).float() for kind, m in maps.items()}  # [L, H]
+    maps = weights.map(lambda w: w[:, 0])  # per kind [L, H, Q, K]
+    spread = maps.map(lambda m: row_entropy(m.double()).mean(dim=-1).float())  # per kind [L, H]
     return Reading(maps=maps, piece_log_probs=pieces[0], spread=spread)
 
 

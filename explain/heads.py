@@ -7,7 +7,7 @@ with a head mask; neither changes a weight.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -18,7 +18,7 @@ from model.attention import INTERNALS
 from model.inference import StopSignal, check_stop
 from model.masks import padding_mask
 from model.tokenizer import SPECIAL_PIECES
-from model.trace import KINDS, Head, HeadMask
+from model.trace import KINDS, Head, HeadMask, PerKind
 from model.transformer import Transformer, shifted_right
 
 
@@ -83,14 +83,14 @@ def merge_to_words(weights: torch.Tensor, query_groups: list[list[int]], key_gro
 
 
 
-def all_heads(layers: dict[str, int], n_heads: int) -> list[Head]:
+def all_heads(layers: Mapping[str, int], n_heads: int) -> list[Head]:
     """Every (kind, layer, head) of a model, in kind, layer, head order."""
     return [(kind, layer, head) for kind in KINDS for layer in range(layers[kind]) for head in range(n_heads)]
 
 
-def n_layers_of(model: Transformer) -> dict[str, int]:
+def n_layers_of(model: Transformer) -> PerKind[int]:
     cfg = model.config
-    return {"enc_self": cfg.n_encoder_layers, "dec_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+    return PerKind(enc_self=cfg.n_encoder_layers, dec_self=cfg.n_decoder_layers, cross=cfg.n_decoder_layers)
 
 
 LOGIT_CHUNK = 2**20  # logits per output-layer chunk (4 MB): all 73 rows of a 500-piece output at once would be
@@ -137,7 +137,7 @@ def sequence_log_probs(model: Transformer, source_ids: Sequence[int], output_ids
 
 @torch.no_grad()
 def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int],
-                   head_mask: HeadMask | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+                   head_mask: HeadMask | None = None) -> tuple[torch.Tensor, PerKind[torch.Tensor]]:
     """One forward of ``output_ids`` (ending with EOS, as decoded) after ``source_ids``, a row per row of
     ``head_mask`` (1 without one): the log-prob of each output piece [B, T] and, per kind, the weights
     [L, B, H, Q, K] (float32, on the CPU). The decoder reads BOS + output[:-1]."""
@@ -149,7 +149,7 @@ def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Se
     mask = None if head_mask is None else head_mask.to(device)
     logits, trace = model(src, tgt, return_attention=True, head_mask=mask)  # [B, T, V]
     pieces = logits.float().log_softmax(dim=-1).gather(-1, target[..., None])[..., 0]  # [B, T]
-    return pieces.cpu(), {kind: trace.weights(kind).float().cpu() for kind in KINDS}
+    return pieces.cpu(), PerKind.build(lambda kind: trace.weights(kind).float().cpu())
 
 
 @dataclass
@@ -199,7 +199,7 @@ def usable_cores() -> int:
 @torch.no_grad()
 def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int],
                     activation_budget: int = ACTIVATION_BUDGET, logit_chunk: int = LOGIT_CHUNK,
-                    workers: int | None = None, should_stop: StopSignal | None = None) -> dict[str, torch.Tensor]:
+                    workers: int | None = None, should_stop: StopSignal | None = None) -> PerKind[torch.Tensor]:
     """For every head, how much the log-probability of the model's own output drops when only that head is
     switched off (Michel et al., 2019), per kind [L, H] in nats (positive = the head matters for this output).
 
@@ -244,7 +244,7 @@ def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: S
             done = list(pool.map(drops, groups))
     else:
         done = [drops(group) for group in groups]
-    result = {kind: torch.zeros(layers[kind], n_heads) for kind in KINDS}
+    result = PerKind.build(lambda kind: torch.zeros(layers[kind], n_heads))  # filled in place
     for heads, labels, table in done:
         for (kind, layer), drop in zip(labels, table, strict=True):
             result[kind][layer, heads.start:heads.stop] = drop

@@ -20,20 +20,21 @@ from model.transformer import Transformer
 
 @dataclass(frozen=True)
 class AttentionInternals:
-    """One attention call of one sentence (batch dimension dropped).
+    """One attention call of one sentence: model.attention.Intermediates with the batch dimension dropped, under
+    the same names, plus the steps the Mechanics page shows between them.
 
-    x_query [Q, D] is the sub-layer's input; q [H, Q, d_k], k and v [H, K, d_k]; qk = QK^T and
-    scaled = QK^T / sqrt(d_k), both [H, Q, K]; mask bool [Q, K] (True = may attend); masked [H, Q, K]
-    is the softmax input; weights [H, Q, K]; context [H, Q, d_k] = weights @ V; output [Q, D] =
-    Concat(heads) W^O.
+    From the forward: query_input [Q, D] (the sub-layer's input), q [H, Q, d_k], k and v [H, K, d_k], unmasked
+    = QK^T / sqrt(d_k) [H, Q, K], context [H, Q, d_k] = weights @ V, output [Q, D] = Concat(heads) W^O. Added:
+    qk = QK^T [H, Q, K] before the scaling; mask bool [Q, K] (True = may attend); masked [H, Q, K], the softmax
+    input; weights [H, Q, K]; d_k.
     """
 
-    x_query: torch.Tensor
+    query_input: torch.Tensor
     q: torch.Tensor
     k: torch.Tensor
     v: torch.Tensor
     qk: torch.Tensor
-    scaled: torch.Tensor
+    unmasked: torch.Tensor
     mask: torch.Tensor
     masked: torch.Tensor
     weights: torch.Tensor
@@ -60,9 +61,9 @@ def attention_internals(model: Transformer, source_ids: list[int], decoder_input
     parts = trace.internals[kind][layer]
     q, k = parts.q[0], parts.k[0]  # [H, Q, d_k], [H, K, d_k]
     return AttentionInternals(
-        x_query=parts.query_input[0], q=q, k=k, v=parts.v[0], qk=q @ k.transpose(-2, -1), scaled=parts.unmasked[0],
-        mask=trace.mask(kind)[0, 0], masked=trace.scores(kind)[layer, 0], weights=trace.weights(kind)[layer, 0],
-        context=parts.context[0], output=parts.output[0], d_k=q.size(-1))
+        query_input=parts.query_input[0], q=q, k=k, v=parts.v[0], qk=q @ k.transpose(-2, -1),
+        unmasked=parts.unmasked[0], mask=trace.mask(kind)[0, 0], masked=trace.scores(kind)[layer, 0],
+        weights=trace.weights(kind)[layer, 0], context=parts.context[0], output=parts.output[0], d_k=q.size(-1))
 
 
 def softmax(scores: torch.Tensor) -> torch.Tensor:

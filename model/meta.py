@@ -41,11 +41,14 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "length_penalty": Number,  # beam search's α, chosen on the validation split (training.length_penalty)
     "snapshot": (str,),  # one line on what an earlier stage of a model's training is (see checkpoint_snapshots)
     "forced_eos": (bool,),  # EOS forced at the length limit (forced_eos_of)
+    "device": (str,),  # where training ran: "CPU", "CUDA (NVIDIA H100 80GB HBM3)" (model.device.describe)
+    "valid_sentences": (int,),  # how many validation sentences each epoch's BLEU/chrF in epochs.csv is on
+    "valid_corpus": (str,),  # the corpus whose valid split epochs.csv's losses are on (absent: the training corpus)
 }
 MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
                    "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
-                   "earlier": (dict,),
+                   "earlier": (dict,), "device": (str,),
                    "vocabulary_after": (str,)}  # the run after this link read another tokenizer (training.vocab_transfer)
 
 

@@ -7,9 +7,9 @@ rows stacked along a decoded hypothesis all come back as an AttentionTrace.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Generic, Literal, TypeVar, get_args
 
 import torch
 
@@ -22,6 +22,37 @@ KIND_LABELS = {
     "dec_self": "Decoder self-attention (masked)",
     "cross": "Encoder-decoder (cross) attention",
 }
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PerKind(Mapping, Generic[T]):
+    """One value per attention kind, in KINDS order: a model's layers per kind, a head-importance table per kind,
+    the stacked weights of one forward per kind. Frozen and typed (no kind is missing, none is misspelt); read as a
+    mapping, ``layers["cross"]`` or ``importance.items()``."""
+
+    enc_self: T
+    dec_self: T
+    cross: T
+
+    @classmethod
+    def build(cls, make: Callable[[Kind], T]) -> PerKind[T]:
+        """``make(kind)`` for every kind."""
+        return cls(**{kind: make(kind) for kind in KINDS})
+
+    def map(self, change: Callable[[T], object]) -> PerKind:
+        """The same kinds, each value changed (e.g. tensors to numpy arrays)."""
+        return PerKind(**{kind: change(getattr(self, kind)) for kind in KINDS})
+
+    def __getitem__(self, kind: str) -> T:
+        return getattr(self, _check(kind))
+
+    def __iter__(self) -> Iterator[Kind]:
+        return iter(KINDS)
+
+    def __len__(self) -> int:
+        return len(KINDS)
 
 
 @dataclass
@@ -86,8 +117,8 @@ class AttentionTrace:
         return held
 
     @property
-    def n_layers(self) -> dict[str, int]:
-        return {kind: len(getattr(self, kind)) for kind in KINDS}
+    def n_layers(self) -> PerKind[int]:
+        return PerKind.build(lambda kind: len(getattr(self, kind)))
 
 
 Head = tuple[str, int, int]  # (kind, layer, head), 0-based
@@ -107,7 +138,7 @@ class HeadMask:
     cross: torch.Tensor
 
     @classmethod
-    def rows(cls, off_per_row: Sequence[Iterable[Head]], layers: dict[str, int], n_heads: int) -> HeadMask:
+    def rows(cls, off_per_row: Sequence[Iterable[Head]], layers: Mapping[str, int], n_heads: int) -> HeadMask:
         """One row per entry of ``off_per_row``, the heads listed there switched off. ``layers`` is the number
         of layers per kind (AttentionTrace.n_layers or n_layers_of(config))."""
         masks = {kind: torch.ones(layers[kind], len(off_per_row), n_heads) for kind in KINDS}  # [L, B, H]
@@ -117,7 +148,7 @@ class HeadMask:
         return cls(**masks)
 
     @classmethod
-    def switched_off(cls, heads: Iterable[Head], layers: dict[str, int], n_heads: int) -> HeadMask:
+    def switched_off(cls, heads: Iterable[Head], layers: Mapping[str, int], n_heads: int) -> HeadMask:
         """Every head on except ``heads``: a batch of one."""
         return cls.rows([list(heads)], layers, n_heads)
 

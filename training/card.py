@@ -121,7 +121,8 @@ def _recipe(meta: dict) -> list[str]:
                           f"{m.get('warmup')}^-1.5)", f"batches of up to {m.get('max_tokens')} tokens per side"
                           + _processes(m.get("processes")),
                           f"bf16 autocast: {m.get('bf16')}",
-                          *(text.format(m[key]) for key, text in known.items() if m.get(key) is not None)])
+                          *(text.format(m[key]) for key, text in known.items() if m.get(key) is not None),
+                          *([f"on {m['device']}"] if m.get("device") else [])])
     lines = [f"- Recipe: Adam (0.9, 0.98, 1e-9); label smoothing {meta.get('label_smoothing')}; sentences of "
              f"similar length batched together; residual, attention and embedding dropout."]
     segments = training_segments(meta)
@@ -132,6 +133,42 @@ def _recipe(meta: dict) -> list[str]:
         lines.append(f"  - steps {seg['first_step']}-{seg['last_step']} (epochs {seg['first_epoch']}-"
                      f"{seg['last_epoch']}){restart}: {settings(seg)}" + (";" if i < len(segments) - 1 else "."))
     return lines
+
+
+def _where(meta: dict) -> str:
+    """Where the training ran, from the devices its segments record (older ones recorded none: shared CPUs)."""
+    devices = list(dict.fromkeys(seg["device"] for seg in training_segments(meta) if seg.get("device")))
+    if not devices:
+        return f"on shared 2-core {platform.machine()} CPUs (no GPU)"
+    return "on " + " then on ".join(_device_words(d) for d in devices)
+
+
+def _device_words(device: str) -> str:
+    """"CPU" -> "shared 2-core CPUs"; "CUDA (NVIDIA H100 80GB HBM3)" -> "one NVIDIA H100 80GB HBM3 GPU"."""
+    if device == "CPU":
+        return f"shared 2-core {platform.machine()} CPUs"
+    if device.startswith("CUDA (") and device.endswith(")"):
+        return f"one {device[len('CUDA ('):-1]} GPU"
+    return device
+
+
+def _validation_note(meta: dict, corpus: Path, frame: pd.DataFrame) -> list[str]:
+    """Which valid split the per-epoch losses are on, and how they compare with the models before (measured on
+    en-de.tsv.gz's valid split)."""
+    if corpus.name == "en-de.tsv.gz":
+        return [""]
+    if meta.get("valid_corpus") == corpus.name:  # losses on the training corpus's own valid split
+        valid = int((frame.split == "valid").sum())
+        return [f"- The corpus grew after the test split was fixed: `data/{corpus.name}` keeps every pair of "
+                "`data/en-de.tsv.gz` in its split and adds sources. The validation losses below are on its own valid "
+                f"split ({valid:,} pairs); the loss named above, of the shipped weights, is on `en-de.tsv.gz`'s valid "
+                "split, as the models before were measured, and the test table is on its test split, so those "
+                "compare.", ""]
+    return [f"- The corpus grew after the test split was fixed: `data/{corpus.name}` keeps every pair of "
+            "`data/en-de.tsv.gz` in its split and adds sources. The validation losses below are on `en-de.tsv.gz`'s "
+            "valid split for every epoch (the epochs on the larger corpus rescored with `python -m training.study "
+            f"--rescore`), the valid BLEU/chrF on the same {meta.get('valid_sentences', 400)} sentences, and the "
+            "test table on its test split, so all compare with the models before.", ""]
 
 
 def _which_weights(meta: dict) -> str:
@@ -337,14 +374,11 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         "licences in `ATTRIBUTION.md` beside this card. The test split was never used for training, early stopping "
         "or tuning; " + _which_weights(meta),
         *_recipe(meta),
-        f"- {meta.get('epochs')} epochs, {meta.get('steps')} steps, {hours:.1f} h of training on shared 2-core "
-        f"{platform.machine()} CPUs (no GPU). Curves: `log.csv` (every step) and `epochs.csv` (per epoch).",
-        *([f"- The corpus grew after the test split was fixed: `data/{corpus.name}` keeps every pair of "
-           "`data/en-de.tsv.gz` in its split and adds sources. The validation losses below are on `en-de.tsv.gz`'s "
-           "valid split for every epoch (the epochs on the larger corpus rescored with `python -m training.study "
-           "--rescore`), the valid BLEU/chrF on the same 400 sentences, and the test table on its test split, so "
-           "all compare with the models before.", ""] if corpus.name != "en-de.tsv.gz" else [""]),
-        "| epoch | step | valid loss | valid BLEU (400 sentences, greedy) | valid chrF |",
+        f"- {meta.get('epochs')} epochs, {meta.get('steps')} steps, {hours:.1f} h of training {_where(meta)}. "
+        "Curves: `log.csv` (every step) and `epochs.csv` (per epoch).",
+        *_validation_note(meta, corpus, frame),
+        f"| epoch | step | valid loss | valid BLEU ({meta.get('valid_sentences', 400)} sentences, greedy) | "
+        "valid chrF |",
         "|---|---|---|---|---|",
         *[f"| {e['epoch']} | {e['step']} | {e['valid_loss']} | {e['valid_bleu']} | {e['valid_chrf']} |" for e in epochs],
         "",

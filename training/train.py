@@ -35,7 +35,7 @@ from torch import nn
 
 from model.checkpoint import load_checkpoint, save_checkpoint
 from model.config import ModelConfig
-from model.device import resolve_device
+from model.device import describe, resolve_device
 from model.shards import SHARD_BYTES
 from model.tokenizer import Tokenizer, train_tokenizer
 from model.transformer import Transformer, count_parameters
@@ -235,6 +235,8 @@ class Run:
                 "warmup": a.warmup, "lr_factor": a.lr_factor, "max_tokens": a.max_tokens,
                 "label_smoothing": a.label_smoothing, "bf16": a.bf16, "dropout": self.model.config.dropout,
                 "processes": self.ranks.world,  # one optimizer step takes a batch from each
+                "device": "CPU" if self.ranks.device.type == "cpu" else describe(self.ranks.device),  # the GPU's name
+                "valid_sentences": len(self.valid_bleu),  # what each epoch's valid BLEU/chrF is on
                 **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
 

@@ -8,7 +8,7 @@ numeric positions with the pieces as tick text, so %{x} / %{y} in a hover print 
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -26,7 +26,7 @@ def _bound(z: np.ndarray) -> float:
     return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
 
 
-def importance_figure(importance: dict[str, np.ndarray], kind_labels: dict[str, str], *, title: str,
+def importance_figure(importance: Mapping[str, np.ndarray], kind_labels: dict[str, str], *, title: str,
                       off: Sequence[tuple[str, int, int]] = (), unit: str = "nats") -> go.Figure:
     """One small heatmap per attention kind: importance [L, H] (layers down, heads across) on one diverging
     scale centred on 0 (positive = the output's log-probability drops without the head). ``off`` heads

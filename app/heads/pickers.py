@@ -7,7 +7,7 @@ import streamlit as st
 from app.explorer import KIND_SHORT
 from app.page import keep_valid
 from model.inference import Translation
-from model.trace import KINDS
+from model.trace import KINDS, PerKind
 
 
 def axis_pieces(translation: Translation, kind: str) -> tuple[list[str], list[str], str, str]:
@@ -20,7 +20,7 @@ def axis_pieces(translation: Translation, kind: str) -> tuple[list[str], list[st
     return dec_in, src, "decoder input (query)", "source piece (key)"
 
 
-def map_picker(prefix: str, layers: dict[str, int], n_heads: int, head_label: str = "mean",
+def map_picker(prefix: str, layers: PerKind[int], n_heads: int, head_label: str = "mean",
                default_kind: str = "cross") -> tuple[str, int, int]:
     """Kind, layer and head (-1 = ``head_label``: the mean or all heads) on keys ``prefix``_kind/_layer/_head."""
     c_kind, c_layer, c_head = st.columns([2.2, 1, 2.4])

@@ -23,7 +23,7 @@ from explain.ablation import ablate, changed_pieces, importance_over_sentences
 from explain.heads import all_heads, head_importance, n_layers_of
 from model.config import DecodeConfig
 from model.inference import Translation
-from model.trace import KIND_LABELS, KINDS
+from model.trace import KIND_LABELS, KINDS, PerKind
 
 log = logging.getLogger("attention_explorer")
 SUM_AT_ONCE_PARAMETERS = 20_000_000  # larger models sum over the examples only when asked (8-22 s at 74M)
@@ -33,16 +33,16 @@ SUM_AT_ONCE_PARAMETERS = 20_000_000  # larger models sum over the examples only 
 
 @st.cache_data(show_spinner="Switching every head off in turn…", max_entries=64)
 def sentence_importance(model_name: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...]
-                        ) -> dict[str, np.ndarray]:
+                        ) -> PerKind[np.ndarray]:
     """explain.heads.head_importance of one sentence: per kind [L, H], nats."""
     model = load_model(model_name).model
     with heavy_slot():
         importance = head_importance(model, source_ids, output_ids, should_stop=session_stop_signal())
-    return {kind: to_numpy(v) for kind, v in importance.items()}
+    return importance.map(to_numpy)
 
 
 @st.cache_data(show_spinner="Summing head importance over the example sentences (once per model)…")
-def examples_importance(model_name: str) -> dict[str, np.ndarray] | None:
+def examples_importance(model_name: str) -> PerKind[np.ndarray] | None:
     """Head importance summed over the Translate page's examples for this model (greedy), or None without any."""
     ckpt = load_model(model_name)
     examples = examples_for(ckpt.meta)  # in the model's source language
@@ -51,7 +51,7 @@ def examples_importance(model_name: str) -> dict[str, np.ndarray] | None:
     with heavy_slot():
         total = importance_over_sentences(ckpt.model, ckpt.tokenizer, list(examples.sentences), DecodeConfig(),
                                           should_stop=session_stop_signal())
-    return {kind: to_numpy(v) for kind, v in total.items()}
+    return total.map(to_numpy)
 
 
 @st.cache_resource(show_spinner="Decoding again with the heads switched off…", max_entries=32)
@@ -70,7 +70,7 @@ def checklist_key(kind: str, layer: int) -> str:
     return f"heads_off_{kind}_{layer}"
 
 
-def forget_missing_heads(layers: dict[str, int], n_heads: int) -> None:
+def forget_missing_heads(layers: PerKind[int], n_heads: int) -> None:
     """Drop remembered heads this model does not have (fewer heads after a model switch); before the checklist
     is drawn."""
     for kind in KINDS:
@@ -81,13 +81,13 @@ def forget_missing_heads(layers: dict[str, int], n_heads: int) -> None:
                 st.session_state[key] = kept
 
 
-def heads_off(layers: dict[str, int], n_heads: int) -> list[tuple[str, int, int]]:
+def heads_off(layers: PerKind[int], n_heads: int) -> list[tuple[str, int, int]]:
     """The heads ticked in the checklist, in kind, layer, head order."""
     return [(kind, layer, h) for kind in KINDS for layer in range(layers[kind])
             for h in sorted(st.session_state.get(checklist_key(kind, layer)) or []) if 0 <= h < n_heads]
 
 
-def set_heads_off(heads, layers: dict[str, int]) -> None:
+def set_heads_off(heads, layers: PerKind[int]) -> None:
     """Replace the checklist with ``heads`` (a widget callback: runs before the checklist is drawn)."""
     for kind in KINDS:
         for layer in range(layers[kind]):
@@ -107,7 +107,7 @@ def _table_click(table_key: str, heads: list[tuple[str, int, int]]) -> None:
         toggle_head(heads[rows[0]])
 
 
-def importance_frame(heads, importance: dict[str, np.ndarray], summed: dict[str, np.ndarray] | None,
+def importance_frame(heads, importance: PerKind[np.ndarray], summed: PerKind[np.ndarray] | None,
                      off: list, n_examples: int) -> pd.DataFrame:
     """One row per head of ``heads`` in that order (a row click maps back by position, whatever the user's sort)."""
     frame = pd.DataFrame({
@@ -122,7 +122,7 @@ def importance_frame(heads, importance: dict[str, np.ndarray], summed: dict[str,
     return frame
 
 
-def checklist_ui(layers: dict[str, int], n_heads: int, importance: dict[str, np.ndarray]) -> list:
+def checklist_ui(layers: PerKind[int], n_heads: int, importance: PerKind[np.ndarray]) -> list:
     """The head checklist: one row of head toggles per kind and layer, plus shortcuts."""
     heads = all_heads(layers, n_heads)
     ranked = sorted(heads, key=lambda h: -float(importance[h[0]][h[1], h[2]]))

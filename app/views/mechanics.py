@@ -20,7 +20,7 @@ from explain.mechanics import (
     soft_vs_hard,
     softmax_saturation,
 )
-from model.trace import KIND_LABELS, KINDS
+from model.trace import KIND_LABELS, KINDS, PerKind
 from model.transformer import shifted_right
 
 log = logging.getLogger("attention_explorer")
@@ -41,7 +41,7 @@ SCORE_FUNCTIONS = [  # (name, formula, note)
 ]
 
 
-def selection_ui(translation, n_layers: dict[str, int], n_heads: int) -> tuple[str, int, int, int]:
+def selection_ui(translation, n_layers: PerKind[int], n_heads: int) -> tuple[str, int, int, int]:
     """Kind, layer, head and query position the page opens up."""
     c1, c2, c3, c4 = st.columns([3, 1.2, 1.2, 2])
     kind = c1.selectbox("Attention", list(KINDS), index=2, key="mech_kind", format_func=KIND_LABELS.get)
@@ -72,7 +72,7 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
     q, k, v = (to_numpy(getattr(it, name)[head]) for name in ("q", "k", "v"))
     mask = to_numpy(it.mask)
     st.markdown("**Step 1 — project.** Each token vector is multiplied by this head's W<sup>Q</sup>, W<sup>K</sup>, "
-                f"W<sup>V</sup> (d_model {it.x_query.shape[-1]} → d_k {it.d_k}).", unsafe_allow_html=True)
+                f"W<sup>V</sup> (d_model {it.query_input.shape[-1]} → d_k {it.d_k}).", unsafe_allow_html=True)
     c1, c2, c3 = st.columns(3)
     with c1:
         plot(charts.vector_matrix(q, qs, "Q = X W<sup>Q</sup> (queries)", "query", query), "mech_q")
@@ -87,7 +87,7 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
         plot(charts.score_matrix(to_numpy(it.qk[head]), qs, ks, "QKᵀ (raw dot products)", query),
              "mech_qk")
     with c2:
-        plot(charts.score_matrix(to_numpy(it.scaled[head]), qs, ks,
+        plot(charts.score_matrix(to_numpy(it.unmasked[head]), qs, ks,
                                  f"QKᵀ / √{it.d_k}  (scaled)", query), "mech_scaled")
     with c3:
         fig = mask_grid(mask, qs, ks, "Mask (✓ = may attend)")
@@ -103,8 +103,8 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
         plot(charts.vector_matrix(to_numpy(it.context[head]), qs, "Context = weights · V", "query", query),
              "mech_context")
     stages = [("QKᵀ", to_numpy(it.qk[head, query])),
-              (f"÷ √{it.d_k}", to_numpy(it.scaled[head, query])),
-              ("masked", to_numpy(it.scaled[head, query])),
+              (f"÷ √{it.d_k}", to_numpy(it.unmasked[head, query])),
+              ("masked", to_numpy(it.unmasked[head, query])),
               ("softmax", trace_weights[query])]
     title = f"Query {query} · {plotly_text([qs[query]])[0]} through the stages"
     plot(charts.stage_bars(stages, ks, mask[query], title), "mech_stages")

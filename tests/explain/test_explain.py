@@ -45,7 +45,7 @@ def test_attention_internals_reproduce_the_trace(tiny_model):
         for layer in range(2):
             parts = attention_internals(tiny_model, src, dec_in, kind, layer)
             assert torch.allclose(parts.weights, trace.weights(kind)[layer, 0], atol=1e-6)
-            assert torch.allclose(parts.scaled, parts.qk / math.sqrt(parts.d_k))
+            assert torch.allclose(parts.unmasked, parts.qk / math.sqrt(parts.d_k))
             assert torch.allclose(parts.context, parts.weights @ parts.v, atol=1e-6)
     dec = attention_internals(tiny_model, src, dec_in, "dec_self", 0)
     assert not dec.mask[0, 1] and (dec.weights[:, 0, 1:] == 0).all()

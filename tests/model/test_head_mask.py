@@ -58,3 +58,19 @@ def test_decoding_with_a_head_mask_is_deterministic_and_matches_teacher_forcing(
         _, trace = tiny_model(SRC[None], torch.tensor([(2, *best.tokens[:-1])]), return_attention=True,
                               head_mask=off)
     assert torch.allclose(first.attention_for(best).weights("cross"), trace.weights("cross"), atol=1e-5)
+
+
+def test_per_kind_holds_every_kind_in_order_and_refuses_an_unknown_one():
+    from model.trace import KINDS, PerKind
+
+    layers = PerKind(enc_self=3, dec_self=2, cross=2)
+    assert list(layers) == list(KINDS) and dict(layers) == {"enc_self": 3, "dec_self": 2, "cross": 2}
+    assert layers["cross"] == 2 and sum(layers.values()) == 7
+    assert PerKind.build(len) == PerKind(enc_self=8, dec_self=8, cross=5)  # make(kind) for each kind
+    assert layers.map(lambda n: n * 10) == PerKind(enc_self=30, dec_self=20, cross=20)
+    with pytest.raises(ValueError, match="unknown attention kind 'encoder'"):
+        layers["encoder"]
+    with pytest.raises(TypeError):
+        PerKind(enc_self=1, dec_self=2)  # no kind can be left out
+    with pytest.raises(AttributeError):
+        layers.cross = 5  # frozen

@@ -165,4 +165,19 @@ def test_stop_minutes_ends_the_run_after_the_last_epoch_that_fits_with_everythin
     with (run / "epochs.csv").open() as f:
         assert [row["epoch"] for row in csv.DictReader(f)] == ["1"]  # epochs 2 and 3 did not fit
     assert json.loads((run / "last" / "state.json").read_text())["epoch"] == 1  # a rerun resumes at epoch 2
-    assert (run / "best" / "config.json").exists()
+    meta = load_checkpoint(run / "best").meta
+    assert meta["device"] == "CPU" and meta["valid_sentences"] == 5  # the card says where and on how many
+
+
+def test_the_card_says_where_each_stretch_of_training_ran():
+    from training.card import _where
+
+    gpu = {"step": 6864, "epoch": 39, "lr_factor": 1.0, "warmup": 3000, "max_tokens": 16384, "bf16": True,
+           "device": "CUDA (NVIDIA H100 80GB HBM3)"}
+    meta = {"steps": 7800, "epochs": 45, "lr_factor": 0.7, "warmup": 3000, "max_tokens": 8192, "bf16": True,
+            "processes": 2, "device": "CPU", "continued_from": gpu}
+    assert _where(meta).startswith("on one NVIDIA H100 80GB HBM3 GPU then on shared 2-core ")
+    recipe = _recipe(meta)
+    assert recipe[1].startswith("  - steps 1-6864 (epochs 1-39): ") and recipe[1].endswith("on CUDA (NVIDIA H100 80GB HBM3);")
+    assert recipe[2].startswith("  - steps 6865-7800 (epochs 40-45) (continued") and recipe[2].endswith("on CPU.")
+    assert "no GPU" in _where({"steps": 10, "epochs": 1})  # older checkpoints recorded no device: the shared CPUs
