@@ -79,6 +79,19 @@ def require_translation() -> Translation | None:
     return None
 
 
+def concept_page(title: str, intro: str) -> tuple[Checkpoint, Translation] | None:
+    """A concept page's head: its title and what it shows, then the model and the current sentence's translation
+    (named in one line with a link to change it); None after telling the user why either is missing."""
+    st.title(title)
+    st.markdown(intro)
+    ckpt = require_checkpoint()
+    translation = None if ckpt is None else require_translation()
+    if translation is None:
+        return None
+    sentence_caption(translation)
+    return ckpt, translation
+
+
 def sentence_caption(translation: Translation) -> None:
     """One line naming the sentence on screen, with a link to change it."""
     left, right = st.columns([7, 2], vertical_alignment="center")  # the link's label whole at 1280 px

@@ -15,7 +15,7 @@ from app.heads.attribution import attribution_section
 from app.heads.compare import compare_section
 from app.heads.learning import checkpoints_section
 from app.heads.switch_off import ablation_section
-from app.page import keep_valid, require_checkpoint, require_translation, sentence_caption
+from app.page import concept_page, keep_valid
 from app.translation import current_request
 
 SECTIONS = ("Switch heads off", "Attribution", "Compare two sentences", "Watch attention learn")
@@ -28,17 +28,13 @@ REVERSE_EXPECT = (
 
 
 def render() -> None:
-    st.title("Heads and attribution")
-    st.markdown("Looking at attention is the first step. Here you change the model and follow its numbers: switch "
-                "heads off and see what the translation loses, trace each output piece back to the source through "
-                "the layers, put two sentences side by side, and watch the attention form as the model trained.")
-    ckpt = require_checkpoint()
-    if ckpt is None:
+    opened = concept_page("Heads and attribution", "Looking at attention is the first step. Here you change the "
+                          "model and follow its numbers: switch heads off and see what the translation loses, trace "
+                          "each output piece back to the source through the layers, put two sentences side by side, "
+                          "and watch the attention form as the model trained.")
+    if opened is None:
         return
-    translation = require_translation()
-    if translation is None:
-        return
-    sentence_caption(translation)
+    _, translation = opened
     request = current_request()
     if request.model_name == "reverse":
         st.info(REVERSE_EXPECT, icon=":material/swap_horiz:")

@@ -10,7 +10,7 @@ import streamlit as st
 
 from app.charts import masks as charts
 from app.examples import mask_pair
-from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
+from app.page import concept_page, keep_valid, plot, to_numpy
 from app.translation import Request, translate_request
 from explain.masks import mask_parts, padded_batch_trace, unmasked_scores
 from model.inference import InputError
@@ -124,17 +124,13 @@ def scores_panel(model, src, tgt_in, trace, row: int, labels: dict[str, tuple[li
 
 
 def render() -> None:
-    st.title("Masks: padding and the sequence (causal) mask")
-    st.markdown("Two masks decide which keys each query may look at. The **padding mask** hides filler tokens in "
-                "every attention; the **sequence mask** stops the decoder from peeking at future words. "
-                "One convention in this project: a bool grid, **True = may attend**.")
-    ckpt = require_checkpoint()
-    if ckpt is None:
+    opened = concept_page("Masks: padding and the sequence (causal) mask", "Two masks decide which keys each query "
+                          "may look at. The **padding mask** hides filler tokens in every attention; the **sequence "
+                          "mask** stops the decoder from peeking at future words. One convention in this project: a "
+                          "bool grid, **True = may attend**.")
+    if opened is None:
         return
-    translation = require_translation()
-    if translation is None:
-        return
-    sentence_caption(translation)
+    ckpt, translation = opened
     model_name = st.session_state["model_name"]
     other = other_ui(model_name, ckpt.meta, translation.source.text)
     try:

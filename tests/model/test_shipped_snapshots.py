@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from model.checkpoint import checkpoint_snapshots, load_checkpoint
+from model.checkpoint import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
-MAX_SNAPSHOT_BYTES = 40 * 10**6  # all snapshots of all models together (the issue's budget)
+MAX_PRETRAINED_BYTES = 100 * 10**6  # everything the project ships in pretrained/, snapshots included (issue 31)
+SHIPPED = ("en-de", "reverse", "vit-digits", "swin-digits")  # a model a user converted there is not ours
 
 
 @pytest.mark.parametrize("name", ["en-de", "reverse"])
@@ -28,6 +29,6 @@ def test_every_shipped_snapshot_is_an_earlier_stage_of_its_model(name):
         assert meta["valid_loss"] > model.meta["valid_loss"]  # earlier means worse on validation
 
 
-def test_the_snapshots_fit_the_budget():
-    files = [f for model in PRETRAINED.iterdir() for f in (model / "snapshots").rglob("*") if f.is_file()]
-    assert files and sum(f.stat().st_size for f in files) < MAX_SNAPSHOT_BYTES
+def test_the_shipped_models_and_their_snapshots_fit_the_budget():
+    files = [f for name in SHIPPED for f in (PRETRAINED / name).rglob("*") if f.is_file()]
+    assert any(SNAPSHOTS in f.parts for f in files) and sum(f.stat().st_size for f in files) < MAX_PRETRAINED_BYTES
