@@ -36,8 +36,8 @@ class ViTReading:
 
 @torch.no_grad()
 def read_vit(model: ViT, image: np.ndarray | torch.Tensor) -> ViTReading:
-    logits, weights = model(_batch_of_one(image), return_attention=True)
-    attention = torch.stack(weights)[:, 0]  # [L, H, N+1, N+1]
+    logits, trace = model(_batch_of_one(image), return_attention=True)
+    attention = trace.weights("enc_self")[:, 0]  # [L, H, N+1, N+1]
     return ViTReading(probabilities=logits.softmax(-1)[0], attention=attention, rollout=rollout(attention))
 
 

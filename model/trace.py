@@ -26,7 +26,7 @@ KIND_LABELS = {
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # equality is the mapping's: equal to a dict with the same items
 class PerKind(Mapping, Generic[T]):
     """One value per attention kind, in KINDS order: a model's layers per kind, a head-importance table per kind,
     the stacked weights of one forward per kind. Frozen and typed (no kind is missing, none is misspelt); read as a

@@ -2,7 +2,8 @@
 
 Patches are embedded linearly, a learned [CLS] token is prepended, learned position embeddings are added
 (no sinusoids: the model must discover the 2-D layout itself), then pre-norm encoder layers, the very
-EncoderLayer and MultiHeadAttention of the text model, so attention is captured the same way.
+EncoderLayer and MultiHeadAttention of the text model, so attention is captured the same way and comes back in
+the same container: an AttentionTrace whose only kind is encoder self-attention (what a ViT is: an encoder).
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import torch
 from torch import nn
 
 from ..layers import EncoderLayer
+from ..trace import AttentionTrace
 from .config import ViTConfig
 from .patches import ink_to_unit, patchify
 
@@ -41,13 +43,14 @@ class ViT(nn.Module):
         return self.dropout(x) if self.training else x
 
     def forward(self, images: torch.Tensor, return_attention: bool = False
-                ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
-        """Logits [B, n_classes]; with ``return_attention`` also each layer's weights [B, H, N+1, N+1]
-        (post-softmax, pre-dropout; token 0 is [CLS], token 1 + i is patch i, row-major)."""
+                ) -> torch.Tensor | tuple[torch.Tensor, AttentionTrace]:
+        """Logits [B, n_classes]; with ``return_attention`` also the AttentionTrace of the pass: enc_self holds each
+        layer's weights [B, H, N+1, N+1] (post-softmax, pre-dropout; token 0 is [CLS], token 1 + i is patch i,
+        row-major); no decoder kinds, no mask (every token sees every token)."""
         x = self.embed(images)  # [B, N+1, D]
-        weights = []
+        outputs = []
         for layer in self.layers:
-            x, attention = layer(x, None, return_attention)  # no mask: every token sees every token
-            weights.append(attention.weights)
+            x, attention = layer(x, None, return_attention)
+            outputs.append(attention)
         logits = self.head(self.norm(x[:, 0]))  # [B, n_classes]
-        return (logits, weights) if return_attention else logits
+        return (logits, AttentionTrace.from_outputs(outputs, [], [])) if return_attention else logits

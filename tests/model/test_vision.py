@@ -107,9 +107,9 @@ def batch():
 def test_vit_attention_rows_sum_to_one_and_capture_changes_nothing(batch):
     torch.manual_seed(0)
     model = ViT(ViTConfig()).eval()
-    logits, weights = model(batch, return_attention=True)
-    assert logits.shape == (8, 10) and len(weights) == 4
-    for w in weights:
+    logits, trace = model(batch, return_attention=True)
+    assert logits.shape == (8, 10) and trace.n_layers == {"enc_self": 4, "dec_self": 0, "cross": 0}
+    for w in trace.enc_self:  # the text model's container: a ViT is an encoder
         assert w.shape == (8, 4, 17, 17)
         _rows_are_distributions(w)
     torch.testing.assert_close(model(batch), logits, atol=1e-5, rtol=1e-5)  # fused kernel = captured path
