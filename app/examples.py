@@ -59,7 +59,7 @@ BY_LANGUAGE = {
         # pins them against references), and most of them move the verb to the end: cross-attention shows it.
         sentences=("Yesterday I bought a new car.", "I have never seen this film.",
                    "I don't know where my keys are.", "We have not seen the new film yet.",
-                   "My sister lives in a small house near the river."),
+                   "My sister lives in a small house in the village."),
         short="I am tired.",
         long="I don't know where my keys are, but my sister has seen them in the kitchen.",
         compare=("Yesterday I bought a new car.",  # one piece apart in en-de's vocabulary, and so are the

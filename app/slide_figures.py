@@ -156,7 +156,7 @@ def _heatmap(view, kind: str, layer: int, head: int) -> go.Figure:
     return heatmap_figure(head_matrix(view, layer, head), view.query_labels, view.key_labels,
                           title=f"{KIND_LABELS[kind]} · layer {layer + 1} · {head_label(head)}",
                           query_title=view.query_title, key_title=view.key_title, predicts=view.predicts,
-                          mask=view.mask)
+                          mask=view.mask, width_px=SLIDE_PX)
 
 
 def topk(deck: Deck) -> Made:

@@ -64,14 +64,17 @@ def _weak_model(epochs: list[dict], last: int = 3) -> str:
 
 LIMITATIONS = """\
 - **Long or unusual sentences, names and rare words often come out wrong.** It is small by design (7.6M
-  parameters, 3+3 layers) and was trained on a shared 2-core CPU for a few hours on the training split above
-  (130k pairs, 20k of them single words and two-word phrases); its output can also repeat itself or stop short.
+  parameters, 3+3 layers) and was trained briefly (see Training) on the training split above (130k pairs, 20k of
+  them single words and two-word phrases); its output can also repeat itself or stop short. Names and numbers are
+  copied piece by piece (digits are single pieces), and a long name or number can lose or gain a piece: the
+  names-and-numbers section lists every miss.
 - The corpus is dictionary entries (many infinitive phrases "to do sth." / "etw. tun"), game dialogue and help
   (Wesnoth, Freeciv, and in the larger corpora Widelands, Warzone 2100, FreedroidRPG, OpenTTD, Hedgewars and
   others), software interface text and help (LibreOffice, KDE, the Debian Administrator's Handbook): its register,
   not news or web text.
 - Titles and speech in quotation marks (0.7% of the corpus, all dictionary entries) often come out garbled:
-  the word right after the mark is split into rare pieces ("'A View" -> "▁'", "A", "▁Vie", "w").
+  the word right after the mark loses its word-start piece ("'A View" -> "▁'", "A", "▁View": "A" is read as the
+  middle of a word).
 - It translates English to German only, one sentence at a time; input beyond 255 pieces is cut.
 - Attention maps show what the model attended to, not a faithful explanation of why it chose a token.
 """

@@ -20,8 +20,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .axes import plotly_text, thinned
-from .style import HEAD_COLORS, MASKED_COLOR, WEIGHT_COLORSCALE, styled
+from .axes import COLORBAR_PX, LABEL_PX, SLANT, SLANT_OVERHANG, label_step, plotly_text, thinned
+from .style import HEAD_COLORS, MASKED_COLOR, PRESENTER_TICK_FONT, WEIGHT_COLORSCALE, styled
 
 OPACITY_STEP = 0.05  # head view: line opacity is the weight rounded to this
 MIN_LINE_WEIGHT = 0.02  # head view: lines lighter than this are not drawn (invisible anyway)
@@ -75,7 +75,7 @@ def weight_scale(weights: np.ndarray) -> tuple[float, str]:
 
 def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str,
                    query_title: str = "query", key_title: str = "key", predicts: Sequence[str] | None = None,
-                   mask: np.ndarray | None = None) -> go.Figure:
+                   mask: np.ndarray | None = None, width_px: float | None = None) -> go.Figure:
     """One attention map. weights [Q, K] in [0, 1], coloured on 0-1 or, for a faint map, on 0 to its largest weight
     (weight_scale; the colour bar says which); mask [Q, K] bool (True = may attend) greys out masked
     cells (their weight stays exactly 0 in z); predicts [Q] names what each decoder row predicts (hover).
@@ -98,6 +98,8 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
     if masked is not None and not masked.any():
         masked = None
     step_q, step_k = _label_step(n_q), _label_step(n_k)
+    if width_px is not None:  # a known, narrow width (a slide): key pieces slanted, every k-th where all would collide
+        step_k = max(step_k, _slanted_step(key_labels, query_labels, width_px))
     hover_x, hover_y = step_k > 1, predicts is not None or step_q > 1  # the map on a second, unlabelled axis
     on = dict(xaxis="x2" if hover_x else "x", yaxis="y2" if hover_y else "y")
     template = (("query: <b>%{y}</b> (position %{y:d})" if predicts is None else "query: %{y}")
@@ -115,8 +117,10 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
                                  hoverinfo="skip", name="masked"))
     q_text, k_text = plotly_text(query_labels), plotly_text(key_labels)
     plain = dict(tickmode="array", showgrid=False, zeroline=False)
+    slant = dict(tickangle=-45, ticklabelstandoff=6) if width_px is not None else {}
     fig.update_layout(
-        xaxis=dict(automargin=True, title_text=key_title, side="bottom", **thinned(k_text, step_k), **plain),
+        xaxis=dict(automargin=True, title_text=key_title, side="bottom", **thinned(k_text, step_k), **slant,
+                   **plain),
         yaxis=dict(automargin=True, title_text=query_title, **thinned(q_text, step_q), **plain))
     hidden = dict(showticklabels=False, ticks="", **plain)
     if hover_x:
@@ -134,6 +138,17 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
         fig.add_trace(go.Scatter(x=[], y=[], xaxis="x", yaxis="y", hoverinfo="skip", showlegend=False,
                                  name="piece axes"))  # keeps the labelled axes drawn
     return styled(fig, title, _height(n_q, per_row=34, minimum=420))
+
+
+def _slanted_step(key_labels: Sequence[str], query_labels: Sequence[str], width_px: float) -> int:
+    """Every how many key pieces can carry a slanted label in a figure ``width_px`` wide, at the presenter's font
+    (the larger one: a slide is shown in both modes), after the colour bar, the query pieces on the left and the
+    first label's overhang."""
+    scale = PRESENTER_TICK_FONT / (LABEL_PX - 4)
+    widest = max((len(str(p)) for p in key_labels), default=1) + len(str(len(key_labels))) + 3  # "12 · piece"
+    left = 0.6 * PRESENTER_TICK_FONT * max((len(str(p)) for p in query_labels), default=1)
+    room = width_px - COLORBAR_PX - left - SLANT_OVERHANG * PRESENTER_TICK_FONT * widest
+    return label_step(len(key_labels), room, LABEL_PX * SLANT * scale)
 
 
 def _label_step(n: int) -> int:

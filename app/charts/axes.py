@@ -18,6 +18,9 @@ LABEL_PX = TICK_SIZE + 4  # the room a tick label needs across its axis
 # A label turned by -45°: neighbours d px apart stand d·sin 45° apart, and that must exceed the label's height (about
 # 19 px at TICK_SIZE): 1.6 x LABEL_PX. (1.4 left them 1-2 px into each other, tests/e2e/test_text_layout.py.)
 SLANT = 1.6
+# A label turned by -45° reaches left of its tick by about cos 45° of its width (0.6 em a character): for the first
+# label that is room taken from the axis. (Without it, 13 pieces of 3-7 characters over 262 px collided.)
+SLANT_OVERHANG = 0.6 * 0.71
 # The width of a figure in a page of 1, 2 or 3 columns on a 1280-px screen with the sidebar open (measured in
 # Chromium: the main column runs from x = 380 to 1200; columns are 16 px apart), before its colour bar and piece
 # labels: how much room its axes have for labels. (950 / 440 / 270 before: labels collided, tests/e2e/test_text_layout.py.)
@@ -90,6 +93,9 @@ def token_axes(fig: go.Figure, x_labels: list[str] | None, y_labels: list[str] |
             widest = max(len(str(p)) + (len(str(i)) + 3 if y_step > 1 else 0) for i, p in enumerate(y_labels))
             x_px = x_px - 0.6 * TICK_SIZE * widest
         step = label_step(len(x_labels), x_px, LABEL_PX * (1 if short else SLANT))
+        if x_px is not None and not (short and step == 1):  # slanted: the first label hangs left of the plot, and
+            overhang = SLANT_OVERHANG * TICK_SIZE * max(len(str(p)) for p in x_labels)  # automargin takes that
+            step = label_step(len(x_labels), x_px - overhang, LABEL_PX * SLANT)  # room from the axis
         upright = short and step == 1
         fig.update_xaxes(tickmode="array", **thinned(plotly_text(x_labels), step),
                          tickangle=0 if upright else -45, tickfont=dict(size=TICK_SIZE),

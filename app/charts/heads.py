@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.charts.axes import COLORBAR_PX, COLUMN_PX, TICK_SIZE, matrix_height, plot_px, plotly_text, token_axes
-from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, WEIGHT_COLORSCALE, styled
+from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, PRESENTER_TICK_FONT, WEIGHT_COLORSCALE, styled
 
 OFF_COLOR = "#d62728"  # a switched-off head, a changed piece
 ROW_COLOR = "#e6550d"  # the selected output piece's row
@@ -125,8 +125,16 @@ def checkpoints_figure(maps: Sequence[tuple[str, np.ndarray]], row_labels: Seque
     are thinned for panels of a figure ``width_px`` wide."""
     n = len(maps)
     gap = 0.03
-    fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=gap,
-                        subplot_titles=[name for name, _ in maps])
+    panel_px = (width_px - COLORBAR_PX) * (1.0 - gap * (n - 1)) / n
+    chars = max(1, int(panel_px / (0.6 * PRESENTER_TICK_FONT)))  # what a line of a panel's title holds
+    # A name wider than its panel breaks before its remark ("epoch 43<br>(this model)"); a column title wider than
+    # a panel is said once, under the figure's title, instead of under every panel into its neighbours.
+    names = [name.replace(" (", "<br>(", 1) if len(name) > chars else name for name, _ in maps]
+    once = len(col_title) > chars
+    if once:
+        title = (title.replace("</sup>", f" · columns: {col_title}s</sup>") if "</sup>" in title
+                 else f"{title}<br><sup>columns: {col_title}s</sup>")
+    fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=gap, subplot_titles=names)
     for c, (name, z) in enumerate(maps, 1):
         fig.add_trace(go.Heatmap(
             z=np.asarray(z, dtype=np.float32), coloraxis="coloraxis", xgap=1, ygap=1, name=name,
@@ -134,8 +142,7 @@ def checkpoints_figure(maps: Sequence[tuple[str, np.ndarray]], row_labels: Seque
                           f"<b>%{{x}}</b> (position %{{x:d}})<br>weight: <b>%{{z:.4f}}</b><extra></extra>"),
             row=1, col=c)
         # Every panel thinned as the first, whose query labels take part of its width: one look across the strip.
-        panel_px = (width_px - COLORBAR_PX) * (1.0 - gap * (n - 1)) / n
-        token_axes(fig, list(col_labels), list(row_labels) if c == 1 else None, col_title,
+        token_axes(fig, list(col_labels), list(row_labels) if c == 1 else None, None if once else col_title,
                    row_title if c == 1 else None, row=1, col=c,
                    x_px=panel_px if c == 1 else panel_px - 0.6 * TICK_SIZE * max(map(len, map(str, row_labels))))
     fig.update_layout(coloraxis=dict(cmin=0.0, cmax=1.0, colorscale=WEIGHT_COLORSCALE,

@@ -2,6 +2,8 @@
 one colour scale for attention weights, and presenter mode's restyling for a lecture hall's projector."""
 from __future__ import annotations
 
+import math
+
 import plotly.colors as pc
 import plotly.graph_objects as go
 
@@ -97,7 +99,26 @@ def presented(fig: go.Figure, max_height: int = PRESENTER_MAX_HEIGHT) -> go.Figu
     if legend.orientation == "h" and legend.y is not None and legend.y <= -0.1:
         legend.y = legend.y - 0.12  # below the plot: clear of the now larger tick labels and axis title
     fig.update_layout(margin_t=(fig.layout.margin.t or 50) + 12)
+    _thin_piece_columns(fig, max_height)
     return capped(fig, max_height)
+
+
+PIECE_COLUMNS = ("query tokens", "key tokens")  # the head view's two columns of pieces, one row each
+PRESENTER_ROW_PX = PRESENTER_MIN_TEXT + 6  # a row of projector-size text with room above and below
+HEAD_VIEW_FRAME_PX = 230  # what the head view's title, legend and column titles take of its height
+
+
+def _thin_piece_columns(fig: go.Figure, max_height: int) -> None:
+    """In a figure capped at ``max_height``, a column of pieces (the head view's) whose rows would be closer than
+    projector-size text needs keeps the text of every k-th row only; every row keeps its marker, its lines and its
+    hover, which names the piece."""
+    height = min(fig.layout.height or 450, max_height)
+    for trace in fig.data:
+        if trace.name in PIECE_COLUMNS and trace.text is not None:
+            rows = len(trace.text)
+            step = math.ceil(rows * PRESENTER_ROW_PX / max(height - HEAD_VIEW_FRAME_PX, 1))
+            if step > 1:
+                trace.text = [t if i % step == 0 else "" for i, t in enumerate(trace.text)]
 
 
 def capped(fig: go.Figure, max_height: int) -> go.Figure:

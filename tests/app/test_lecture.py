@@ -151,3 +151,16 @@ def test_a_slide_that_does_not_exist_is_ignored(app_test):
     at.run()
     notices = [m.value for m in at.markdown if "Ignored in this link" in m.value]
     assert "slide=99" in notices[0] and at.session_state["slide"] == 1 and not at.exception
+
+
+@pytest.mark.parametrize("rows, labelled", [(6, 6), (14, 7)])
+def test_presenter_keeps_the_head_views_pieces_apart(rows, labelled):
+    """On a slide (520 px) at projector size, 14 rows of pieces would touch: every other one keeps its text, every
+    row its marker and hover. 6 rows all keep theirs."""
+    from app.charts.attention import head_view_figure
+
+    pieces = [f"▁w{i}" for i in range(rows)]
+    fig = presented(head_view_figure(np.full((1, rows, rows), 1.0 / rows), [0], pieces, pieces, title="t"), 520)
+    for column in (t for t in fig.data if t.name in ("query tokens", "key tokens")):
+        assert sum(bool(t) for t in column.text) == labelled and len(column.y) == rows
+        assert [h for h in column.hovertext if "▁w1<" in h or "▁w1 " in h]  # the hover still names every piece

@@ -53,32 +53,40 @@ def test_reverse_cross_attention_peaks_on_the_mirrored_position(reverse):
 
 # Training pairs the shipped checkpoint translates exactly to their human reference, then greedy outputs recorded
 # at export for sentences a lecturer might type (see its MODEL_CARD.md for how good it is). These are its outputs,
-# not checked references (the model before this one wrote "die Bahnhof", a real model's gender error; this one
-# writes "der" again). A change here means the weights, the tokenizer or the decoder changed what the app shows.
+# not checked references. A change here means the weights, the tokenizer or the decoder changed what the app shows.
 RECORDED = {
-    "No solution was found.": "Es wurde keine Lösung gefunden.",  # LibreOffice training pair, its reference
-    "But, one question remains.": "Aber eine Frage bleibt.",  # Wesnoth training pair, its reference
-    "Not very likely.": "Nicht sehr wahrscheinlich.",  # dictionary training pair, its reference
+    "Calculates the tangent in radians.": "Berechnet den Tangens im Bogenmaß.",  # LibreOffice training pair
+    "Maybe we should rescue him?": "Vielleicht sollten wir ihn retten?",  # Wesnoth training pair, its reference
+    "the last outpost of civilization": "der letzte Außenposten der Zivilisation",  # dictionary training pair
     "The house is small.": "Das Haus ist klein.",
     "Where is the station?": "Wo ist der Bahnhof?",
     "I am tired.": "Ich bin müde.",
     "The children are playing in the garden.": "Die Kinder spielen im Garten.",
-    "I have read the book that you gave me.": "Ich habe das Buch gelesen, das du mir gab.",
+    "I have read the book that you gave me.": "Ich habe das Buch gelesen, das du mir gegeben hast.",
+    # Names and numbers carried over piece by piece (the digits are single pieces); the verb is still lost.
+    "On 14 March 2023, Dr. Anna Schmidt paid 1,250 euros for 3 tickets to Berlin.":
+        "Am 14. März 2023, Dr. Anna Schmidt 1,250 Euro für 3 Tickets nach Berlin.",
 }
 # The app's default sentence and every English example (app.examples) with a correct German reference, written
-# here: the model must produce exactly that, greedy (the app's default) and with beam 4 at its own α.
+# here (or a few, where German has equally right ways to say it): the model must produce exactly one of them,
+# greedy (the app's default) and with beam 4 at its own α.
 SHOWCASE = {
     "My brother has bought a new house in the city.": "Mein Bruder hat ein neues Haus in der Stadt gekauft.",
     "Yesterday I bought a new car.": "Gestern habe ich ein neues Auto gekauft.",
-    "I have never seen this film.": "Ich habe diesen Film noch nie gesehen.",
+    "I have never seen this film.": ("Ich habe diesen Film noch nie gesehen.", "Ich habe diesen Film nie gesehen."),
     "I don't know where my keys are.": "Ich weiß nicht, wo meine Schlüssel sind.",
     "We have not seen the new film yet.": "Wir haben den neuen Film noch nicht gesehen.",
-    "My sister lives in a small house near the river.": "Meine Schwester lebt in einem kleinen Haus nahe dem Fluss.",
+    "My sister lives in a small house in the village.": "Meine Schwester lebt in einem kleinen Haus im Dorf.",
     "I am tired.": "Ich bin müde.",
     "I don't know where my keys are, but my sister has seen them in the kitchen.":
         "Ich weiß nicht, wo meine Schlüssel sind, aber meine Schwester hat sie in der Küche gesehen.",
     "Yesterday I bought a new house.": "Gestern habe ich ein neues Haus gekauft.",
 }
+
+
+def correct(references: str | tuple[str, ...]) -> tuple[str, ...]:
+    """The correct German of a showcase sentence: one reference, or several equally right ones."""
+    return (references,) if isinstance(references, str) else references
 
 
 def test_the_default_sentence_and_every_example_come_out_right(en_de):
@@ -90,7 +98,8 @@ def test_the_default_sentence_and_every_example_come_out_right(en_de):
     assert shown == set(SHOWCASE), "an example without a reference here"
     for beam in (1, 4):
         config = DecodeConfig(beam_size=beam, length_penalty=en_de.length_penalty)
-        wrong = {s: t for s in SHOWCASE if (t := translate(en_de.model, en_de.tokenizer, s, config).text) != SHOWCASE[s]}
+        wrong = {s: t for s in SHOWCASE if (t := translate(en_de.model, en_de.tokenizer, s, config).text)
+                 not in correct(SHOWCASE[s])}
         assert not wrong, f"beam {beam}: {wrong}"
 
 
