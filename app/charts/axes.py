@@ -93,9 +93,9 @@ def token_axes(fig: go.Figure, x_labels: list[str] | None, y_labels: list[str] |
             widest = max(len(str(p)) + (len(str(i)) + 3 if y_step > 1 else 0) for i, p in enumerate(y_labels))
             x_px = x_px - 0.6 * TICK_SIZE * widest
         step = label_step(len(x_labels), x_px, LABEL_PX * (1 if short else SLANT))
-        if x_px is not None and not (short and step == 1):  # slanted: the first label hangs left of the plot, and
-            overhang = SLANT_OVERHANG * TICK_SIZE * max(len(str(p)) for p in x_labels)  # automargin takes that
-            step = label_step(len(x_labels), x_px - overhang, LABEL_PX * SLANT)  # room from the axis
+        if x_px is not None and step > 1:  # crowded and slanted: the first label, now "0 · piece", hangs left of
+            overhang = SLANT_OVERHANG * TICK_SIZE * max(len(str(p)) for p in x_labels)  # the plot, and automargin
+            step = label_step(len(x_labels), x_px - overhang, LABEL_PX * SLANT)  # takes that room from the axis
         upright = short and step == 1
         fig.update_xaxes(tickmode="array", **thinned(plotly_text(x_labels), step),
                          tickangle=0 if upright else -45, tickfont=dict(size=TICK_SIZE),

@@ -108,6 +108,9 @@ def test_a_copied_link_restores_the_view_in_a_fresh_browser(browser, streamlit_s
         open_page(page, f"{streamlit_server.url}/?kind=enc_self")  # the default en-de sentence, decoded at once
         heatmap = chart(page, "translate_heatmap")
         heatmap.locator(".gtitle").wait_for(timeout=WAIT_MS)
+        # the text area's code may arrive after the chart's (a chunk of its own): wait until it shows the sentence
+        page.wait_for_function("() => document.querySelector('[data-testid=stTextArea] textarea')?.value.length > 0",
+                               timeout=WAIT_MS)
         sentence = sentence_box(page).input_value()
         page.mouse.click(VIEWPORT["width"] - 40, VIEWPORT["height"] - 40)  # focus the page, not a text field
         with rerun(page, WAIT_MS):
