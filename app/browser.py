@@ -72,8 +72,9 @@ if (!window.__aeLink) {
 
 # Streamlit's front end loads most element kinds (charts, button groups, even st.html) as separate chunks and
 # draws a grey skeleton box in each one's place until its chunk has arrived: on a fresh link, 1-3 s of grey boxes
-# under an already drawn translation. Markdown is in the front end's main bundle, so this rule, sent as markdown
-# before anything else, is in force before the first skeleton appears: the box keeps its place, invisibly.
+# under an already drawn translation. Markdown's code is fetched the same way, so this rule, sent as the first
+# markdown of every run, takes effect in the render that draws the first text: from then on no skeleton shows (the
+# box keeps its place, invisibly), before it the page has nothing drawn to sit under.
 SKELETON_CSS = ("<style data-ae-skeletons>[data-testid=stSkeleton]{visibility:hidden}"
                 "[data-testid=stElementContainer]:has(style[data-ae-skeletons]){display:none}</style>")
 

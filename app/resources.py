@@ -55,11 +55,16 @@ def model_meta(name: str) -> dict:
     alone (no weights), an upload from the session; {} when it cannot be read (the pages report that)."""
     try:
         if name in MODELS:
-            return read_config(MODELS[name])[1]
+            return _shipped_meta(name)
         converted = converted_models()
         return converted[name][1] if name in converted else load_model(name).meta
     except (CheckpointError, OSError):
         return {}
+
+
+@st.cache_data(ttl=10, show_spinner=False)  # asked on every run (each request says whether EOS is forced)
+def _shipped_meta(name: str) -> dict:
+    return read_config(MODELS[name])[1]
 
 
 def default_length_penalty(name: str) -> float:

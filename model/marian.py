@@ -126,7 +126,8 @@ def _refuse_unsupported(hf: dict[str, Any]) -> None:
     if hf.get("decoder_vocab_size") not in (None, hf.get("vocab_size", HF_DEFAULTS["vocab_size"])):
         raise CheckpointError(f"{HF_CONFIG}: unsupported, decoder_vocab_size differs from vocab_size")
     forced, eos = hf.get("forced_eos_token_id", HF_DEFAULTS["forced_eos_token_id"]), hf.get("eos_token_id", 0)
-    if forced is not None and forced not in (eos, [eos]) and [forced] != eos:
+    eos = eos[0] if isinstance(eos, list) and len(eos) == 1 else eos  # as marian_config reads it
+    if forced is not None and forced != eos:
         raise CheckpointError(f"{HF_CONFIG}: unsupported, forced_eos_token_id {str(forced)[:20]} is not the "
                               f"eos_token_id {str(eos)[:20]}")
     if hf.get("activation_function", HF_DEFAULTS["activation_function"]) not in ACTIVATIONS:
