@@ -19,12 +19,14 @@ from model.checkpoint import (
     tokenizer_files,
 )
 from model.device import resolve_device
-from model.tokenizer import MARIAN_FILES
+from model.tokenizer import HF_TOKENIZER_FILE, MARIAN_FILES
 
 UPLOAD_PREFIX = "upload:"
 ARCHIVE_SUFFIXES = {".zip", ".tar", ".gz", ".tgz", ".bz2", ".tbz2", ".xz", ".txz", ".7z", ".rar", ".zst"}
 # What a checkpoint is uploaded as, for messages: the weights, the config and one of the two tokenizer layouts.
-UPLOAD_FILES = f"{WEIGHTS}, {CONFIG} and the tokenizer ({TOKENIZER}, or Marian's {', '.join(MARIAN_FILES)})"
+UPLOAD_FILES = (f"{WEIGHTS}, {CONFIG} and the tokenizer ({TOKENIZER}, Marian's {', '.join(MARIAN_FILES)}, or a "
+                f"converted Hugging Face model's {HF_TOKENIZER_FILE})")
+EXACT_NAMES = (*MARIAN_FILES, HF_TOKENIZER_FILE)  # tokenizer files told from the config by name, not by suffix
 BY_SUFFIX = {".safetensors": WEIGHTS, ".json": CONFIG, ".model": TOKENIZER}  # a browser may rename a file "x (1).json"
 
 
@@ -35,8 +37,8 @@ def _shown(name: str) -> str:
 
 
 def _upload_target(name: str) -> str:
-    """The checkpoint file an uploaded file is: Marian's tokenizer files by their exact names (two .spm files differ
-    only by name), the others by suffix. Archives, pickles and anything else are refused by name, never opened."""
+    """The checkpoint file an uploaded file is: Marian's tokenizer files and tokenizer.json by their exact names (two
+    .spm files differ only by name; two .json files too), the others by suffix. Archives, pickles and anything else are refused by name, never opened."""
     suffixes = [s.lower() for s in Path(name).suffixes]
     suffix = suffixes[-1] if suffixes else ""
     if ARCHIVE_SUFFIXES & set(suffixes):
@@ -44,7 +46,7 @@ def _upload_target(name: str) -> str:
     if suffix in PICKLE_SUFFIXES:
         raise CheckpointError(f"{_shown(name)}: refused, only safetensors weights are read ({suffix} files are "
                               f"pickles, which can run code); upload {UPLOAD_FILES}")
-    if Path(name).name.lower() in MARIAN_FILES:
+    if Path(name).name.lower() in EXACT_NAMES:
         return Path(name).name.lower()
     if suffix == ".spm":
         raise CheckpointError(f"{_shown(name)}: a Marian tokenizer file must keep its name, {MARIAN_FILES[0]} or "
@@ -74,7 +76,7 @@ def _check_complete(chosen: dict[str, bytes], folder: Path) -> None:
         raise CheckpointError(f"missing {CONFIG}: upload {UPLOAD_FILES} together")
     config, _ = read_config(folder)
     needed = (WEIGHTS, CONFIG, *tokenizer_files(config))
-    kind = f"Marian's {', '.join(MARIAN_FILES)}" if config.tokenizer == "marian" else TOKENIZER
+    kind = {"marian": f"Marian's {', '.join(MARIAN_FILES)}", "hf": HF_TOKENIZER_FILE}.get(config.tokenizer, TOKENIZER)
     missing = [name for name in needed if name not in chosen]
     if missing:
         raise CheckpointError(f"missing {', '.join(missing)}: upload {WEIGHTS}, {CONFIG} and the tokenizer "

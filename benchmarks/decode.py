@@ -57,7 +57,7 @@ def greedy_without_cache(model: Transformer, src: torch.Tensor, n_tokens: int) -
     memory_kv = model.memory_key_values(memory)
     prefix = torch.tensor([[model.config.bos_id]])
     for _ in range(n_tokens):
-        hidden, _, _ = model.decoder(model.embed(prefix), memory_kv, decoder_self_mask(prefix, model.config.pad_id),
+        hidden, _, _ = model.decoder(model.embed(prefix, side="decoder"), memory_kv, decoder_self_mask(prefix, model.config.pad_id),
                                      src_mask)
         token = model.logits(hidden[:, -1]).argmax(-1, keepdim=True)  # [1, 1]
         prefix = torch.cat([prefix, token], dim=1)

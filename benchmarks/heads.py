@@ -73,7 +73,7 @@ def main() -> int:
         model(src, tgt)
 
     with torch.no_grad():
-        hidden = model.decoder(model.embed(tgt), model.memory_key_values(model.encode(src)[0]), None, None)[0]
+        hidden = model.decoder(model.embed(tgt, side="decoder"), model.memory_key_values(model.encode(src)[0]), None, None)[0]
     rows = hidden.expand(len(heads), -1, -1).contiguous()  # [72, T, D]
     target = torch.tensor(list(output)).expand(rows.size(0), -1)  # [72, T]
 

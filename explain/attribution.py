@@ -184,7 +184,8 @@ def decoder_states_from_source_embeddings(model: Transformer, embeddings: torch.
     src_mask = padding_mask(source, model.config.pad_id)  # [B, 1, 1, S]
     memory, _ = model.encoder(embeddings, src_mask)  # [B, S, D]
     tgt_mask = model.target_mask(decoder_input)  # [B, 1, T, T]: Marian's start token is never padding
-    hidden, _, _ = model.decoder(model.embed(decoder_input), model.memory_key_values(memory), tgt_mask, src_mask)
+    hidden, _, _ = model.decoder(model.embed(decoder_input, side="decoder"), model.memory_key_values(memory), tgt_mask,
+                                 src_mask)
     return hidden  # [B, T, D]
 
 

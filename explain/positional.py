@@ -42,12 +42,20 @@ def offset_error(max_len: int, d_model: int, offset: int, layout: str = "interle
 
 
 @torch.no_grad()
+def learned_positions(model: Transformer, n: int, side: str = "encoder") -> torch.Tensor:
+    """The first ``n`` rows a learned-position model's ``side`` stack reads (BART: rows 2..n+1 of its table) -> [n, D]."""
+    return model.embed.positions(0, min(n, model.config.position_limit), side).detach().cpu()
+
+
+@torch.no_grad()
 def embedding_parts(model: Transformer, ids: list[int]) -> dict[str, torch.Tensor]:
-    """What the first layer reads, before dropout: token [L, D] = E[ids] * sqrt(d_model), positional [L, D]
-    = PE[0..L-1], and their sum [L, D]."""
+    """What the encoder's first layer reads, before dropout: token [L, D] = E[ids] * sqrt(d_model) (unscaled where
+    the config says so), positional [L, D] = PE[0..L-1] (or the learned table's rows), and their sum [L, D] (after
+    the embedding LayerNorm of a model that has one, as the layer reads it)."""
     index = torch.tensor(ids, device=model.embed.token.weight.device)
     token = model.embed.token(index) * model.embed.scale  # [L, D]
-    positional = model.embed.positional[: len(ids)]  # [L, D]
-    return {"token": token.cpu(), "positional": positional.cpu(), "sum": (token + positional).cpu()}
+    positional = model.embed.positions(0, len(ids))  # [L, D]
+    total = model.embed(index[None])[0]  # [L, D]: the same sum, through the module the encoder calls
+    return {"token": token.cpu(), "positional": positional.cpu(), "sum": total.cpu()}
 
 

@@ -12,8 +12,9 @@ Read it in the paper's order:
     decoding     greedy and beam search as generators of DecodeSteps
     inference    text in, Translation out (pieces, steps, n-best, attention)
 
-and around it: tokenizer (sentencepiece; Marian's source/target pair), checkpoint (safetensors + config +
-tokenizer, validated before anything is built), marian (converting an opus-mt folder), quality (a checkpoint's
-own test scores), device, serialize (JSON export), __main__ (the CLI) and vision/ (ViT and Swin on images).
-Pure PyTorch, sentencepiece and safetensors; nothing here imports app/, explain/ or training/.
+and around it: tokenizer (sentencepiece; Marian's source/target pair; a Hugging Face tokenizer.json), checkpoint
+(safetensors + config + tokenizer, validated before anything is built), hf_folder, marian and bart (converting a
+Hugging Face opus-mt, BART or mBART folder; convert picks one by model_type), quality (a checkpoint's own test
+scores), device, serialize (JSON export), __main__ (the CLI) and vision/ (ViT and Swin on images).
+Pure PyTorch, sentencepiece, tokenizers and safetensors; nothing here imports app/, explain/ or training/.
 """

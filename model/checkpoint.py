@@ -27,12 +27,14 @@ from safetensors.torch import load as load_safetensors_bytes
 from torch import nn
 
 from .config import ModelConfig, format_bytes
-from .meta import clean_meta, forced_eos_of, length_penalty_of
+from .meta import clean_meta, forced_bos_of, forced_eos_of, length_penalty_of
 from .shards import INDEX, SINGLE, ShardError, has_weights, read_index, save_weights
 from .tokenizer import (
+    HF_TOKENIZER_FILE,
     MARIAN_FILES,
     MARIAN_SPECIALS,
     TOKENIZER_FILE,
+    HFTokenizer,
     MarianTokenizer,
     TextTokenizer,
     Tokenizer,
@@ -100,13 +102,18 @@ class Checkpoint:
     def forced_eos(self) -> bool:
         return forced_eos_of(self.meta)
 
+    @property
+    def forced_bos(self) -> int | None:
+        return forced_bos_of(self.meta)
+
 
 def save_checkpoint(model: Transformer, tokenizer: TextTokenizer, directory: str | Path,
                     dtype: torch.dtype = torch.float32, meta: dict[str, Any] | None = None,
                     max_shard_bytes: int | None = None) -> Path:
     """Write model.safetensors (in ``dtype``, e.g. float16 to ship; sharded with an index when larger than
     ``max_shard_bytes``), config.json and the tokenizer's files."""
-    if isinstance(tokenizer, MarianTokenizer) != (model.config.tokenizer == "marian"):
+    kinds = {"sentencepiece": Tokenizer, "marian": MarianTokenizer, "hf": HFTokenizer}
+    if not isinstance(tokenizer, kinds[model.config.tokenizer]):
         raise ValueError(f"the config's tokenizer is {model.config.tokenizer!r}, got a {type(tokenizer).__name__}")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -175,7 +182,7 @@ def read_config(directory: Path) -> tuple[ModelConfig, dict[str, Any]]:
 
 def tokenizer_files(config: ModelConfig) -> tuple[str, ...]:
     """The tokenizer files a checkpoint of ``config`` holds."""
-    return MARIAN_FILES if config.tokenizer == "marian" else (TOKENIZER,)
+    return {"marian": MARIAN_FILES, "hf": (HF_TOKENIZER_FILE,)}.get(config.tokenizer, (TOKENIZER,))
 
 
 def read_tokenizer(directory: Path, config: ModelConfig | None = None) -> TextTokenizer:
@@ -187,6 +194,12 @@ def read_tokenizer(directory: Path, config: ModelConfig | None = None) -> TextTo
             return Tokenizer(_read_file(directory / TOKENIZER, MAX_TOKENIZER_BYTES))
         except TokenizerError as exc:
             raise CheckpointError(f"{TOKENIZER}: {exc}") from None
+    if config.tokenizer == "hf":  # its special ids are the config's: the file does not say which starts the decoder
+        try:
+            return HFTokenizer(_read_file(directory / HF_TOKENIZER_FILE, MAX_TOKENIZER_BYTES), pad_id=config.pad_id,
+                               unk_id=config.unk_id, bos_id=config.bos_id, eos_id=config.eos_id)
+        except TokenizerError as exc:
+            raise CheckpointError(str(exc)) from None
     try:
         tokenizer = MarianTokenizer(*(_read_file(directory / name, MAX_TOKENIZER_BYTES) for name in MARIAN_FILES))
     except TokenizerError as exc:
@@ -248,6 +261,10 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
                 add(f"{layer}.sublayers.{j}.norm", d)
         if config.norm_first:
             add(f"{stack}.final_norm", d)
+        if config.positional_layout == "learned":
+            shapes[f"embed.learned.{stack}.weight"] = (config.position_table, d)
+        if config.layernorm_embedding:
+            add(f"embed.norms.{stack}", d)
     return shapes
 
 

@@ -27,8 +27,12 @@ MAX_TEMPERATURE = 10.0
 POSITION_TABLE = 1024  # rows of the position table at least (model.positional.MAX_POSITIONS, tested equal)
 # The options a real translation model (Marian opus-mt) needs beyond the paper; the first of each is the paper's.
 ACTIVATIONS = ("relu", "gelu", "swish")  # the FFN's non-linearity; swish is also called SiLU: x * sigmoid(x)
-POSITIONAL_LAYOUTS = ("interleaved", "halves")  # sin/cos pairs interleaved (the paper) or sin half, cos half (Marian)
-TOKENIZERS = ("sentencepiece", "marian")  # one joint sentencepiece model, or Marian's source/target models + vocab
+# Sin/cos pairs interleaved (the paper), sin half then cos half (Marian), or a learned table per stack (BART, mBART).
+POSITIONAL_LAYOUTS = ("interleaved", "halves", "learned")
+# One joint sentencepiece model, Marian's source/target models + vocab, or a Hugging Face tokenizer.json (BART's
+# byte-level BPE, mBART's sentencepiece with language codes) read by the tokenizers package.
+TOKENIZERS = ("sentencepiece", "marian", "hf")
+MAX_POSITION_OFFSET = 16  # rows a learned position table keeps before position 0 (BART and mBART: 2)
 
 
 def _is_int(value: Any) -> bool:
@@ -72,8 +76,10 @@ class ModelConfig:
     ``bos_id`` is the token every decoder input starts with, here and everywhere that builds "BOS + output[:-1]";
     ``decoder_start_id`` names it (it defaults to, and must equal, bos_id). The project's sentencepiece vocabulary has
     four distinct specials; Marian's has no BOS piece and starts the decoder with <pad>, so a "marian" tokenizer's
-    bos_id is its pad_id. The last five options default to the paper's choice, so older config.json files load as
-    they are: Marian opus-mt uses swish, "halves" positions, a final logits bias and the "marian" tokenizer.
+    bos_id is its pad_id; BART's decoder starts with </s>, so an "hf" tokenizer's bos_id may be its eos_id. The options
+    after eos_id default to the paper's choice, so older config.json files load as they are: Marian opus-mt uses swish,
+    "halves" positions, a final logits bias and the "marian" tokenizer; BART learned positions (offset 2), GELU, no
+    embedding scale, a LayerNorm on the embeddings and the "hf" tokenizer; mBART the same, pre-norm and scaled.
     """
 
     vocab_size: int
@@ -94,6 +100,11 @@ class ModelConfig:
     final_logits_bias: bool = False  # logits = h E^T + b with a learned b [vocab_size] (Marian's final_logits_bias)
     decoder_start_id: int | None = None  # None = bos_id
     tokenizer: str = "sentencepiece"  # one of TOKENIZERS: which tokenizer files the checkpoint holds
+    # BART's family: no sqrt(d_model) scale on the embedding, a LayerNorm on each stack's embedding sum, and learned
+    # positions read from row position + position_offset (BART keeps 2 unused rows, a fairseq legacy).
+    scale_embedding: bool = True
+    layernorm_embedding: bool = False
+    position_offset: int = 0
 
     def __post_init__(self) -> None:
         """Types, ranges, consistency and the size limits above, so that nothing absurd is ever allocated."""
@@ -111,13 +122,18 @@ class ModelConfig:
         if not isinstance(self.dropout, int | float) or isinstance(self.dropout, bool) \
                 or not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
-        for name in ("norm_first", "final_logits_bias"):
+        for name in ("norm_first", "final_logits_bias", "scale_embedding", "layernorm_embedding"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         for name, allowed in (("activation", ACTIVATIONS), ("positional_layout", POSITIONAL_LAYOUTS),
                               ("tokenizer", TOKENIZERS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {str(getattr(self, name))[:40]!r}")
+        if not _is_int(self.position_offset) or not 0 <= self.position_offset <= MAX_POSITION_OFFSET:
+            raise ValueError(f"position_offset must be an integer from 0 to {MAX_POSITION_OFFSET}, "
+                             f"got {self.position_offset!r}")
+        if self.position_offset and self.positional_layout != "learned":
+            raise ValueError("position_offset applies to learned positions only (positional_layout 'learned')")
         self._check_special_ids()
         if self.estimated_bytes() > MAX_MODEL_BYTES:
             raise ValueError(f"this config describes {self.estimated_parameters():,} parameters "
@@ -132,7 +148,7 @@ class ModelConfig:
             if not _is_int(value) or not 0 <= value < self.vocab_size:
                 raise ValueError(f"{name} must be an id in [0, {self.vocab_size}), got {value!r}")
         distinct = specials if self.tokenizer == "sentencepiece" else \
-            {k: v for k, v in specials.items() if k != "bos_id"}
+            {k: v for k, v in specials.items() if k != "bos_id"}  # the start token may be <pad> or </s>
         if len(set(distinct.values())) != len(distinct):
             raise ValueError(f"special ids must be distinct, got {distinct}")
         if self.tokenizer == "marian" and self.bos_id != self.pad_id:
@@ -151,12 +167,29 @@ class ModelConfig:
         decoder_layer = 2 * attention + feed_forward + 3 * norm
         final_norms = 2 * norm if self.norm_first else 0
         logits_bias = self.vocab_size if self.final_logits_bias else 0
+        learned = 2 * self.position_table * d if self.positional_layout == "learned" else 0  # one table per stack
+        embedding_norms = 2 * norm if self.layernorm_embedding else 0
         return (self.vocab_size * d + self.n_encoder_layers * encoder_layer + self.n_decoder_layers * decoder_layer
-                + final_norms + logits_bias)
+                + final_norms + logits_bias + learned + embedding_norms)
 
     def estimated_bytes(self) -> int:
         """Memory of the built model in float32: its parameters and its sinusoidal position table."""
-        return 4 * (self.estimated_parameters() + max(self.max_len, POSITION_TABLE) * self.d_model)
+        sinusoids = 0 if self.positional_layout == "learned" else self.position_table * self.d_model
+        return 4 * (self.estimated_parameters() + sinusoids)
+
+    @property
+    def position_table(self) -> int:
+        """Rows of each position table: sinusoids extend past max_len (to POSITION_TABLE at least); a learned table
+        has max_len positions after its position_offset unused rows."""
+        if self.positional_layout == "learned":
+            return self.max_len + self.position_offset
+        return max(self.max_len, POSITION_TABLE)
+
+    @property
+    def position_limit(self) -> int:
+        """The longest sequence (source, or start token + output) the model can read at all: a learned table has
+        no row past max_len, sinusoids run to the position table's end."""
+        return self.position_table - self.position_offset
 
     @property
     def d_k(self) -> int:
@@ -212,6 +245,8 @@ class DecodeConfig:
     next piece instead (one hypothesis: beam_size must be 1). ``forced_eos``: the piece at the length limit is EOS
     whatever the model prefers, adding 0 to the log-prob, as Hugging Face's generate() does for a config with
     forced_eos_token_id (Marian's); without it a hypothesis cut at max_len ends without EOS (the paper's way).
+    ``forced_bos``: the id every output starts with, also at log-prob 0, as generate() does for forced_bos_token_id
+    (BART-large's <s>; mBART's, M2M100's and NLLB's target-language code).
     """
 
     beam_size: int = 1
@@ -220,6 +255,7 @@ class DecodeConfig:
     top_k: int = 10
     sampling: Sampling | None = None
     forced_eos: bool = False
+    forced_bos: int | None = None
 
     def __post_init__(self) -> None:
         for name, high in (("beam_size", MAX_BEAM), ("max_len", POSITION_TABLE - 1), ("top_k", MAX_TOP_K)):
@@ -231,5 +267,7 @@ class DecodeConfig:
             raise ValueError(f"length_penalty must be a number from 0 to {MAX_LENGTH_PENALTY:g}, got {alpha!r}")
         if not isinstance(self.forced_eos, bool):
             raise ValueError(f"forced_eos must be true or false, got {self.forced_eos!r}")
+        if self.forced_bos is not None and (not _is_int(self.forced_bos) or not 0 <= self.forced_bos < MAX_VOCAB_SIZE):
+            raise ValueError(f"forced_bos must be a piece id or None, got {self.forced_bos!r}")
         if self.sampling is not None and self.beam_size != 1:
             raise ValueError(f"sampling draws one hypothesis: beam_size must be 1, got {self.beam_size}")

@@ -3,7 +3,7 @@
     python -m model convert HF_DIR --out pretrained/NAME
 
 Each family's converter maps its weights onto this project's Transformer and records what differs as named
-ModelConfig options and meta (model.marian for Marian opus-mt). A folder of a type without a converter is refused
+ModelConfig options and meta (model.marian for Marian opus-mt, model.bart for BART and mBART). A folder of a type without a converter is refused
 with one line naming the types that have one, before anything is written.
 """
 from __future__ import annotations
@@ -11,17 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from .bart import convert_bart
 from .checkpoint import CheckpointError
-from .marian import HF_CONFIG, Conversion, _read_json, convert_marian
+from .hf_folder import HF_CONFIG, Conversion, read_json
+from .marian import convert_marian
 
-CONVERTERS: dict[str, Callable[[str | Path, str | Path], Conversion]] = {"marian": convert_marian}
+CONVERTERS: dict[str, Callable[[str | Path, str | Path], Conversion]] = {
+    "marian": convert_marian, "bart": convert_bart, "mbart": convert_bart}
 
 
 def model_type(folder: Path) -> str:
     """config.json's model_type, checked to name a family with a converter."""
     if not folder.is_dir():
         raise CheckpointError(f"Hugging Face folder not found: {folder}")
-    found = _read_json(folder / HF_CONFIG).get("model_type")
+    found = read_json(folder / HF_CONFIG).get("model_type")
     supported = ", ".join(sorted(CONVERTERS))
     if found is None:
         raise CheckpointError(f"{HF_CONFIG} names no model_type; supported: {supported}")

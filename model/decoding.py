@@ -147,7 +147,9 @@ class DecodeResult:
             cross_scores=_stack_rows(self.steps, hyp.path, "cross_scores", low), src_mask=first.src_mask, tgt_mask=causal)
 
 
-def _prepare(model: Transformer, src: torch.Tensor) -> torch.Tensor:
+def _prepare(model: Transformer, src: torch.Tensor, config: DecodeConfig) -> torch.Tensor:
+    if config.forced_bos is not None and config.forced_bos >= model.config.vocab_size:
+        raise ValueError(f"forced_bos must be an id in [0, {model.config.vocab_size}), got {config.forced_bos}")
     if src.dim() == 1:
         src = src[None]
     if src.size(0) != 1:
@@ -155,22 +157,26 @@ def _prepare(model: Transformer, src: torch.Tensor) -> torch.Tensor:
     return src.to(next(model.parameters()).device)
 
 
-def _selectable(log_probs: torch.Tensor, bos_id: int, pad_id: int, forced_eos: int | None = None) -> torch.Tensor:
-    """The model's log-probs with BOS and PAD made impossible: they are never valid outputs. With ``forced_eos``
-    (an id, at the length limit) only that piece is possible, at log-prob 0: generate()'s ForcedEOSTokenLogitsProcessor,
-    so the forced piece adds nothing to a hypothesis' score. [R, V]"""
-    if forced_eos is not None:
-        forced = torch.full_like(log_probs, float("-inf"))  # [R, V]
-        forced[:, forced_eos] = 0.0
-        return forced
+def _selectable(log_probs: torch.Tensor, bos_id: int, pad_id: int, forced: int | None = None,
+                eos_id: int | None = None) -> torch.Tensor:
+    """The model's log-probs with the start token and PAD made impossible: they are never valid outputs (unless the
+    start token is EOS itself, as in BART). With ``forced`` (an id) only that piece is possible, at log-prob 0:
+    generate()'s ForcedBOS/ForcedEOSTokenLogitsProcessor, so a forced piece adds nothing to a hypothesis' score. [R, V]"""
+    if forced is not None:
+        only = torch.full_like(log_probs, float("-inf"))  # [R, V]
+        only[:, forced] = 0.0
+        return only
     log_probs = log_probs.clone()
-    log_probs[:, [bos_id, pad_id]] = float("-inf")
+    log_probs[:, [pad_id] if bos_id == eos_id else [bos_id, pad_id]] = float("-inf")
     return log_probs
 
 
 def _forced(config: DecodeConfig, t: int, eos_id: int) -> int | None:
-    """The id forced at step t (EOS at the length limit when the config asks for it), else None."""
-    return eos_id if config.forced_eos and t + 1 == config.max_len else None
+    """The id forced at step t, else None: EOS at the length limit when the config asks for it, else the config's
+    forced_bos as the first piece (generate() applies both in this order, so EOS wins at a limit of 1)."""
+    if config.forced_eos and t + 1 == config.max_len:
+        return eos_id
+    return config.forced_bos if t == 0 else None
 
 
 def _start(model: Transformer, src: torch.Tensor, return_attention: bool, head_mask: HeadMask | None):
@@ -209,7 +215,7 @@ def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, retur
               head_mask: HeadMask | None, choose: Choose) -> Iterator[DecodeStep]:
     """Decode one hypothesis, ``choose`` picking each next piece from the step's log-probs (BOS and PAD made
     impossible): greedy takes the argmax, sampling draws. src [S] or [1, S]."""
-    src = _prepare(model, src)
+    src = _prepare(model, src, config)
     cfg = model.config
     state, encoder = _start(model, src, return_attention, head_mask)
     prefix = torch.tensor([[cfg.bos_id]], device=src.device)  # [1, 1]
@@ -219,7 +225,7 @@ def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, retur
         state = out.state
         topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [1, k]
         forced = _forced(config, t, cfg.eos_id)
-        selectable = _selectable(out.log_probs, cfg.bos_id, cfg.pad_id, forced)[0]  # [V]
+        selectable = _selectable(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id)[0]  # [V]
         token, sample = (forced, None) if forced is not None else choose(selectable)
         new_score = score + selectable[token]
         beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
@@ -276,7 +282,7 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     Stops when beam_size hypotheses have finished, no live beam is left, or max_len tokens were
     generated (live beams are then finished without EOS). src [S] or [1, S].
     """
-    src = _prepare(model, src)
+    src = _prepare(model, src, config)
     cfg, device = model.config, src.device
     state, encoder = _start(model, src, return_attention, head_mask)
     prefixes = torch.tensor([[cfg.bos_id]], device=device)  # [R, 1]
@@ -286,8 +292,8 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     for t in range(config.max_len):
         out = model.step(state, prefixes[:, -1:], return_attention)
         topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [R, k]
-        candidates = _select(scores[:, None] + _selectable(out.log_probs, cfg.bos_id, cfg.pad_id,
-                                                           _forced(config, t, cfg.eos_id)), cfg.eos_id, config.beam_size)
+        selectable = _selectable(out.log_probs, cfg.bos_id, cfg.pad_id, _forced(config, t, cfg.eos_id), cfg.eos_id)
+        candidates = _select(scores[:, None] + selectable, cfg.eos_id, config.beam_size)  # selectable [R, V]
         last = t + 1 == config.max_len
         finished += [_finished((*prefixes[c.row, 1:].tolist(), c.token), c.log_prob, (*paths[c.row], c.row),
                                cfg.eos_id, config.length_penalty)

@@ -96,8 +96,10 @@ def prepare_source(tokenizer: TextTokenizer, text: str, max_len: int = MAX_POSIT
 
 def stream(model: Transformer, source: Source, config: DecodeConfig, return_attention: bool = True,
            head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
-    """The decode steps for a prepared source, the output capped at MAX_POSITIONS positions (BOS included)."""
-    config = dataclasses.replace(config, max_len=min(config.max_len, MAX_POSITIONS - 1))
+    """The decode steps for a prepared source, the output capped at MAX_POSITIONS positions (BOS included), or
+    at the model's own position limit (a learned table has no row past it)."""
+    limit = min(MAX_POSITIONS, model.config.position_limit)
+    config = dataclasses.replace(config, max_len=min(config.max_len, limit - 1))
     device = next(model.parameters()).device
     return decode_steps(model, torch.tensor(source.ids, device=device), config, return_attention,
                         None if head_mask is None else head_mask.to(device))
@@ -143,7 +145,7 @@ def planned(model: Transformer, tokenizer: TextTokenizer, text: str, config: Dec
             budget: Budget = DEFAULT_BUDGET) -> tuple[Source, Plan]:
     """The source and the decode settings a request runs with, priced and fitted into ``budget`` before any
     decoding (model.budget.plan_decode: what was reduced is in the plan's notes)."""
-    source = prepare_source(tokenizer, text)
+    source = prepare_source(tokenizer, text, min(MAX_POSITIONS, model.config.position_limit))
     plan = plan_decode(model.config, len(source.ids), config, budget)
     if plan.source_len < len(source.ids):
         source = prepare_source(tokenizer, text, plan.source_len)

@@ -6,39 +6,38 @@ activation, "halves" positions, a final logits bias, the decoder starting with <
 sentencepiece models with one vocabulary (tokenizer "marian"). The converted model computes what Hugging Face's
 MarianMTModel computes (tests/model/test_marian.py: logits and every attention weight to 1e-5, greedy and beam).
 
-Nothing is downloaded: the folder is one the user already has. The converter reads config.json and the weights
-itself (transformers is not needed): model.safetensors when present, else pytorch_model.bin, a pickle, loaded only
-with torch.load(weights_only=True), whose restricted unpickler rebuilds tensors and refuses any other object. Every
+The folder is read by model.hf_folder (no download, no transformers, pickles only with weights_only=True); every
 refusal is a one-line CheckpointError naming the file and the reason.
 """
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError, safe_open
 
-from .checkpoint import (
-    MAX_CONFIG_BYTES,
-    MAX_TOKENIZER_BYTES,
-    MAX_WEIGHTS_BYTES,
-    CheckpointError,
-    expected_shapes,
-    save_checkpoint,
+from .checkpoint import MAX_TOKENIZER_BYTES, CheckpointError, save_checkpoint
+from .config import ModelConfig
+from .hf_folder import (
+    ACTIVATIONS,
+    HF_CONFIG,
+    HF_PICKLE,
+    HF_TOKENIZER_CONFIG,
+    Conversion,
+    check_output,
+    check_size,
+    layer_names,
+    read_bytes,
+    read_json,
+    read_weights,
+    rename_weights,
+    tied_embedding,
 )
-from .config import MAX_MODEL_BYTES, ModelConfig, format_bytes
 from .positional import sinusoidal_encoding
-from .shards import INDEX, SINGLE, ShardError, has_weights, read_index
 from .tokenizer import MARIAN_FILES, MarianTokenizer, TokenizerError
 from .transformer import Transformer
 
-HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", SINGLE, "pytorch_model.bin"
-HF_TOKENIZER_CONFIG = "tokenizer_config.json"
-MAX_SOURCE_WEIGHTS_BYTES = MAX_MODEL_BYTES + 64 * 2**20  # a weights file a model within the config limits can have
 # Hugging Face's MarianConfig defaults: a config.json key that is absent means this value, as when HF loads it.
 HF_DEFAULTS: dict[str, Any] = {
     "vocab_size": 58101, "decoder_vocab_size": None, "max_position_embeddings": 1024, "encoder_layers": 12,
@@ -60,52 +59,8 @@ UNSUPPORTED = [
     ("tie_word_embeddings", False, "an output layer separate from the embedding (tie_word_embeddings: false)"),
     ("add_bias_logits", True, "a bias inside the output layer (add_bias_logits: true)"),
 ]
-ACTIVATIONS = {"relu": "relu", "swish": "swish", "silu": "swish", "gelu": "gelu"}  # HF name -> ModelConfig name
-# Our tensor names -> Hugging Face's, per encoder / decoder layer (weight and bias each).
-ENCODER_NAMES = {"self_attn.w_q": "self_attn.q_proj", "self_attn.w_k": "self_attn.k_proj",
-                 "self_attn.w_v": "self_attn.v_proj", "self_attn.w_o": "self_attn.out_proj",
-                 "sublayers.0.norm": "self_attn_layer_norm", "feed_forward.linear1": "fc1",
-                 "feed_forward.linear2": "fc2", "sublayers.1.norm": "final_layer_norm"}
-DECODER_NAMES = {**{k: v for k, v in ENCODER_NAMES.items() if k != "sublayers.1.norm"},
-                 "cross_attn.w_q": "encoder_attn.q_proj", "cross_attn.w_k": "encoder_attn.k_proj",
-                 "cross_attn.w_v": "encoder_attn.v_proj", "cross_attn.w_o": "encoder_attn.out_proj",
-                 "sublayers.1.norm": "encoder_attn_layer_norm", "sublayers.2.norm": "final_layer_norm"}
-EMBEDDINGS = ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight",
-              "lm_head.weight")  # one matrix, tied: the first present is read, the others must equal it
 POSITIONS = ("model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight")  # fixed sinusoids
 FOLDER_NAME = re.compile(r"opus-mt-(?:tc-big-|tc-)?([A-Za-z_]+)-([A-Za-z_]+)$")
-
-
-@dataclass(frozen=True)
-class Conversion:
-    """What convert_marian wrote: the checkpoint directory, its config, which weights file it read (and whether
-    that was a pickle) and the languages it recorded in the checkpoint's meta (None when unknown)."""
-
-    path: Path
-    config: ModelConfig
-    weights_file: str
-    pickled: bool
-    source_lang: str | None
-    target_lang: str | None
-
-
-def _read_bytes(path: Path, limit: int) -> bytes:
-    if not path.is_file():
-        raise CheckpointError(f"{path.name} is missing in {path.parent}")
-    size = path.stat().st_size
-    if size > limit:
-        raise CheckpointError(f"{path.name} has {format_bytes(size)}, more than the limit of {format_bytes(limit)}")
-    return path.read_bytes()
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(_read_bytes(path, MAX_CONFIG_BYTES).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise CheckpointError(f"{path.name} is not valid JSON ({type(exc).__name__})") from None
-    if not isinstance(data, dict):
-        raise CheckpointError(f"{path.name} must be a JSON object, got {type(data).__name__}")
-    return data
 
 
 def _refuse_unsupported(hf: dict[str, Any]) -> None:
@@ -162,99 +117,19 @@ def marian_config(hf: dict[str, Any], unk_id: int, final_logits_bias: bool) -> M
 def read_marian_tokenizer(folder: Path) -> MarianTokenizer:
     """source.spm, target.spm and the one shared vocab.json (a separate target vocabulary is refused)."""
     tokenizer_config = folder / HF_TOKENIZER_CONFIG
-    separate = tokenizer_config.is_file() and _read_json(tokenizer_config).get("separate_vocabs") is True
+    separate = tokenizer_config.is_file() and read_json(tokenizer_config).get("separate_vocabs") is True
     if separate or (folder / "target_vocab.json").is_file():
         raise CheckpointError(f"{HF_TOKENIZER_CONFIG}: unsupported, separate source and target vocabularies "
                               "(one embedding serves both sides here)")
     try:
-        return MarianTokenizer(*(_read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in MARIAN_FILES))
+        return MarianTokenizer(*(read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in MARIAN_FILES))
     except TokenizerError as exc:
         raise CheckpointError(str(exc)) from None
 
 
-def _read_size(path: Path) -> None:
-    size = path.stat().st_size
-    if size > MAX_SOURCE_WEIGHTS_BYTES:
-        raise CheckpointError(f"{path.name} has {format_bytes(size)}, more than the limit of "
-                              f"{format_bytes(MAX_SOURCE_WEIGHTS_BYTES)}")
-
-
-def _load_pickle(path: Path) -> dict[str, torch.Tensor]:
-    """pytorch_model.bin through torch's restricted unpickler: tensors only, any other object refused."""
-    _read_size(path)
-    try:
-        state = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as exc:  # UnpicklingError for a forbidden object, RuntimeError/EOFError for a corrupt file
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise CheckpointError(f"{path.name} cannot be loaded with torch.load(weights_only=True) ({reason})") from None
-    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
-                                              for k, v in state.items()):
-        raise CheckpointError(f"{path.name} is not a state dict (names -> tensors)")
-    return state
-
-
-def read_marian_weights(folder: Path) -> tuple[dict[str, torch.Tensor], str]:
-    """The folder's tensors by Hugging Face name and the file they came from: model.safetensors preferred."""
-    if (folder / f"{HF_PICKLE}.index.json").is_file() and not has_weights(folder):
-        raise CheckpointError(f"unsupported: the weights in {folder} are sharded pickles (pytorch_model.bin.index.json); "
-                              "save the model with safetensors")
-    if (folder / INDEX).is_file() and not (folder / HF_SAFETENSORS).is_file():
-        return _read_shards(folder), INDEX
-    path = folder / HF_SAFETENSORS
-    if not path.is_file():
-        if not (folder / HF_PICKLE).is_file():
-            raise CheckpointError(f"{HF_SAFETENSORS} (or {HF_PICKLE}) is missing in {folder}")
-        return _load_pickle(folder / HF_PICKLE), HF_PICKLE
-    _read_size(path)
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            return {name: f.get_tensor(name) for name in f.keys()}, HF_SAFETENSORS  # noqa: SIM118 (no __iter__)
-    except (SafetensorError, OSError, RuntimeError, ValueError) as exc:
-        raise CheckpointError(f"{HF_SAFETENSORS} is not a valid safetensors file ({exc})") from None
-
-
-def _read_shards(folder: Path) -> dict[str, torch.Tensor]:
-    """Every tensor of a sharded safetensors folder (model.safetensors.index.json and its shards)."""
-    tensors: dict[str, torch.Tensor] = {}
-    try:
-        for path, names in read_index(folder).items():
-            _read_size(path)
-            with safe_open(str(path), framework="pt") as f:
-                if not set(names) <= set(f.keys()):
-                    raise CheckpointError(f"{path.name} lacks tensors that {INDEX} places in it")
-                tensors.update((name, f.get_tensor(name)) for name in names)
-    except ShardError as exc:
-        raise CheckpointError(str(exc)) from None
-    except (SafetensorError, OSError, RuntimeError, ValueError) as exc:
-        if isinstance(exc, CheckpointError):
-            raise
-        raise CheckpointError(f"a shard in {folder} is not a valid safetensors file ({exc})") from None
-    return tensors
-
-
 def hf_names(config: ModelConfig) -> dict[str, str]:
     """Our state-dict name -> Hugging Face MarianMTModel's, for every tensor of Transformer(config)."""
-    names = {"embed.token.weight": EMBEDDINGS[0]}
-    if config.final_logits_bias:
-        names["final_logits_bias"] = "final_logits_bias"
-    for stack, n_layers, table in (("encoder", config.n_encoder_layers, ENCODER_NAMES),
-                                   ("decoder", config.n_decoder_layers, DECODER_NAMES)):
-        for i in range(n_layers):
-            for ours, theirs in table.items():
-                for part in ("weight", "bias"):
-                    names[f"{stack}.layers.{i}.{ours}.{part}"] = f"model.{stack}.layers.{i}.{theirs}.{part}"
-    return names
-
-
-def _embedding(hf: dict[str, torch.Tensor], file: str) -> torch.Tensor:
-    """The shared embedding; every tied copy the file holds must be the same matrix."""
-    present = [name for name in EMBEDDINGS if name in hf]
-    if not present:
-        raise CheckpointError(f"{file} has no embedding ({EMBEDDINGS[0]})")
-    for name in present[1:]:
-        if hf[name].shape != hf[present[0]].shape or not torch.equal(hf[name], hf[present[0]]):
-            raise CheckpointError(f"{file}: unsupported, {name} differs from {present[0]} (untied embeddings)")
-    return hf[present[0]]
+    return layer_names(config)
 
 
 def _check_positions(hf: dict[str, torch.Tensor], file: str) -> None:
@@ -269,27 +144,10 @@ def _check_positions(hf: dict[str, torch.Tensor], file: str) -> None:
 
 
 def map_weights(hf: dict[str, torch.Tensor], config: ModelConfig, file: str) -> dict[str, torch.Tensor]:
-    """Hugging Face tensors renamed to ours, shapes checked against the config, float32, finite."""
-    names, shapes = hf_names(config), expected_shapes(config)
-    known = set(names.values()) | set(EMBEDDINGS) | set(POSITIONS)
-    unexpected = sorted(set(hf) - known)
-    if unexpected:
-        raise CheckpointError(f"{file}: unsupported, unexpected tensors {[n[:60] for n in unexpected[:3]]}"
-                              f"{'...' if len(unexpected) > 3 else ''} (not a plain MarianMTModel)")
+    """Hugging Face tensors renamed to ours, shapes checked against the config, float32, finite; stored position
+    tables must be Marian's sinusoids."""
     _check_positions(hf, file)
-    weights = {}
-    for ours, theirs in names.items():
-        tensor = _embedding(hf, file) if ours == "embed.token.weight" else hf.get(theirs)
-        if tensor is None:
-            raise CheckpointError(f"{file}: {theirs} is missing")
-        if ours == "final_logits_bias":
-            tensor = tensor.reshape(-1)  # HF keeps it as [1, V]
-        if tuple(tensor.shape) != shapes[ours]:
-            raise CheckpointError(f"{file}: {theirs} has shape {tuple(tensor.shape)}, {HF_CONFIG} needs {shapes[ours]}")
-        if not tensor.is_floating_point() or not torch.isfinite(tensor.float()).all():
-            raise CheckpointError(f"{file}: {theirs} is not finite floating point ({tensor.dtype})")
-        weights[ours] = tensor.float()
-    return weights
+    return rename_weights(hf, hf_names(config), config, file, set(POSITIONS), "MarianMTModel")
 
 
 def languages(folder: Path) -> tuple[str | None, str | None]:
@@ -297,7 +155,7 @@ def languages(folder: Path) -> tuple[str | None, str | None]:
     opus-mt-XX-YY (also as a part of the path, e.g. Hugging Face's cache models--Helsinki-NLP--opus-mt-en-de/...)."""
     path = folder / HF_TOKENIZER_CONFIG
     if path.is_file():
-        config = _read_json(path)
+        config = read_json(path)
         langs = config.get("source_lang"), config.get("target_lang")
         if all(isinstance(lang, str) and 0 < len(lang) <= 20 and lang.isprintable() for lang in langs):
             return langs
@@ -319,19 +177,15 @@ def convert_marian(folder: str | Path, out: str | Path) -> Conversion:
     folder, out = Path(folder), Path(out)
     if not folder.is_dir():
         raise CheckpointError(f"Marian folder not found: {folder}")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise CheckpointError(f"{out} already exists and is not empty: choose a new --out directory")
-    hf_config = _read_json(folder / HF_CONFIG)
+    check_output(out)
+    hf_config = read_json(folder / HF_CONFIG)
     _refuse_unsupported(hf_config)
     tokenizer = read_marian_tokenizer(folder)
     config = marian_config(hf_config, tokenizer.unk_id, final_logits_bias=True)
-    if 4 * config.estimated_parameters() > MAX_WEIGHTS_BYTES:
-        raise CheckpointError(f"{HF_CONFIG}: {config.estimated_parameters():,} parameters take "
-                              f"{format_bytes(4 * config.estimated_parameters())} as float32, more than a "
-                              f"checkpoint's limit of {format_bytes(MAX_WEIGHTS_BYTES)}")
+    check_size(config)
     _check_vocabulary(tokenizer, config)
-    hf_weights, file = read_marian_weights(folder)
-    embedding = _embedding(hf_weights, file)
+    hf_weights, file = read_weights(folder)
+    embedding = tied_embedding(hf_weights, file)
     if embedding.dim() != 2 or embedding.size(0) != tokenizer.vocab_size:
         raise CheckpointError(f"vocabulary mismatch: {MARIAN_FILES[2]} has {tokenizer.vocab_size} pieces, the "
                               f"embedding in {file} has shape {tuple(embedding.shape)}")

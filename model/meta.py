@@ -1,8 +1,9 @@
 """What a checkpoint's meta (the free-form part of its config.json) may say, and the decoding defaults read from it.
 
 A checkpoint's meta is JSON its author wrote (an upload says whatever it likes), so only the entries below, of the
-types below, are kept (clean_meta): training facts the app and the model card show, and two decoding defaults a
-model brings along, beam search's α and whether the last piece at the length limit is forced to be EOS.
+types below, are kept (clean_meta): training facts the app and the model card show, and the decoding defaults a
+model brings along: beam search's α, whether the last piece at the length limit is forced to be EOS, and which
+piece, if any, is forced first.
 """
 from __future__ import annotations
 
@@ -28,6 +29,13 @@ def forced_eos_of(meta: dict[str, Any]) -> bool:
     return meta.get("forced_eos") is True
 
 
+def forced_bos_of(meta: dict[str, Any]) -> int | None:
+    """The piece every output of this model starts with (generate()'s forced_bos_token_id: BART-large's <s>, an
+    mBART-50 model's target language), recorded as meta["forced_bos"] by the converter; None for most models."""
+    value = meta.get("forced_bos")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 Number = (int, float)
 # Training facts the app and the model card read from meta, with the types they need. A checkpoint's
 # meta is free-form JSON (an uploaded one says whatever its author wrote), so anything else is dropped.
@@ -41,6 +49,8 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "length_penalty": Number,  # beam search's α, chosen on the validation split (training.length_penalty)
     "snapshot": (str,),  # one line on what an earlier stage of a model's training is (see checkpoint_snapshots)
     "forced_eos": (bool,),  # EOS forced at the length limit (forced_eos_of)
+    "forced_bos": (int,),  # the piece forced first (forced_bos_of)
+    "family": (str,),  # the Hugging Face model_type a converted model came from ("marian", "bart", "mbart")
     "device": (str,),  # where training ran: "CPU", "CUDA (NVIDIA H100 80GB HBM3)" (model.device.describe)
     "valid_sentences": (int,),  # how many validation sentences each epoch's BLEU/chrF in epochs.csv is on
     "valid_corpus": (str,),  # the corpus whose valid split epochs.csv's losses are on (absent: the training corpus)

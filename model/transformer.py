@@ -13,16 +13,19 @@ from .attention import AttentionOutput, Capture, KeyValue
 from .config import ModelConfig
 from .layers import DecoderLayer, EncoderLayer
 from .masks import decoder_self_mask, padding_mask
-from .positional import MAX_POSITIONS, sinusoidal_encoding
+from .positional import sinusoidal_encoding
 from .trace import AttentionTrace, HeadMask
+
+SIDES = ("encoder", "decoder")  # the stacks an embedding is read for (learned positions differ between them)
 
 
 class Embeddings(nn.Module):
-    """Token embedding x sqrt(d_model) + sinusoidal positional encoding (laid out as config.positional_layout), then
-    dropout.
+    """Token embedding x sqrt(d_model) + positional encoding (laid out as config.positional_layout), then dropout.
 
-    One instance is shared by encoder and decoder, and its weight is also the pre-softmax output
-    layer (section 3.4), which is why the vocabulary is joint.
+    One token matrix is shared by encoder and decoder, and is also the pre-softmax output layer (section 3.4), which
+    is why the vocabulary is joint. The paper's sinusoids are one fixed table for both stacks; BART's family instead
+    learns a table per stack (read from row position + position_offset), may leave the sqrt(d_model) scale out, and
+    normalises each stack's sum with a LayerNorm of its own (config.scale_embedding, config.layernorm_embedding).
     """
 
     def __init__(self, config: ModelConfig) -> None:
@@ -31,18 +34,30 @@ class Embeddings(nn.Module):
         nn.init.normal_(self.token.weight, std=config.d_model ** -0.5)
         with torch.no_grad():
             self.token.weight[config.pad_id].zero_()
-        positions = max(config.max_len, MAX_POSITIONS)  # beyond max_len too: the sinusoids extend to any position
-        self.register_buffer("positional", sinusoidal_encoding(positions, config.d_model, config.positional_layout),
-                             persistent=False)
-        self.scale = math.sqrt(config.d_model)
+        self.learned = nn.ModuleDict({side: nn.Embedding(config.position_table, config.d_model) for side in SIDES}) \
+            if config.positional_layout == "learned" else None
+        if self.learned is None:  # beyond max_len too: the sinusoids extend to any position
+            self.register_buffer("positional", sinusoidal_encoding(config.position_table, config.d_model,
+                                                                   config.positional_layout), persistent=False)
+        self.norms = nn.ModuleDict({side: nn.LayerNorm(config.d_model) for side in SIDES}) \
+            if config.layernorm_embedding else None
+        self.offset, self.limit = config.position_offset, config.position_limit
+        self.scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """ids [B, L] at positions offset..offset+L-1 -> [B, L, D]."""
-        end = offset + ids.size(1)
-        if end > self.positional.size(0):
-            raise ValueError(f"sequence of {end} tokens exceeds the limit of {self.positional.size(0)} positions")
-        x = self.token(ids) * self.scale + self.positional[offset:end]  # [B, L, D]
+    def positions(self, start: int, end: int, side: str = "encoder") -> torch.Tensor:
+        """The position vectors of positions start..end-1 as ``side``'s stack reads them -> [end - start, D]."""
+        if end > self.limit:
+            raise ValueError(f"sequence of {end} tokens exceeds the limit of {self.limit} positions")
+        if self.learned is None:
+            return self.positional[start:end]  # [L, D]
+        return self.learned[side].weight[start + self.offset:end + self.offset]  # [L, D]
+
+    def forward(self, ids: torch.Tensor, offset: int = 0, side: str = "encoder") -> torch.Tensor:
+        """ids [B, L] at positions offset..offset+L-1, for the ``side`` stack -> [B, L, D]."""
+        x = self.token(ids) * self.scale + self.positions(offset, offset + ids.size(1), side)  # [B, L, D]
+        if self.norms is not None:
+            x = self.norms[side](x)  # [B, L, D]
         return self.dropout(x) if self.training else x
 
 
@@ -182,7 +197,8 @@ class Transformer(nn.Module):
         tgt_mask = self.target_mask(tgt)  # [B, 1, T, T]
         heads = None if head_mask is None else (head_mask.dec_self, head_mask.cross)
         hidden, self_attn, cross_attn = self.decoder(
-            self.embed(tgt), self.memory_key_values(memory), tgt_mask, src_mask, None, return_attention, heads)
+            self.embed(tgt, side="decoder"), self.memory_key_values(memory), tgt_mask, src_mask, None,
+            return_attention, heads)
         if not return_attention:
             return hidden, None
         return hidden, AttentionTrace.from_outputs(enc_attn, self_attn, cross_attn, src_mask, tgt_mask)
@@ -202,7 +218,7 @@ class Transformer(nn.Module):
         No self-attention mask is needed for a single new query: it may attend to every cached position.
         """
         hidden, self_attn, cross_attn = self.decoder(
-            self.embed(tokens, offset=state.length), state.memory_kv, None, state.cross_mask,
+            self.embed(tokens, offset=state.length, side="decoder"), state.memory_kv, None, state.cross_mask,
             state.past, return_attention, state.heads)  # hidden [B, 1, D]
         log_probs = self.logits(hidden[:, -1]).float().log_softmax(dim=-1)  # [B, V]
         new_state = replace(state, past=[a.key_value for a in self_attn], length=state.length + 1)
@@ -221,4 +237,4 @@ def count_parameters(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
-__all__ = ["Decoder", "DecoderState", "Embeddings", "Encoder", "StepOutput", "Transformer", "count_parameters"]
+__all__ = ["SIDES", "Decoder", "DecoderState", "Embeddings", "Encoder", "StepOutput", "Transformer", "count_parameters"]

@@ -10,16 +10,20 @@ from app.charts.axes import indexed_labels, token_axes
 from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, styled
 
 LAYOUT_AXIS = {"interleaved": "dimension (even = sin, odd = cos)",
-               "halves": "dimension (first half sin, second half cos: Marian's layout)"}
+               "halves": "dimension (first half sin, second half cos: Marian's layout)",
+               "learned": "dimension (a learned table: no sin/cos pairs)"}
 
 
 def pe_heatmap(pe: np.ndarray, title: str = "Sinusoidal positional encoding PE[position, dimension]",
                layout: str = "interleaved") -> go.Figure:
     """PE [P, D] with position down and dimension across; fast columns on the left (of each half, in Marian's
-    ``layout`` "halves"), slow on the right."""
+    ``layout`` "halves"), slow on the right. Sinusoids fill [-1, 1]; a learned table is drawn on a scale symmetric
+    about 0 that its largest value reaches (the colour bar's title says so)."""
     pe = np.asarray(pe)
+    top = 1.0 if layout != "learned" else float(np.abs(pe).max()) or 1.0
     fig = go.Figure(go.Heatmap(
-        z=pe, zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING_COLORSCALE, colorbar=dict(title=dict(text="value")),
+        z=pe, zmin=-top, zmax=top, zmid=0, colorscale=DIVERGING_COLORSCALE,
+        colorbar=dict(title=dict(text="value" if layout != "learned" else "value<br>(±max)")),
         hovertemplate="position %{y}<br>dimension %{x}<br>PE %{z:.3f}<extra></extra>"))
     fig.update_xaxes(title_text=LAYOUT_AXIS[layout], showgrid=False)
     fig.update_yaxes(title_text="position", autorange="reversed", showgrid=False)
@@ -46,15 +50,15 @@ def pe_curves(pe: np.ndarray, dims: list[int], wavelengths: list[float], sines: 
     return styled(fig, "Chosen dimensions as waves over position", 420)
 
 
-def pe_similarity(sim: np.ndarray) -> go.Figure:
-    """PE·PE^T [P, P]: the value depends only on the offset between the two positions."""
+def pe_similarity(sim: np.ndarray, title: str = "Similarity of positions: PE · PEᵀ") -> go.Figure:
+    """PE·PE^T [P, P]: for sinusoids the value depends only on the offset between the two positions."""
     sim = np.asarray(sim)
     fig = go.Figure(go.Heatmap(
         z=sim, colorscale="Viridis", colorbar=dict(title=dict(text="PE·PE")),
         hovertemplate="position %{y} · position %{x}<br>dot product %{z:.2f}<extra></extra>"))
     fig.update_xaxes(title_text="position", showgrid=False)
     fig.update_yaxes(title_text="position", autorange="reversed", showgrid=False)
-    return styled(fig, "Similarity of positions: PE · PEᵀ", 520)
+    return styled(fig, title, 520)
 
 
 # Short: three panels share a slide's width (longer titles ran into each other; the hover names each in full).

@@ -111,6 +111,9 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
                 st.caption(f"The length limit ({translation.decode.max_len} pieces) is reached: this model's rule "
                            f"(Hugging Face's forced_eos_token_id) makes the last piece {md(piece)}, whatever the model "
                            "prefers (the bars), and adds nothing to the log-prob.")
+            elif translation.decode.forced_bos is not None and step.step == 0:
+                st.caption(f"This model's rule (Hugging Face's forced_bos_token_id) makes the first piece {md(piece)}, "
+                           "whatever the model prefers (the bars), and adds nothing to the log-prob.")
             elif chosen.token not in ids:
                 st.caption(f"The chosen piece {md(piece)} is not among the top {len(ids)} of this row.")
     with c_attn:

@@ -20,7 +20,7 @@ log = logging.getLogger("attention_explorer")
 LOG_COLUMNS = {"step", "loss", "lr"}
 EPOCH_COLUMNS = {"epoch", "train_loss", "valid_loss", "valid_bleu", "valid_chrf"}
 ACTIVATION_NAMES = {"relu": "ReLU", "swish": "Swish (SiLU)", "gelu": "GELU"}
-POSITION_LAYOUTS = {"interleaved": "sin/cos pairs", "halves": "sines, then cosines"}
+POSITION_LAYOUTS = {"interleaved": "sin/cos pairs", "halves": "sines, then cosines", "learned": "learned tables"}
 FFN_LATEX = {  # the paper's FFN with the checkpoint's activation (Marian's opus-mt models use swish)
     "relu": r"\mathrm{FFN}(x) = \max(0,\; xW_1 + b_1)\,W_2 + b_2",
     "swish": r"\mathrm{FFN}(x) = \mathrm{swish}(xW_1 + b_1)\,W_2 + b_2,\qquad \mathrm{swish}(z) = z\,\sigma(z)",
@@ -38,14 +38,16 @@ def config_panel(ckpt) -> None:
             ("Normalisation", "pre-norm" if c.norm_first else "post-norm", "post-norm"),
             ("FFN activation", ACTIVATION_NAMES[c.activation], "ReLU"),
             ("Positional encoding", POSITION_LAYOUTS[c.positional_layout], POSITION_LAYOUTS["interleaved"]),
-            ("Output-layer bias", "yes (Marian)" if c.final_logits_bias else "no", "no")]
+            ("Embedding × √d_model", "yes" if c.scale_embedding else "no", "yes"),
+            ("LayerNorm on embeddings", "yes" if c.layernorm_embedding else "no", "no"),
+            ("Output-layer bias", "yes" if c.final_logits_bias else "no", "no")]
     table = pd.DataFrame(rows, columns=["setting", "this model", "paper (base)"]).astype(str)
     counts = parameter_counts(ckpt.model)
     left, right = st.columns([1, 1])
     with left:
         st.subheader("Configuration")
         # Explicit widths: sized to their contents, the setting names pushed the paper's column out of view. Height
-        # "content": the default shows ten rows and hid the last three behind a scroll bar.
+        # "content": the default shows ten rows and hid the last ones behind a scroll bar.
         st.dataframe(table, hide_index=True, width="stretch", height="content", column_config={
             "setting": st.column_config.TextColumn(width=210, pinned=True),
             "this model": st.column_config.TextColumn(width=130),

@@ -1,5 +1,6 @@
 """Page: Positional encoding — the sinusoids for the model's real d_model, why relative offsets are
-learnable, and what the first layer of the current sentence actually reads."""
+learnable, and what the first layer of the current sentence actually reads. A model with learned positions (BART,
+mBART) shows its own tables instead, and says so."""
 from __future__ import annotations
 
 import math
@@ -9,7 +10,7 @@ import streamlit as st
 
 from app.charts import positional as charts
 from app.page import plot, require_checkpoint, require_translation, sentence_caption, to_numpy
-from explain.positional import embedding_parts, offset_error, pe_similarity
+from explain.positional import embedding_parts, learned_positions, offset_error, pe_similarity
 from model.positional import frequency_index, pair_dimensions, sinusoidal_encoding, wavelengths
 
 PE_LATEX = {  # the formula in the model's own dimension order
@@ -75,6 +76,24 @@ def relative_panel(d_model: int, max_len: int, layout: str) -> None:
                "largest at offset 0: nearby positions look alike, distant ones less so.")
 
 
+@st.fragment
+def learned_panel(ckpt) -> None:
+    """A learned-position model's own table (the encoder's or the decoder's) and the similarity of its rows."""
+    config = ckpt.config
+    side = st.segmented_control("Table", ["encoder", "decoder"], default="encoder", key="pe_side",
+                                help="This model learns one table per stack; each reads its own.") or "encoder"
+    n = positions_ui(config.position_limit)
+    table = to_numpy(learned_positions(ckpt.model, n, side))
+    first = f" (rows {config.position_offset}..{config.position_offset + n - 1} of the stored table)" \
+        if config.position_offset else ""
+    plot(charts.pe_heatmap(table, f"The {side}'s learned positions: first {n} × d_model = {config.d_model}{first}",
+                           "learned"), "pe_matrix")
+    plot(charts.pe_similarity(table @ table.T, "Similarity of learned positions: P · Pᵀ"), "pe_similarity")
+    st.caption("Nothing forces a learned table to depend only on the offset between positions, as the sinusoids "
+               "do: whatever bands appear along the diagonals here, training put there. The table has no row past "
+               f"position {config.position_limit}, so this model cannot read a longer sequence at all.")
+
+
 def embedding_panel(ckpt, translation) -> None:
     st.subheader("What layer 1 reads for the current sentence")
     sentence_caption(translation)
@@ -83,9 +102,13 @@ def embedding_panel(ckpt, translation) -> None:
     plot(charts.embedding_parts(parts, list(translation.source.pieces)), "embedding_parts")
     token_size = float(np.abs(parts["token"]).mean())
     pe_size = float(np.abs(parts["positional"]).mean())
-    st.caption(f"The learned embedding is multiplied by √d_model = √{d} ≈ {math.sqrt(d):.1f} so that it is not "
-               f"drowned by the encoding: mean |value| here is {token_size:.2f} for the tokens and {pe_size:.2f} for "
-               "the positions. The same matrix is the decoder's embedding and its output layer (shared weights).")
+    scale = (f"The learned embedding is multiplied by √d_model = √{d} ≈ {math.sqrt(d):.1f} so that it is not "
+             "drowned by the encoding" if ckpt.config.scale_embedding else
+             "This model does not multiply its embedding by √d_model (its config's scale_embedding is off)")
+    norm = (" The sum then goes through a LayerNorm of the encoder's own (layernorm_embedding) before layer 1: the "
+            "right panel is what layer 1 reads." if ckpt.config.layernorm_embedding else "")
+    st.caption(f"{scale}: mean |value| here is {token_size:.2f} for the tokens and {pe_size:.2f} for the positions. "
+               f"The same matrix is the decoder's embedding and its output layer (shared weights).{norm}")
 
 
 def render() -> None:
@@ -97,6 +120,16 @@ def render() -> None:
         return
     d_model, max_len = ckpt.config.d_model, ckpt.config.max_len
     layout = ckpt.config.positional_layout  # the paper interleaves sin/cos; Marian puts them in two halves
+    if layout == "learned":
+        st.info("**This model learns its positions.** It has no sinusoids: each stack looks its position's row up "
+                "in a table trained with the rest of the model (BART's and mBART's way; the paper tried it too and "
+                "found it nearly as good, Table 3 row E). Its tables are below; the paper's sinusoids are on the "
+                "lecture's positional-encoding slide.", icon=":material/push_pin:")
+        learned_panel(ckpt)
+        translation = require_translation()
+        if translation is not None:
+            embedding_panel(ckpt, translation)
+        return
     st.latex(PE_LATEX[layout])
     if layout == "halves":
         st.caption("The paper's formula interleaves sines and cosines (dimensions 2i and 2i + 1); this model (Marian) "

@@ -205,9 +205,9 @@ def marian_files(folder: Path, **replace: bytes) -> list[Uploaded]:
     return [Uploaded(n, replace.get(n, (folder / n).read_bytes())) for n in MARIAN_NAMES]
 
 
-def test_the_upload_message_names_both_tokenizer_layouts():
-    assert UPLOAD_FILES == ("model.safetensors, config.json and the tokenizer (tokenizer.model, or Marian's "
-                            "source.spm, target.spm, vocab.json)")
+def test_the_upload_message_names_every_tokenizer_layout():
+    assert UPLOAD_FILES == ("model.safetensors, config.json and the tokenizer (tokenizer.model, Marian's "
+                            "source.spm, target.spm, vocab.json, or a converted Hugging Face model's tokenizer.json)")
 
 
 def test_a_converted_marian_checkpoint_uploads_as_its_files_and_is_labelled_by_its_languages(marian_folder):

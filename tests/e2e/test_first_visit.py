@@ -9,6 +9,7 @@ import urllib.parse
 import pytest
 
 from app.state import DEFAULTS
+from tests.e2e.waits import expect
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +47,8 @@ def test_the_first_page_shows_the_default_translation_and_its_charts_without_a_c
         # cores: the 3 s holds for the server's part, not for this browser. Without a click nothing would be
         # drawn at all (the wait above times out); the bound catches a page that got much slower.
         assert seconds <= 4.5, f"{seconds:.1f} s from opening the URL to the first heatmap"
-        assert page.locator("[data-testid=stTextArea] textarea").first.input_value() == DEFAULTS["text"]
+        # the text area's code is a chunk of its own and may arrive after the chart's: wait for its value
+        expect(page.locator("[data-testid=stTextArea] textarea").first).to_have_value(DEFAULTS["text"], timeout=WAIT_MS)
         assert page.locator(SHOWN).first.inner_text().strip() == "Mein Bruder hat ein neues Haus in der Stadt gekauft."
         button = page.get_by_role("button", name="Translate").first.bounding_box()
         assert button["y"] + button["height"] <= 720, f"the Translate button is below the fold: {button}"

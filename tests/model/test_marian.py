@@ -106,9 +106,12 @@ def test_the_new_options_default_to_the_paper_and_old_configs_load_unchanged():
 
 @pytest.mark.parametrize("values, reason", [
     ({"activation": "tanh"}, "activation must be one of relu, gelu, swish, got 'tanh'"),
-    ({"positional_layout": "learned"}, "positional_layout must be one of interleaved, halves, got 'learned'"),
+    ({"positional_layout": "rotary"}, "positional_layout must be one of interleaved, halves, learned, got 'rotary'"),
+    ({"position_offset": 2}, "position_offset applies to learned positions only"),
+    ({"positional_layout": "learned", "position_offset": -1}, "position_offset must be an integer from 0 to 16"),
+    ({"layernorm_embedding": 1}, "layernorm_embedding must be true or false, got 1"),
     ({"final_logits_bias": "yes"}, "final_logits_bias must be true or false, got 'yes'"),
-    ({"tokenizer": "bpe"}, "tokenizer must be one of sentencepiece, marian, got 'bpe'"),
+    ({"tokenizer": "bpe"}, "tokenizer must be one of sentencepiece, marian, hf, got 'bpe'"),
     ({"decoder_start_id": 0}, "decoder_start_id must equal bos_id (2), got 0"),
     ({"decoder_start_id": 99}, "decoder_start_id must be an id in [0, 10), got 99"),
     ({"bos_id": 0}, "special ids must be distinct"),  # the project's vocabulary has a BOS piece
@@ -194,11 +197,11 @@ def test_the_convert_command_reads_the_model_type_and_refuses_other_families_in_
     assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
     capsys.readouterr()
     config = json.loads((folder / "config.json").read_text())
-    for family in ("t5", "bart", None):
+    for family in ("t5", "pegasus", None):
         (folder / "config.json").write_text(json.dumps({**config, "model_type": family}))
         assert cli_main(["convert", str(folder), "--out", str(tmp_path / "c")]) == 2
         said = f"model_type {family!r} cannot be converted" if family else "config.json names no model_type"
-        assert capsys.readouterr().err.endswith(f"{said}; supported: marian\n")
+        assert capsys.readouterr().err.endswith(f"{said}; supported: bart, marian, mbart\n")
         assert not (tmp_path / "c").exists()
     assert cli_main(["convert", str(tmp_path / "nowhere"), "--out", str(tmp_path / "c")]) == 2
     assert "Hugging Face folder not found" in capsys.readouterr().err

@@ -1,0 +1,148 @@
+"""Convert a Hugging Face BART or mBART folder (facebook/bart-*, mbart-large-*) into a checkpoint of this project.
+
+BART is the paper's encoder-decoder with four differences, each a named ModelConfig option: learned positions, one
+table per stack read from row position + 2 (positional_layout "learned", position_offset 2), a LayerNorm on each
+stack's embedding sum (layernorm_embedding), GELU, and no sqrt(d_model) scale on the embedding (BART's
+scale_embedding is false; mBART's true). mBART adds pre-norm layers with a final LayerNorm per stack (norm_first).
+Decoding follows the config as generate() does: the decoder starts with decoder_start_token_id (</s> for BART, so
+bos_id = eos_id here), the first piece is forced_bos_token_id when set (BART-large's <s>, mBART-50's target
+language) and the last one at the length limit forced_eos_token_id. The tokenizer is the folder's tokenizer.json
+(byte-level BPE for BART, sentencepiece pieces with language codes for mBART), read by the tokenizers package.
+The converted model computes what BartForConditionalGeneration / MBartForConditionalGeneration compute
+(tests/model/test_bart.py: logits and every attention weight to 1e-5, greedy and beam equal to generate()).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .checkpoint import MAX_TOKENIZER_BYTES, CheckpointError, save_checkpoint
+from .config import ModelConfig
+from .hf_folder import (
+    ACTIVATIONS,
+    HF_CONFIG,
+    HF_PICKLE,
+    Conversion,
+    check_output,
+    check_size,
+    hf_get,
+    layer_names,
+    read_bytes,
+    read_json,
+    read_weights,
+    rename_weights,
+)
+from .tokenizer import HF_TOKENIZER_FILE, HFTokenizer, TokenizerError
+from .transformer import SIDES, Transformer
+
+POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding's offset: rows 0 and 1 of each table are never read
+# Hugging Face's BartConfig / MBartConfig defaults (the same keys and values): an absent key means this value.
+HF_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 50265, "max_position_embeddings": 1024, "encoder_layers": 12, "encoder_ffn_dim": 4096,
+    "encoder_attention_heads": 16, "decoder_layers": 12, "decoder_ffn_dim": 4096, "decoder_attention_heads": 16,
+    "activation_function": "gelu", "d_model": 1024, "dropout": 0.1, "scale_embedding": False, "pad_token_id": 1,
+    "eos_token_id": 2, "decoder_start_token_id": None, "forced_eos_token_id": 2, "forced_bos_token_id": None,
+    "tie_word_embeddings": True,
+}
+FAMILIES = {"bart": ("BartForConditionalGeneration", False), "mbart": ("MBartForConditionalGeneration", True)}
+UNK = "<unk>"
+
+
+def _refuse_unsupported(hf: dict[str, Any]) -> None:
+    """A BART or mBART model whose options this project's Transformer has (read with HF's defaults)."""
+    get = hf_get(hf, HF_DEFAULTS)
+    family = hf.get("model_type")
+    if family not in FAMILIES:
+        raise CheckpointError(f"{HF_CONFIG}: model_type is {str(family)[:40]!r}, not 'bart' or 'mbart'")
+    if get("tie_word_embeddings") is False:
+        raise CheckpointError(f"{HF_CONFIG}: unsupported, an output layer separate from the embedding "
+                              "(tie_word_embeddings: false)")
+    for a, b in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
+        if get(a) != get(b):
+            raise CheckpointError(f"{HF_CONFIG}: unsupported, {a} and {b} differ (one value serves both here)")
+    if get("activation_function") not in ACTIVATIONS:
+        raise CheckpointError(f"{HF_CONFIG}: unsupported activation_function {str(get('activation_function'))[:40]!r} "
+                              "(relu, swish/silu or gelu)")
+    if get("decoder_start_token_id") is None:
+        raise CheckpointError(f"{HF_CONFIG}: decoder_start_token_id is not set (an mBART-cc25 model starts the decoder "
+                              "with its target language's code: set decoder_start_token_id to it)")
+    forced = get("forced_eos_token_id")
+    if forced is not None and forced != get("eos_token_id"):
+        raise CheckpointError(f"{HF_CONFIG}: unsupported, forced_eos_token_id {str(forced)[:20]} is not the "
+                              f"eos_token_id {str(get('eos_token_id'))[:20]}")
+
+
+def bart_config(hf: dict[str, Any], unk_id: int, final_logits_bias: bool) -> ModelConfig:
+    """The ModelConfig of a BART or mBART config.json; unk_id comes from tokenizer.json."""
+    _refuse_unsupported(hf)
+    get = hf_get(hf, HF_DEFAULTS)
+    start = get("decoder_start_token_id")
+    try:
+        return ModelConfig(
+            vocab_size=get("vocab_size"), d_model=get("d_model"), n_heads=get("encoder_attention_heads"),
+            n_encoder_layers=get("encoder_layers"), n_decoder_layers=get("decoder_layers"),
+            d_ff=get("encoder_ffn_dim"), dropout=get("dropout"), max_len=get("max_position_embeddings"),
+            pad_id=get("pad_token_id"), unk_id=unk_id, bos_id=start, eos_id=get("eos_token_id"),
+            norm_first=FAMILIES[hf["model_type"]][1], activation=ACTIVATIONS[get("activation_function")],
+            positional_layout="learned", position_offset=POSITION_OFFSET, final_logits_bias=final_logits_bias,
+            decoder_start_id=start, tokenizer="hf", scale_embedding=get("scale_embedding") is True,
+            layernorm_embedding=True)
+    except ValueError as exc:
+        raise CheckpointError(f"{HF_CONFIG}: {exc}") from None
+
+
+def hf_names(config: ModelConfig) -> dict[str, str]:
+    """Our state-dict name -> Hugging Face's, for every tensor of Transformer(config) of a BART or mBART model."""
+    names = layer_names(config)
+    for side in SIDES:
+        names[f"embed.learned.{side}.weight"] = f"model.{side}.embed_positions.weight"
+        for part in ("weight", "bias"):
+            names[f"embed.norms.{side}.{part}"] = f"model.{side}.layernorm_embedding.{part}"
+            if config.norm_first:  # mBART's final LayerNorm of each stack
+                names[f"{side}.final_norm.{part}"] = f"model.{side}.layer_norm.{part}"
+    return names
+
+
+def read_hf_tokenizer(folder: Path, hf: dict[str, Any]) -> HFTokenizer:
+    """tokenizer.json, with the special ids of config.json (its <unk> piece looked up in the file)."""
+    get = hf_get(hf, HF_DEFAULTS)
+    data = read_bytes(folder / HF_TOKENIZER_FILE, MAX_TOKENIZER_BYTES)
+    try:
+        probe = HFTokenizer(data, pad_id=get("pad_token_id"), unk_id=0, bos_id=get("eos_token_id"),
+                            eos_id=get("eos_token_id"))
+        unk_id = probe.tk.token_to_id(UNK)
+        if unk_id is None:
+            raise CheckpointError(f"{HF_TOKENIZER_FILE} has no {UNK} piece")
+        return HFTokenizer(data, pad_id=get("pad_token_id"), unk_id=unk_id,
+                           bos_id=get("decoder_start_token_id"), eos_id=get("eos_token_id"))
+    except TokenizerError as exc:
+        raise CheckpointError(str(exc)) from None
+
+
+def convert_bart(folder: str | Path, out: str | Path) -> Conversion:
+    """Read a Hugging Face BART or mBART folder and write this project's checkpoint to ``out`` (new or empty)."""
+    folder, out = Path(folder), Path(out)
+    if not folder.is_dir():
+        raise CheckpointError(f"Hugging Face folder not found: {folder}")
+    check_output(out)
+    hf_config = read_json(folder / HF_CONFIG)
+    _refuse_unsupported(hf_config)
+    tokenizer = read_hf_tokenizer(folder, hf_config)
+    config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=True)
+    check_size(config)
+    if tokenizer.vocab_size != config.vocab_size:
+        raise CheckpointError(f"vocabulary mismatch: {HF_TOKENIZER_FILE} has {tokenizer.vocab_size} pieces, "
+                              f"{HF_CONFIG} says vocab_size {config.vocab_size}")
+    hf_weights, file = read_weights(folder)
+    if "final_logits_bias" not in hf_weights:  # HF then adds zeros: the same as no bias
+        config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=False)
+    model = Transformer(config)
+    family = FAMILIES[hf_config["model_type"]][0]
+    model.load_state_dict(rename_weights(hf_weights, hf_names(config), config, file, set(), family))
+    forced_bos = hf_config.get("forced_bos_token_id")
+    meta = {"converted_from": folder.resolve().name[:100], "family": hf_config["model_type"],
+            "forced_eos": hf_config.get("forced_eos_token_id", HF_DEFAULTS["forced_eos_token_id"]) is not None,
+            "forced_bos": forced_bos if isinstance(forced_bos, int) and 0 <= forced_bos < config.vocab_size else None}
+    save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
+    return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
+                      source_lang=None, target_lang=None)

@@ -1,0 +1,200 @@
+"""Reading a Hugging Face encoder-decoder folder, whatever its family: config.json, the weights, and our tensor names.
+
+Nothing is downloaded: the folder is one the user already has, and transformers is not needed. The weights are read
+from model.safetensors (or its shards, model.safetensors.index.json) when present, else from pytorch_model.bin, a
+pickle, loaded only with torch.load(weights_only=True), whose restricted unpickler rebuilds tensors and refuses any
+other object. Every refusal is a one-line CheckpointError naming the file and the reason. The family converters
+(model.marian, model.bart) say what their config means and which of their tensors go where.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError, safe_open
+
+from .checkpoint import MAX_CONFIG_BYTES, MAX_WEIGHTS_BYTES, CheckpointError, expected_shapes
+from .config import MAX_MODEL_BYTES, ModelConfig, format_bytes
+from .shards import INDEX, SINGLE, ShardError, has_weights, read_index
+
+HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", SINGLE, "pytorch_model.bin"
+HF_TOKENIZER_CONFIG = "tokenizer_config.json"
+MAX_SOURCE_WEIGHTS_BYTES = MAX_MODEL_BYTES + 64 * 2**20  # a weights file a model within the config limits can have
+# Our tensor names -> Hugging Face's, per encoder / decoder layer (weight and bias each): Marian, BART and mBART
+# name their layers alike.
+ENCODER_NAMES = {"self_attn.w_q": "self_attn.q_proj", "self_attn.w_k": "self_attn.k_proj",
+                 "self_attn.w_v": "self_attn.v_proj", "self_attn.w_o": "self_attn.out_proj",
+                 "sublayers.0.norm": "self_attn_layer_norm", "feed_forward.linear1": "fc1",
+                 "feed_forward.linear2": "fc2", "sublayers.1.norm": "final_layer_norm"}
+DECODER_NAMES = {**{k: v for k, v in ENCODER_NAMES.items() if k != "sublayers.1.norm"},
+                 "cross_attn.w_q": "encoder_attn.q_proj", "cross_attn.w_k": "encoder_attn.k_proj",
+                 "cross_attn.w_v": "encoder_attn.v_proj", "cross_attn.w_o": "encoder_attn.out_proj",
+                 "sublayers.1.norm": "encoder_attn_layer_norm", "sublayers.2.norm": "final_layer_norm"}
+EMBEDDINGS = ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight",
+              "lm_head.weight")  # one matrix, tied: the first present is read, the others must equal it
+ACTIVATIONS = {"relu": "relu", "swish": "swish", "silu": "swish", "gelu": "gelu"}  # HF name -> ModelConfig name
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """What a converter wrote: the checkpoint directory, its config, which weights file it read (and whether
+    that was a pickle) and the languages it recorded in the checkpoint's meta (None when unknown)."""
+
+    path: Path
+    config: ModelConfig
+    weights_file: str
+    pickled: bool
+    source_lang: str | None
+    target_lang: str | None
+
+
+def read_bytes(path: Path, limit: int) -> bytes:
+    if not path.is_file():
+        raise CheckpointError(f"{path.name} is missing in {path.parent}")
+    size = path.stat().st_size
+    if size > limit:
+        raise CheckpointError(f"{path.name} has {format_bytes(size)}, more than the limit of {format_bytes(limit)}")
+    return path.read_bytes()
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(read_bytes(path, MAX_CONFIG_BYTES).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise CheckpointError(f"{path.name} is not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path.name} must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _read_size(path: Path) -> None:
+    size = path.stat().st_size
+    if size > MAX_SOURCE_WEIGHTS_BYTES:
+        raise CheckpointError(f"{path.name} has {format_bytes(size)}, more than the limit of "
+                              f"{format_bytes(MAX_SOURCE_WEIGHTS_BYTES)}")
+
+
+def _load_pickle(path: Path) -> dict[str, torch.Tensor]:
+    """pytorch_model.bin through torch's restricted unpickler: tensors only, any other object refused."""
+    _read_size(path)
+    try:
+        state = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:  # UnpicklingError for a forbidden object, RuntimeError/EOFError for a corrupt file
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise CheckpointError(f"{path.name} cannot be loaded with torch.load(weights_only=True) ({reason})") from None
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in state.items()):
+        raise CheckpointError(f"{path.name} is not a state dict (names -> tensors)")
+    return state
+
+
+def read_weights(folder: Path) -> tuple[dict[str, torch.Tensor], str]:
+    """The folder's tensors by Hugging Face name and the file they came from: model.safetensors preferred."""
+    if (folder / f"{HF_PICKLE}.index.json").is_file() and not has_weights(folder):
+        raise CheckpointError(f"unsupported: the weights in {folder} are sharded pickles (pytorch_model.bin.index.json); "
+                              "save the model with safetensors")
+    if (folder / INDEX).is_file() and not (folder / HF_SAFETENSORS).is_file():
+        return _read_shards(folder), INDEX
+    path = folder / HF_SAFETENSORS
+    if not path.is_file():
+        if not (folder / HF_PICKLE).is_file():
+            raise CheckpointError(f"{HF_SAFETENSORS} (or {HF_PICKLE}) is missing in {folder}")
+        return _load_pickle(folder / HF_PICKLE), HF_PICKLE
+    _read_size(path)
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return {name: f.get_tensor(name) for name in f.keys()}, HF_SAFETENSORS  # noqa: SIM118 (no __iter__)
+    except (SafetensorError, OSError, RuntimeError, ValueError) as exc:
+        raise CheckpointError(f"{HF_SAFETENSORS} is not a valid safetensors file ({exc})") from None
+
+
+def _read_shards(folder: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a sharded safetensors folder (model.safetensors.index.json and its shards)."""
+    tensors: dict[str, torch.Tensor] = {}
+    try:
+        for path, names in read_index(folder).items():
+            _read_size(path)
+            with safe_open(str(path), framework="pt") as f:
+                if not set(names) <= set(f.keys()):
+                    raise CheckpointError(f"{path.name} lacks tensors that {INDEX} places in it")
+                tensors.update((name, f.get_tensor(name)) for name in names)
+    except ShardError as exc:
+        raise CheckpointError(str(exc)) from None
+    except (SafetensorError, OSError, RuntimeError, ValueError) as exc:
+        if isinstance(exc, CheckpointError):
+            raise
+        raise CheckpointError(f"a shard in {folder} is not a valid safetensors file ({exc})") from None
+    return tensors
+
+
+def tied_embedding(hf: dict[str, torch.Tensor], file: str) -> torch.Tensor:
+    """The shared embedding; every tied copy the file holds must be the same matrix."""
+    present = [name for name in EMBEDDINGS if name in hf]
+    if not present:
+        raise CheckpointError(f"{file} has no embedding ({EMBEDDINGS[0]})")
+    for name in present[1:]:
+        if hf[name].shape != hf[present[0]].shape or not torch.equal(hf[name], hf[present[0]]):
+            raise CheckpointError(f"{file}: unsupported, {name} differs from {present[0]} (untied embeddings)")
+    return hf[present[0]]
+
+
+def layer_names(config: ModelConfig) -> dict[str, str]:
+    """Our state-dict name -> Hugging Face's, for the embedding, the optional final logits bias and every layer."""
+    names = {"embed.token.weight": EMBEDDINGS[0]}
+    if config.final_logits_bias:
+        names["final_logits_bias"] = "final_logits_bias"
+    for stack, n_layers, table in (("encoder", config.n_encoder_layers, ENCODER_NAMES),
+                                   ("decoder", config.n_decoder_layers, DECODER_NAMES)):
+        for i in range(n_layers):
+            for ours, theirs in table.items():
+                for part in ("weight", "bias"):
+                    names[f"{stack}.layers.{i}.{ours}.{part}"] = f"model.{stack}.layers.{i}.{theirs}.{part}"
+    return names
+
+
+def rename_weights(hf: dict[str, torch.Tensor], names: dict[str, str], config: ModelConfig, file: str,
+                   ignored: set[str], family: str) -> dict[str, torch.Tensor]:
+    """Hugging Face tensors renamed to ours (``names``: ours -> theirs), shapes checked against the config, float32,
+    finite. A tensor neither named nor ``ignored`` (nor a tied copy of the embedding) is refused: not a plain
+    ``family`` model."""
+    shapes = expected_shapes(config)
+    unexpected = sorted(set(hf) - set(names.values()) - set(EMBEDDINGS) - ignored)
+    if unexpected:
+        raise CheckpointError(f"{file}: unsupported, unexpected tensors {[n[:60] for n in unexpected[:3]]}"
+                              f"{'...' if len(unexpected) > 3 else ''} (not a plain {family})")
+    weights = {}
+    for ours, theirs in names.items():
+        tensor = tied_embedding(hf, file) if ours == "embed.token.weight" else hf.get(theirs)
+        if tensor is None:
+            raise CheckpointError(f"{file}: {theirs} is missing")
+        if ours == "final_logits_bias":
+            tensor = tensor.reshape(-1)  # HF keeps it as [1, V]
+        if tuple(tensor.shape) != shapes[ours]:
+            raise CheckpointError(f"{file}: {theirs} has shape {tuple(tensor.shape)}, {HF_CONFIG} needs {shapes[ours]}")
+        if not tensor.is_floating_point() or not torch.isfinite(tensor.float()).all():
+            raise CheckpointError(f"{file}: {theirs} is not finite floating point ({tensor.dtype})")
+        weights[ours] = tensor.float()
+    return weights
+
+
+def check_output(out: Path) -> None:
+    """The converter writes only into a new or empty directory."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise CheckpointError(f"{out} already exists and is not empty: choose a new --out directory")
+
+
+def check_size(config: ModelConfig) -> None:
+    """The converted model must fit a checkpoint's weights limit as float32, checked before anything is read."""
+    if 4 * config.estimated_parameters() > MAX_WEIGHTS_BYTES:
+        raise CheckpointError(f"{HF_CONFIG}: {config.estimated_parameters():,} parameters take "
+                              f"{format_bytes(4 * config.estimated_parameters())} as float32, more than a "
+                              f"checkpoint's limit of {format_bytes(MAX_WEIGHTS_BYTES)}")
+
+
+def hf_get(hf: dict[str, Any], defaults: dict[str, Any]) -> Callable[[str], Any]:
+    """A reader of config.json's keys with the family's defaults (an absent key means what Hugging Face assumes)."""
+    return lambda key: hf.get(key, defaults[key])

@@ -1,0 +1,56 @@
+"""BART-family checkpoints for tests, built without transformers or any download.
+
+BART's tokenizer layout (byte-level BPE without a prefix space; <s> 0, <pad> 1, </s> 2, <unk> 3; "<s> ... </s>"
+around a source) trained here with the tokenizers package, and ``bart_checkpoint``: a converted BART (or, with
+``norm_first``, mBART-shaped) checkpoint as `python -m model convert` writes it, with random weights.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+from model.checkpoint import save_checkpoint
+from model.config import ModelConfig
+from model.tokenizer import HFTokenizer
+from model.transformer import Transformer
+from tests.marian_helpers import DE, EN
+
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # BART's ids 0-3
+
+
+def bart_tokenizer_json(vocab_size: int = 400) -> bytes:
+    """A tokenizer.json in BART's layout, trained on the helpers' English and German sentences."""
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tk.train_from_iterator((EN + DE) * 5, trainer)
+    tk.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), add_prefix_space=False)
+    return tk.to_str().encode()
+
+
+def bart_tokenizer(data: bytes | None = None) -> HFTokenizer:
+    """BART's special ids: the decoder starts with </s> (bos_id = eos_id = 2)."""
+    return HFTokenizer(data or bart_tokenizer_json(), pad_id=1, unk_id=3, bos_id=2, eos_id=2)
+
+
+def bart_checkpoint(directory: Path, n_heads: int = 4, n_layers: int = 2, d_model: int = 32, norm_first: bool = False,
+                    seed: int = 0) -> Path:
+    """A converted BART checkpoint (learned positions with offset 2, a LayerNorm on the embeddings, GELU, no embedding
+    scale, </s> as the start, <s> forced first) with random weights; ``norm_first`` makes it mBART-shaped."""
+    tokenizer = bart_tokenizer()
+    config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=d_model, n_heads=n_heads, n_encoder_layers=n_layers,
+                         n_decoder_layers=n_layers, d_ff=2 * d_model, max_len=64, pad_id=1, unk_id=3, bos_id=2,
+                         eos_id=2, norm_first=norm_first, activation="gelu", positional_layout="learned",
+                         position_offset=2, final_logits_bias=True, tokenizer="hf", scale_embedding=norm_first,
+                         layernorm_embedding=True)
+    torch.manual_seed(seed)
+    model = Transformer(config).eval()
+    with torch.no_grad():
+        model.final_logits_bias.normal_()
+    meta = {"converted_from": "tiny-mbart" if norm_first else "tiny-bart", "family": "mbart" if norm_first else "bart",
+            "forced_eos": True, "forced_bos": 0}
+    return save_checkpoint(model, tokenizer, directory, meta=meta)

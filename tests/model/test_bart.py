@@ -1,0 +1,239 @@
+"""BART and mBART checkpoints converted by model.bart compute exactly what Hugging Face computes.
+
+No download: a tiny byte-level BPE tokenizer is trained with the tokenizers package (tests.bart_helpers: BART's
+layout), and tiny random BartForConditionalGeneration and
+MBartForConditionalGeneration models (d_model 16, 2 heads, 2+2 layers) are saved with save_pretrained beside it.
+transformers is the test-only reference (requirements-dev.txt); the tests that need it are marked slow.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from model.__main__ import main as cli_main
+from model.checkpoint import CheckpointError, load_checkpoint
+from model.config import DecodeConfig, ModelConfig
+from model.convert import convert
+from model.decoding import beam_search, greedy_decode
+from model.inference import translate
+from model.tokenizer import WORD_START, HFTokenizer
+from model.transformer import Transformer, count_parameters
+from tests.bart_helpers import bart_tokenizer, bart_tokenizer_json
+from tests.marian_helpers import EN
+
+TEXTS = ["The house is small.", "Where is the train?", "Grüße aus Köln!", "Zebra quartz 你好"]
+MAX_NEW = 12
+EOS_SCALE = {"bart": 2.5, "mbart": -2.0}  # found by trying: outputs of these random models end at 1-6 and 12 pieces
+
+
+@pytest.fixture(scope="module")
+def tokenizer_json() -> bytes:
+    return bart_tokenizer_json()
+
+
+def hf_tokenizer(data: bytes) -> HFTokenizer:
+    return bart_tokenizer(data)
+
+
+def test_byte_level_pieces_are_shown_as_text_with_a_word_start_mark(tokenizer_json):
+    tok = hf_tokenizer(tokenizer_json)
+    ids = tok.encode_source("Das Haus ist klein. 你")
+    pieces = tok.pieces(ids)
+    assert ids[0] == 0 and ids[-1] == 2 and pieces[0] == "<s>" and pieces[-1] == "</s>"
+    assert "".join(pieces[1:-4]) == "Das▁Haus▁ist▁klein.▁" and pieces[2].startswith(WORD_START)  # "ĠHaus" -> "▁Haus"
+    assert pieces[-4:-1] == ["<0xE4>", "<0xBD>", "<0xA0>"]  # 你 is three bytes the vocabulary only has one by one
+    assert tok.decode(ids) == "Das Haus ist klein. 你"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30),
+       st.integers(min_value=2, max_value=12))
+def test_a_source_is_wrapped_and_cut_keeping_its_specials(tokenizer_json, text, max_len):
+    tok = hf_tokenizer(tokenizer_json)
+    ids = tok.encode(text)
+    full, cut = tok.source_ids(ids), tok.source_ids(ids, max_len)
+    assert full == [0, *ids, 2] and tok.decode(full) == text.strip()  # byte-level BPE spells any text exactly
+    assert cut[0] == 0 and cut[-1] == 2 and len(cut) == min(len(ids) + 2, max_len) and cut[1:-1] == ids[:len(cut) - 2]
+
+
+def test_a_broken_tokenizer_file_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"^tokenizer.json: not a tokenizers file") as info:
+        hf_tokenizer(b'{"version": "1.0", "model": 7}')
+    assert "\n" not in str(info.value)
+
+
+def test_learned_positions_and_embedding_norms_are_counted_and_read_per_stack():
+    config = ModelConfig(vocab_size=40, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32,
+                         max_len=20, pad_id=1, unk_id=3, bos_id=2, eos_id=2, positional_layout="learned",
+                         position_offset=2, layernorm_embedding=True, scale_embedding=False, tokenizer="hf")
+    model = Transformer(config).eval()
+    assert count_parameters(model) == config.estimated_parameters()
+    assert config.position_table == 22 and config.position_limit == 20
+    ids = torch.tensor([[5, 6, 7]])
+    with torch.no_grad():
+        model.embed.learned["decoder"].weight.normal_()
+        expected = model.embed.norms["decoder"](model.embed.token(ids) + model.embed.learned["decoder"].weight[3:6])
+        assert torch.equal(model.embed(ids, offset=1, side="decoder"), expected)  # rows offset+2.., no sqrt(d) scale
+        assert not torch.equal(model.embed(ids, offset=1), expected)  # the encoder reads its own table and norm
+    with pytest.raises(ValueError, match="exceeds the limit of 20 positions"):
+        model.embed(torch.zeros(1, 21, dtype=torch.long))
+
+
+# ---------------------------------------------------------------- equivalence with Hugging Face (transformers)
+
+def hf_config(family: str, vocab_size: int, **overrides) -> dict:
+    return {"vocab_size": vocab_size, "d_model": 16, "encoder_layers": 2, "decoder_layers": 2,
+            "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32, "decoder_ffn_dim": 32,
+            "max_position_embeddings": 40, "activation_function": "gelu", "scale_embedding": family == "mbart",
+            "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2,
+            "forced_eos_token_id": 2, "dropout": 0.1, **overrides}
+
+
+@pytest.fixture(scope="module", params=["bart", "mbart"])
+def pair(request, tmp_path_factory, tokenizer_json):
+    """(Hugging Face's eager model, our converted checkpoint) of one random BART or mBART model."""
+    transformers = pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) is the reference")
+    family = request.param
+    config_class, model_class = {"bart": (transformers.BartConfig, transformers.BartForConditionalGeneration),
+                                 "mbart": (transformers.MBartConfig, transformers.MBartForConditionalGeneration)}[family]
+    vocab_size = hf_tokenizer(tokenizer_json).vocab_size
+    torch.manual_seed(0)
+    hf = model_class(config_class(**hf_config(family, vocab_size)))
+    with torch.no_grad():  # weights far from HF's init (std 0.02), so outputs differ clearly between tokens
+        for name, p in hf.named_parameters():
+            p.normal_(0.0, 0.5).add_(1.0 if "norm" in name and name.endswith("weight") else 0.0)
+        hf.final_logits_bias.normal_(0.0, 1.0)
+        hf.model.shared.weight[2] *= EOS_SCALE[family]  # </s> likely in some states, so outputs vary in length
+    root = tmp_path_factory.mktemp(family)
+    folder = root / f"tiny-{family}"
+    hf.save_pretrained(folder)
+    (folder / "tokenizer.json").write_bytes(tokenizer_json)
+    ckpt = load_checkpoint(convert(folder, root / "converted").path)
+    reference = model_class.from_pretrained(folder, attn_implementation="eager").eval()
+    return reference, ckpt
+
+
+def hf_output(sequence: torch.Tensor, start: int, pad: int) -> tuple[int, ...]:
+    """A generated sequence without its start token and the padding after </s>."""
+    tokens = sequence.tolist()
+    assert tokens[0] == start
+    tokens = tokens[1:]
+    while tokens and tokens[-1] == pad:
+        tokens.pop()
+    return tuple(tokens)
+
+
+@pytest.mark.slow
+def test_the_converted_config_says_what_the_family_does(pair):
+    _, ckpt = pair
+    c = ckpt.config
+    assert (c.positional_layout, c.position_offset, c.layernorm_embedding, c.activation, c.tokenizer) == \
+        ("learned", 2, True, "gelu", "hf")
+    assert c.norm_first == (ckpt.meta["family"] == "mbart") == c.scale_embedding
+    assert c.decoder_start_id == c.bos_id == c.eos_id == 2 and ckpt.forced_eos and ckpt.forced_bos is None
+
+
+@pytest.mark.slow
+def test_logits_and_every_attention_equal_hugging_faces(pair):
+    """A padded batch of two sources; the decoder reads </s> (its start) and four pieces."""
+    hf, ckpt = pair
+    rows = [ckpt.tokenizer.encode_source(text) for text in TEXTS[:2]]
+    src = torch.tensor([r + [1] * (max(map(len, rows)) - len(r)) for r in rows])  # [2, S]
+    tgt = torch.tensor([[2, 0, 7, 9, 30], [2, 0, 11, 4, 8]])  # [2, T]
+    with torch.no_grad():
+        theirs = hf(input_ids=src, attention_mask=(src != 1).long(), decoder_input_ids=tgt, output_attentions=True)
+        logits, trace = ckpt.model(src, tgt, return_attention=True)
+    assert torch.allclose(logits, theirs.logits, atol=1e-4)
+    for kind, reference in (("enc_self", theirs.encoder_attentions), ("dec_self", theirs.decoder_attentions),
+                            ("cross", theirs.cross_attentions)):
+        assert len(getattr(trace, kind)) == len(reference) == 2
+        for ours, expected in zip(getattr(trace, kind), reference, strict=True):  # [B, H, Q, K] per layer
+            assert ours.shape == expected.shape and torch.allclose(ours, expected, atol=1e-5)
+
+
+def generate(hf, src: torch.Tensor, beams: int, **options):
+    return hf.generate(src[None], num_beams=beams, do_sample=False, max_new_tokens=MAX_NEW, bad_words_ids=[[1]],
+                       num_return_sequences=beams, output_scores=True, return_dict_in_generate=True, **options)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("forced_bos", [None, 0])
+def test_greedy_and_beam_outputs_equal_generate(pair, forced_bos):
+    """Greedy equals generate(num_beams=1); beam 4 at length penalty 0 equals generate(num_beams=4,
+    early_stopping=True), n-best and log-probs, with forced_eos_token_id at the limit and, as BART-large's config
+    asks, forced_bos_token_id <s> first."""
+    hf, ckpt = pair
+    lengths = set()
+    for text in EN[:4] + TEXTS:
+        src = torch.tensor(ckpt.tokenizer.encode_source(text))
+        options = {"forced_bos_token_id": forced_bos, "forced_eos_token_id": 2}
+        decode = DecodeConfig(max_len=MAX_NEW, forced_eos=True, forced_bos=forced_bos)
+        greedy = greedy_decode(ckpt.model, src, decode, return_attention=False).best
+        assert greedy.tokens == hf_output(generate(hf, src, 1, **options).sequences[0], 2, 1)
+        beam = DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=0.0, forced_eos=True, forced_bos=forced_bos)
+        ours = beam_search(ckpt.model, src, beam, return_attention=False).hypotheses
+        theirs = generate(hf, src, 4, length_penalty=0.0, early_stopping=True, **options)
+        assert [h.tokens for h in ours] == [hf_output(s, 2, 1) for s in theirs.sequences]
+        assert torch.allclose(torch.tensor([h.log_prob for h in ours]), theirs.sequences_scores, atol=1e-4)
+        if forced_bos is not None:
+            assert all(h.tokens[0] == forced_bos for h in (greedy, *ours))
+        lengths |= {len(h.tokens) for h in (greedy, *ours)}
+    assert len(lengths) >= 3  # outputs of several lengths: EOS was chosen, not only forced
+
+
+@pytest.mark.slow
+def test_the_app_pipeline_translates_and_shows_readable_pieces(pair):
+    hf, ckpt = pair
+    text = EN[0]
+    ours = translate(ckpt.model, ckpt.tokenizer, text, DecodeConfig(max_len=MAX_NEW, forced_eos=True))
+    expected = generate(hf, torch.tensor(ckpt.tokenizer.encode_source(text)), 1, forced_eos_token_id=2).sequences[0]
+    assert ours.target_ids == hf_output(expected, 2, 1)
+    assert ours.target_input_pieces[0] == "</s>"  # BART's decoder starts with </s>
+    assert not any("Ġ" in p for p in ours.source.pieces + ours.target_pieces)
+
+
+# ---------------------------------------------------------------- refusals (no transformers needed)
+
+@pytest.fixture
+def folder(tmp_path, tokenizer_json) -> Path:
+    """A BART folder written without transformers: config.json and tokenizer.json (weights added per test)."""
+    folder = tmp_path / "tiny-bart"
+    folder.mkdir()
+    vocab_size = hf_tokenizer(tokenizer_json).vocab_size
+    (folder / "config.json").write_text(json.dumps({"model_type": "bart", **hf_config("bart", vocab_size)}))
+    (folder / "tokenizer.json").write_bytes(tokenizer_json)
+    return folder
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"tie_word_embeddings": False}, "config.json: unsupported, an output layer separate from the embedding"),
+    ({"decoder_ffn_dim": 64}, "config.json: unsupported, encoder_ffn_dim and decoder_ffn_dim differ"),
+    ({"activation_function": "tanh"}, "config.json: unsupported activation_function 'tanh'"),
+    ({"decoder_start_token_id": None}, "config.json: decoder_start_token_id is not set"),
+    ({"forced_eos_token_id": 0}, "config.json: unsupported, forced_eos_token_id 0 is not the eos_token_id 2"),
+    ({"vocab_size": 999}, "vocabulary mismatch: tokenizer.json has"),
+])
+def test_unsupported_configs_are_refused_in_one_line_before_anything_is_written(folder, tmp_path, change, message,
+                                                                                capsys):
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **change}))
+    out = tmp_path / "out"
+    with pytest.raises(CheckpointError) as info:
+        convert(folder, out)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+    assert cli_main(["convert", str(folder), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == f"error: {info.value}\n"
+    assert not out.exists()
+
+
+def test_a_folder_without_weights_or_tokenizer_is_refused(folder, tmp_path):
+    with pytest.raises(CheckpointError, match=r"^model\.safetensors \(or pytorch_model\.bin\) is missing"):
+        convert(folder, tmp_path / "out")
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(CheckpointError, match=r"^tokenizer\.json is missing"):
+        convert(folder, tmp_path / "out")
