@@ -8,13 +8,13 @@ from model.positional import inverse_frequencies, pair_dimensions, sinusoidal_en
 from model.transformer import Transformer
 
 
-def pe_similarity(max_len: int, d_model: int) -> torch.Tensor:
+def pe_similarity(max_len: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
     """Dot products of every pair of positional encodings, PE PE^T. -> [max_len, max_len].
 
     Depends only on the offset between the two positions (sum of cos(w_i * offset)), which is why
     the band structure is the same along every diagonal.
     """
-    pe = sinusoidal_encoding(max_len, d_model)  # [P, D]
+    pe = sinusoidal_encoding(max_len, d_model, layout)  # [P, D]
     return pe @ pe.T  # [P, P]
 
 
@@ -24,7 +24,7 @@ def offset_map(d_model: int, offset: int, layout: str = "interleaved") -> torch.
     Block diagonal: one 2x2 rotation by angle w_i * k per (sin, cos) pair, from
     sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b.
     """
-    angle = inverse_frequencies(d_model, torch.float64) * offset  # [D/2]
+    angle = inverse_frequencies(d_model, torch.float64, layout) * offset  # [D/2]
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
     sin, cos = pair_dimensions(d_model, layout)  # [D/2] each: the dimensions of each pair
     m[sin, sin], m[cos, sin] = torch.cos(angle), torch.sin(angle)

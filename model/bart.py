@@ -1,9 +1,13 @@
-"""Convert a Hugging Face BART or mBART folder (facebook/bart-*, mbart-large-*) into a checkpoint of this project.
+"""Convert a Hugging Face BART, mBART, M2M100 or NLLB folder (facebook/bart-*, mbart-large-*, m2m100_*,
+nllb-200-*) into a checkpoint of this project: fairseq's encoder-decoders, which name their tensors alike.
 
 BART is the paper's encoder-decoder with four differences, each a named ModelConfig option: learned positions, one
 table per stack read from row position + 2 (positional_layout "learned", position_offset 2), a LayerNorm on each
 stack's embedding sum (layernorm_embedding), GELU, and no sqrt(d_model) scale on the embedding (BART's
 scale_embedding is false; mBART's true). mBART adds pre-norm layers with a final LayerNorm per stack (norm_first).
+M2M100 and NLLB (model_type m2m_100) are pre-norm too, with ReLU, no embedding LayerNorm, and fixed sinusoids in
+fairseq's layout (positional_layout "fairseq": sines then cosines, frequencies 10000^(-i/(d/2-1))), position p read
+from row p + pad id + 1.
 Decoding follows the config as generate() does: the decoder starts with decoder_start_token_id (</s> for BART, so
 bos_id = eos_id here), the first piece is forced_bos_token_id when set (BART-large's <s>, mBART-50's target
 language) and the last one at the length limit forced_eos_token_id. The tokenizer is the folder's tokenizer.json
@@ -13,6 +17,8 @@ The converted model computes what BartForConditionalGeneration / MBartForConditi
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +37,7 @@ from .hf_folder import (
     read_json,
     read_weights,
     rename_weights,
+    with_generation_config,
 )
 from .tokenizer import HF_TOKENIZER_FILE, HFTokenizer, TokenizerError
 from .transformer import SIDES, Transformer
@@ -44,16 +51,46 @@ HF_DEFAULTS: dict[str, Any] = {
     "eos_token_id": 2, "decoder_start_token_id": None, "forced_eos_token_id": 2, "forced_bos_token_id": None,
     "tie_word_embeddings": True,
 }
-FAMILIES = {"bart": ("BartForConditionalGeneration", False), "mbart": ("MBartForConditionalGeneration", True)}
 UNK = "<unk>"
 
 
+@dataclass(frozen=True)
+class Family:
+    """What a model_type fixes that its config.json does not say: the Hugging Face class, pre- or post-norm, the
+    position table, a LayerNorm on the embeddings, and the defaults its config class has where BART's differ."""
+
+    architecture: str
+    norm_first: bool
+    positions: str  # a ModelConfig.positional_layout
+    layernorm_embedding: bool
+    defaults: tuple[tuple[str, Any], ...] = ()
+
+
+FAMILIES = {
+    "bart": Family("BartForConditionalGeneration", norm_first=False, positions="learned", layernorm_embedding=True),
+    "mbart": Family("MBartForConditionalGeneration", norm_first=True, positions="learned", layernorm_embedding=True),
+    "m2m_100": Family("M2M100ForConditionalGeneration", norm_first=True, positions="fairseq",
+                      layernorm_embedding=False,
+                      defaults=(("vocab_size", 128112), ("activation_function", "relu"), ("scale_embedding", True),
+                                ("decoder_start_token_id", 2), ("forced_eos_token_id", None))),
+}
+
+
+def _family(hf: dict[str, Any]) -> Family:
+    if hf.get("model_type") not in FAMILIES:
+        raise CheckpointError(f"{HF_CONFIG}: model_type is {str(hf.get('model_type'))[:40]!r}, not one of "
+                              f"{', '.join(FAMILIES)}")
+    return FAMILIES[hf["model_type"]]
+
+
+def _get(hf: dict[str, Any]) -> Callable[[str], Any]:
+    """config.json's keys read with the family's defaults (an absent key means what Hugging Face assumes)."""
+    return hf_get(hf, {**HF_DEFAULTS, **dict(_family(hf).defaults)})
+
+
 def _refuse_unsupported(hf: dict[str, Any]) -> None:
-    """A BART or mBART model whose options this project's Transformer has (read with HF's defaults)."""
-    get = hf_get(hf, HF_DEFAULTS)
-    family = hf.get("model_type")
-    if family not in FAMILIES:
-        raise CheckpointError(f"{HF_CONFIG}: model_type is {str(family)[:40]!r}, not 'bart' or 'mbart'")
+    """A model of the family whose options this project's Transformer has (read with HF's defaults)."""
+    get = _get(hf)
     if get("tie_word_embeddings") is False:
         raise CheckpointError(f"{HF_CONFIG}: unsupported, an output layer separate from the embedding "
                               "(tie_word_embeddings: false)")
@@ -73,39 +110,43 @@ def _refuse_unsupported(hf: dict[str, Any]) -> None:
 
 
 def bart_config(hf: dict[str, Any], unk_id: int, final_logits_bias: bool) -> ModelConfig:
-    """The ModelConfig of a BART or mBART config.json; unk_id comes from tokenizer.json."""
+    """The ModelConfig of a BART, mBART or M2M100 config.json; unk_id comes from tokenizer.json."""
     _refuse_unsupported(hf)
-    get = hf_get(hf, HF_DEFAULTS)
-    start = get("decoder_start_token_id")
+    get, family = _get(hf), _family(hf)
+    start, pad = get("decoder_start_token_id"), get("pad_token_id")
+    # fairseq's sinusoids: position p reads row p + pad + 1 (HF's create_position_ids_from_input_ids); BART's tables 2
+    offset = pad + 1 if family.positions == "fairseq" else POSITION_OFFSET
     try:
         return ModelConfig(
             vocab_size=get("vocab_size"), d_model=get("d_model"), n_heads=get("encoder_attention_heads"),
             n_encoder_layers=get("encoder_layers"), n_decoder_layers=get("decoder_layers"),
             d_ff=get("encoder_ffn_dim"), dropout=get("dropout"), max_len=get("max_position_embeddings"),
-            pad_id=get("pad_token_id"), unk_id=unk_id, bos_id=start, eos_id=get("eos_token_id"),
-            norm_first=FAMILIES[hf["model_type"]][1], activation=ACTIVATIONS[get("activation_function")],
-            positional_layout="learned", position_offset=POSITION_OFFSET, final_logits_bias=final_logits_bias,
-            decoder_start_id=start, tokenizer="hf", scale_embedding=get("scale_embedding") is True,
-            layernorm_embedding=True)
+            pad_id=pad, unk_id=unk_id, bos_id=start, eos_id=get("eos_token_id"), norm_first=family.norm_first,
+            activation=ACTIVATIONS[get("activation_function")], positional_layout=family.positions,
+            position_offset=offset, final_logits_bias=final_logits_bias, decoder_start_id=start, tokenizer="hf",
+            scale_embedding=get("scale_embedding") is True, layernorm_embedding=family.layernorm_embedding)
     except ValueError as exc:
         raise CheckpointError(f"{HF_CONFIG}: {exc}") from None
 
 
 def hf_names(config: ModelConfig) -> dict[str, str]:
-    """Our state-dict name -> Hugging Face's, for every tensor of Transformer(config) of a BART or mBART model."""
+    """Our state-dict name -> Hugging Face's, for every tensor of Transformer(config) of a BART, mBART or M2M100
+    model (M2M100's sinusoids are computed, not stored)."""
     names = layer_names(config)
     for side in SIDES:
-        names[f"embed.learned.{side}.weight"] = f"model.{side}.embed_positions.weight"
+        if config.positional_layout == "learned":
+            names[f"embed.learned.{side}.weight"] = f"model.{side}.embed_positions.weight"
         for part in ("weight", "bias"):
-            names[f"embed.norms.{side}.{part}"] = f"model.{side}.layernorm_embedding.{part}"
-            if config.norm_first:  # mBART's final LayerNorm of each stack
+            if config.layernorm_embedding:
+                names[f"embed.norms.{side}.{part}"] = f"model.{side}.layernorm_embedding.{part}"
+            if config.norm_first:  # the final LayerNorm of each pre-norm stack
                 names[f"{side}.final_norm.{part}"] = f"model.{side}.layer_norm.{part}"
     return names
 
 
 def read_hf_tokenizer(folder: Path, hf: dict[str, Any]) -> HFTokenizer:
     """tokenizer.json, with the special ids of config.json (its <unk> piece looked up in the file)."""
-    get = hf_get(hf, HF_DEFAULTS)
+    get = _get(hf)
     data = read_bytes(folder / HF_TOKENIZER_FILE, MAX_TOKENIZER_BYTES)
     try:
         probe = HFTokenizer(data, pad_id=get("pad_token_id"), unk_id=0, bos_id=get("eos_token_id"),
@@ -120,12 +161,13 @@ def read_hf_tokenizer(folder: Path, hf: dict[str, Any]) -> HFTokenizer:
 
 
 def convert_bart(folder: str | Path, out: str | Path) -> Conversion:
-    """Read a Hugging Face BART or mBART folder and write this project's checkpoint to ``out`` (new or empty)."""
+    """Read a Hugging Face BART, mBART or M2M100/NLLB folder and write this project's checkpoint to ``out`` (a new or
+    empty directory)."""
     folder, out = Path(folder), Path(out)
     if not folder.is_dir():
         raise CheckpointError(f"Hugging Face folder not found: {folder}")
     check_output(out)
-    hf_config = read_json(folder / HF_CONFIG)
+    hf_config = with_generation_config(folder, read_json(folder / HF_CONFIG))
     _refuse_unsupported(hf_config)
     tokenizer = read_hf_tokenizer(folder, hf_config)
     config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=True)
@@ -137,11 +179,11 @@ def convert_bart(folder: str | Path, out: str | Path) -> Conversion:
     if "final_logits_bias" not in hf_weights:  # HF then adds zeros: the same as no bias
         config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=False)
     model = Transformer(config)
-    family = FAMILIES[hf_config["model_type"]][0]
-    model.load_state_dict(rename_weights(hf_weights, hf_names(config), config, file, set(), family))
+    model.load_state_dict(rename_weights(hf_weights, hf_names(config), config, file, set(),
+                                         _family(hf_config).architecture))
     forced_bos = hf_config.get("forced_bos_token_id")
     meta = {"converted_from": folder.resolve().name[:100], "family": hf_config["model_type"],
-            "forced_eos": hf_config.get("forced_eos_token_id", HF_DEFAULTS["forced_eos_token_id"]) is not None,
+            "forced_eos": _get(hf_config)("forced_eos_token_id") is not None,
             "forced_bos": forced_bos if isinstance(forced_bos, int) and 0 <= forced_bos < config.vocab_size else None}
     save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,

@@ -27,12 +27,13 @@ MAX_TEMPERATURE = 10.0
 POSITION_TABLE = 1024  # rows of the position table at least (model.positional.MAX_POSITIONS, tested equal)
 # The options a real translation model (Marian opus-mt) needs beyond the paper; the first of each is the paper's.
 ACTIVATIONS = ("relu", "gelu", "swish")  # the FFN's non-linearity; swish is also called SiLU: x * sigmoid(x)
-# Sin/cos pairs interleaved (the paper), sin half then cos half (Marian), or a learned table per stack (BART, mBART).
-POSITIONAL_LAYOUTS = ("interleaved", "halves", "learned")
+# Sin/cos pairs interleaved (the paper), sin half then cos half (Marian), a learned table per stack (BART, mBART),
+# or sin half then cos half at fairseq's frequencies (M2M100, NLLB).
+POSITIONAL_LAYOUTS = ("interleaved", "halves", "learned", "fairseq")
 # One joint sentencepiece model, Marian's source/target models + vocab, or a Hugging Face tokenizer.json (BART's
 # byte-level BPE, mBART's sentencepiece with language codes) read by the tokenizers package.
 TOKENIZERS = ("sentencepiece", "marian", "hf")
-MAX_POSITION_OFFSET = 16  # rows a learned position table keeps before position 0 (BART and mBART: 2)
+MAX_POSITION_OFFSET = 16  # rows a position table keeps before position 0 (BART, mBART, M2M100 and NLLB: 2)
 
 
 def _is_int(value: Any) -> bool:
@@ -100,8 +101,8 @@ class ModelConfig:
     final_logits_bias: bool = False  # logits = h E^T + b with a learned b [vocab_size] (Marian's final_logits_bias)
     decoder_start_id: int | None = None  # None = bos_id
     tokenizer: str = "sentencepiece"  # one of TOKENIZERS: which tokenizer files the checkpoint holds
-    # BART's family: no sqrt(d_model) scale on the embedding, a LayerNorm on each stack's embedding sum, and learned
-    # positions read from row position + position_offset (BART keeps 2 unused rows, a fairseq legacy).
+    # BART's family: no sqrt(d_model) scale on the embedding, a LayerNorm on each stack's embedding sum, and positions
+    # read from row position + position_offset (fairseq's models keep 2 unused rows, the pad id's legacy).
     scale_embedding: bool = True
     layernorm_embedding: bool = False
     position_offset: int = 0
@@ -132,8 +133,6 @@ class ModelConfig:
         if not _is_int(self.position_offset) or not 0 <= self.position_offset <= MAX_POSITION_OFFSET:
             raise ValueError(f"position_offset must be an integer from 0 to {MAX_POSITION_OFFSET}, "
                              f"got {self.position_offset!r}")
-        if self.position_offset and self.positional_layout != "learned":
-            raise ValueError("position_offset applies to learned positions only (positional_layout 'learned')")
         self._check_special_ids()
         if self.estimated_bytes() > MAX_MODEL_BYTES:
             raise ValueError(f"this config describes {self.estimated_parameters():,} parameters "
@@ -179,11 +178,11 @@ class ModelConfig:
 
     @property
     def position_table(self) -> int:
-        """Rows of each position table: sinusoids extend past max_len (to POSITION_TABLE at least); a learned table
-        has max_len positions after its position_offset unused rows."""
+        """Rows of each position table, position_offset unused rows included: sinusoids extend past max_len (to
+        POSITION_TABLE positions at least); a learned table has max_len positions."""
         if self.positional_layout == "learned":
             return self.max_len + self.position_offset
-        return max(self.max_len, POSITION_TABLE)
+        return max(self.max_len, POSITION_TABLE) + self.position_offset
 
     @property
     def position_limit(self) -> int:

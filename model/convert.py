@@ -3,7 +3,7 @@
     python -m model convert HF_DIR --out pretrained/NAME
 
 Each family's converter maps its weights onto this project's Transformer and records what differs as named
-ModelConfig options and meta (model.marian for Marian opus-mt, model.bart for BART and mBART). A folder of a type without a converter is refused
+ModelConfig options and meta (model.marian for Marian opus-mt, model.bart for BART, mBART, M2M100 and NLLB). A folder of a type without a converter is refused
 with one line naming the types that have one, before anything is written.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .hf_folder import HF_CONFIG, Conversion, read_json
 from .marian import convert_marian
 
 CONVERTERS: dict[str, Callable[[str | Path, str | Path], Conversion]] = {
-    "marian": convert_marian, "bart": convert_bart, "mbart": convert_bart}
+    "marian": convert_marian, "bart": convert_bart, "mbart": convert_bart, "m2m_100": convert_bart}
 
 
 def model_type(folder: Path) -> str:

@@ -23,6 +23,9 @@ from .shards import INDEX, SINGLE, ShardError, has_weights, read_index
 
 HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", SINGLE, "pytorch_model.bin"
 HF_TOKENIZER_CONFIG = "tokenizer_config.json"
+HF_GENERATION_CONFIG = "generation_config.json"
+# What generate() reads from the generation config, not the model's: how decoding starts and which pieces it forces.
+GENERATION_KEYS = ("decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id")
 MAX_SOURCE_WEIGHTS_BYTES = MAX_MODEL_BYTES + 64 * 2**20  # a weights file a model within the config limits can have
 # Our tensor names -> Hugging Face's, per encoder / decoder layer (weight and bias each): Marian, BART and mBART
 # name their layers alike.
@@ -193,6 +196,18 @@ def check_size(config: ModelConfig) -> None:
         raise CheckpointError(f"{HF_CONFIG}: {config.estimated_parameters():,} parameters take "
                               f"{format_bytes(4 * config.estimated_parameters())} as float32, more than a "
                               f"checkpoint's limit of {format_bytes(MAX_WEIGHTS_BYTES)}")
+
+
+def with_generation_config(folder: Path, hf: dict[str, Any]) -> dict[str, Any]:
+    """config.json's keys, with the decoding keys generate() takes from generation_config.json when the folder has one
+    (save_pretrained writes it; a forced piece it does not name is not forced, whatever config.json says)."""
+    path = folder / HF_GENERATION_CONFIG
+    if not path.is_file():
+        return hf
+    generation = read_json(path)
+    start = generation.get("decoder_start_token_id", hf.get("decoder_start_token_id"))
+    return {**hf, "decoder_start_token_id": start, "forced_bos_token_id": generation.get("forced_bos_token_id"),
+            "forced_eos_token_id": generation.get("forced_eos_token_id")}
 
 
 def hf_get(hf: dict[str, Any], defaults: dict[str, Any]) -> Callable[[str], Any]:

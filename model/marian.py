@@ -33,6 +33,7 @@ from .hf_folder import (
     read_weights,
     rename_weights,
     tied_embedding,
+    with_generation_config,
 )
 from .positional import sinusoidal_encoding
 from .tokenizer import MARIAN_FILES, MarianTokenizer, TokenizerError
@@ -178,7 +179,7 @@ def convert_marian(folder: str | Path, out: str | Path) -> Conversion:
     if not folder.is_dir():
         raise CheckpointError(f"Marian folder not found: {folder}")
     check_output(out)
-    hf_config = read_json(folder / HF_CONFIG)
+    hf_config = with_generation_config(folder, read_json(folder / HF_CONFIG))
     _refuse_unsupported(hf_config)
     tokenizer = read_marian_tokenizer(folder)
     config = marian_config(hf_config, tokenizer.unk_id, final_logits_bias=True)

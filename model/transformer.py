@@ -50,7 +50,7 @@ class Embeddings(nn.Module):
         if end > self.limit:
             raise ValueError(f"sequence of {end} tokens exceeds the limit of {self.limit} positions")
         if self.learned is None:
-            return self.positional[start:end]  # [L, D]
+            return self.positional[start + self.offset:end + self.offset]  # [L, D]
         return self.learned[side].weight[start + self.offset:end + self.offset]  # [L, D]
 
     def forward(self, ids: torch.Tensor, offset: int = 0, side: str = "encoder") -> torch.Tensor:

@@ -1,8 +1,8 @@
 """BART-family checkpoints for tests, built without transformers or any download.
 
 BART's tokenizer layout (byte-level BPE without a prefix space; <s> 0, <pad> 1, </s> 2, <unk> 3; "<s> ... </s>"
-around a source) trained here with the tokenizers package, and ``bart_checkpoint``: a converted BART (or, with
-``norm_first``, mBART-shaped) checkpoint as `python -m model convert` writes it, with random weights.
+around a source) trained here with the tokenizers package, and ``bart_checkpoint``: a converted BART, mBART or M2M100 (NLLB)
+checkpoint as `python -m model convert` writes it, with random weights.
 """
 from __future__ import annotations
 
@@ -37,20 +37,27 @@ def bart_tokenizer(data: bytes | None = None) -> HFTokenizer:
     return HFTokenizer(data or bart_tokenizer_json(), pad_id=1, unk_id=3, bos_id=2, eos_id=2)
 
 
-def bart_checkpoint(directory: Path, n_heads: int = 4, n_layers: int = 2, d_model: int = 32, norm_first: bool = False,
+# What each family's converter sets (model.bart.FAMILIES): norm_first, positions, layernorm_embedding, activation.
+FAMILY_OPTIONS = {"bart": (False, "learned", True, "gelu"), "mbart": (True, "learned", True, "gelu"),
+                  "m2m_100": (True, "fairseq", False, "relu")}
+
+
+def bart_checkpoint(directory: Path, family: str = "bart", n_heads: int = 4, n_layers: int = 2, d_model: int = 32,
                     seed: int = 0) -> Path:
-    """A converted BART checkpoint (learned positions with offset 2, a LayerNorm on the embeddings, GELU, no embedding
-    scale, </s> as the start, <s> forced first) with random weights; ``norm_first`` makes it mBART-shaped."""
+    """A converted checkpoint of ``family`` (BART: learned positions with offset 2, a LayerNorm on the embeddings,
+    GELU, no embedding scale; mBART: the same, pre-norm and scaled; M2M100/NLLB: pre-norm, fairseq's sinusoids, ReLU)
+    with random weights, </s> as the decoder's start and <s> forced first."""
     tokenizer = bart_tokenizer()
+    norm_first, positions, layernorm_embedding, activation = FAMILY_OPTIONS[family]
     config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=d_model, n_heads=n_heads, n_encoder_layers=n_layers,
                          n_decoder_layers=n_layers, d_ff=2 * d_model, max_len=64, pad_id=1, unk_id=3, bos_id=2,
-                         eos_id=2, norm_first=norm_first, activation="gelu", positional_layout="learned",
-                         position_offset=2, final_logits_bias=True, tokenizer="hf", scale_embedding=norm_first,
-                         layernorm_embedding=True)
+                         eos_id=2, norm_first=norm_first, activation=activation, positional_layout=positions,
+                         position_offset=2, final_logits_bias=family != "m2m_100", tokenizer="hf",
+                         scale_embedding=family != "bart", layernorm_embedding=layernorm_embedding)
     torch.manual_seed(seed)
     model = Transformer(config).eval()
-    with torch.no_grad():
-        model.final_logits_bias.normal_()
-    meta = {"converted_from": "tiny-mbart" if norm_first else "tiny-bart", "family": "mbart" if norm_first else "bart",
-            "forced_eos": True, "forced_bos": 0}
+    if config.final_logits_bias:
+        with torch.no_grad():
+            model.final_logits_bias.normal_()
+    meta = {"converted_from": f"tiny-{family}", "family": family, "forced_eos": True, "forced_bos": 0}
     return save_checkpoint(model, tokenizer, directory, meta=meta)

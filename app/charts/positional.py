@@ -11,7 +11,8 @@ from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, styled
 
 LAYOUT_AXIS = {"interleaved": "dimension (even = sin, odd = cos)",
                "halves": "dimension (first half sin, second half cos: Marian's layout)",
-               "learned": "dimension (a learned table: no sin/cos pairs)"}
+               "learned": "dimension (a learned table: no sin/cos pairs)",
+               "fairseq": "dimension (first half sin, second half cos: fairseq's layout)"}
 
 
 def pe_heatmap(pe: np.ndarray, title: str = "Sinusoidal positional encoding PE[position, dimension]",

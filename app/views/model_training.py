@@ -20,7 +20,8 @@ log = logging.getLogger("attention_explorer")
 LOG_COLUMNS = {"step", "loss", "lr"}
 EPOCH_COLUMNS = {"epoch", "train_loss", "valid_loss", "valid_bleu", "valid_chrf"}
 ACTIVATION_NAMES = {"relu": "ReLU", "swish": "Swish (SiLU)", "gelu": "GELU"}
-POSITION_LAYOUTS = {"interleaved": "sin/cos pairs", "halves": "sines, then cosines", "learned": "learned tables"}
+POSITION_LAYOUTS = {"interleaved": "sin/cos pairs", "halves": "sines, then cosines", "learned": "learned tables",
+                    "fairseq": "sines, then cosines (fairseq)"}
 FFN_LATEX = {  # the paper's FFN with the checkpoint's activation (Marian's opus-mt models use swish)
     "relu": r"\mathrm{FFN}(x) = \max(0,\; xW_1 + b_1)\,W_2 + b_2",
     "swish": r"\mathrm{FFN}(x) = \mathrm{swish}(xW_1 + b_1)\,W_2 + b_2,\qquad \mathrm{swish}(z) = z\,\sigma(z)",

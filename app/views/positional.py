@@ -18,6 +18,15 @@ PE_LATEX = {  # the formula in the model's own dimension order
                    r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)",
     "halves": r"PE_{(pos,\,i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\qquad "
               r"PE_{(pos,\,d_{model}/2\,+\,i)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)",
+    "fairseq": r"PE_{(pos,\,i)} = \sin\!\left(\frac{pos}{10000^{i/(d_{model}/2\,-\,1)}}\right),\qquad "
+               r"PE_{(pos,\,d_{model}/2\,+\,i)} = \cos\!\left(\frac{pos}{10000^{i/(d_{model}/2\,-\,1)}}\right)",
+}
+LAYOUT_NOTES = {  # what a converted model's table does differently from the paper's formula
+    "halves": "The paper's formula interleaves sines and cosines (dimensions 2i and 2i + 1); this model (Marian) "
+              "stores the same values as all sines, then all cosines: the same code, its dimensions reordered.",
+    "fairseq": "This model (M2M100 / NLLB, fairseq's table) keeps all sines, then all cosines, and spaces the "
+               "frequencies by i/(d_model/2 − 1) instead of 2i/d_model, so its slowest pair is exactly 1/10000. Its "
+               "position p reads row p + {offset} of the table (rows below are fairseq's padding legacy).",
 }
 
 
@@ -30,7 +39,7 @@ def dimensions_ui(d_model: int, layout: str) -> list[int]:
     first_sin, first_cos = (int(t[0]) for t in pair_dimensions(d_model, layout))
     defaults = sorted({first_sin, first_cos, 2 * (d_model // 16), 2 * (d_model // 8), d_model // 2, d_model - 2})
     where = ("Even dimensions are sines, odd ones cosines of the same frequency." if layout == "interleaved" else
-             "This model (Marian's layout) keeps all sines in the first half and the matching cosines in the second.")
+             "This model keeps all sines in the first half and the matching cosines in the second.")
     return st.multiselect("Dimensions to draw", list(range(d_model)), default=defaults, key="pe_dims", help=where)
 
 
@@ -40,12 +49,12 @@ def matrix_panel(d_model: int, max_len: int, layout: str) -> None:
     pe = to_numpy(sinusoidal_encoding(n, d_model, layout))
     plot(charts.pe_heatmap(pe, f"PE for the first {n} positions × d_model = {d_model} dimensions", layout),
          "pe_matrix")
-    lam = to_numpy(wavelengths(d_model))
+    lam = to_numpy(wavelengths(d_model, layout))
     sin_dims, cos_dims = (to_numpy(t).astype(int) for t in pair_dimensions(d_model, layout))
     st.markdown(f"Each (sin, cos) pair is a wave. Wavelengths grow geometrically, from **2π ≈ {lam[0]:.2f}** "
                 f"positions (dimensions {sin_dims[0]}, {cos_dims[0]}) to **{lam[-1]:,.0f}** positions (the last "
                 "pair; the formula's limit "
-                f"is 10000·2π ≈ {10000 * 2 * math.pi:,.0f}). Left columns{' of each half' if layout == 'halves' else ''} "
+                f"is 10000·2π ≈ {10000 * 2 * math.pi:,.0f}). Left columns{' of each half' if layout != 'interleaved' else ''} "
                 "change every position; right columns barely change over a whole sentence, so together they give "
                 "each position a unique code.")
     dims = dimensions_ui(d_model, layout)
@@ -63,7 +72,8 @@ def relative_panel(d_model: int, max_len: int, layout: str) -> None:
                 "rotated by the angle ω·k — the same rotation for every *p*:")
     st.latex(r"\begin{pmatrix}\sin\omega_i(p+k)\\ \cos\omega_i(p+k)\end{pmatrix} = "
              r"\begin{pmatrix}\cos\omega_i k & \sin\omega_i k\\ -\sin\omega_i k & \cos\omega_i k\end{pmatrix}"
-             r"\begin{pmatrix}\sin\omega_i p\\ \cos\omega_i p\end{pmatrix},\qquad \omega_i = 10000^{-2i/d_{model}}")
+             r"\begin{pmatrix}\sin\omega_i p\\ \cos\omega_i p\end{pmatrix},\qquad \omega_i = "
+             + (r"10000^{-i/(d_{model}/2\,-\,1)}" if layout == "fairseq" else r"10000^{-2i/d_{model}}"))
     k = st.slider("Offset k", 1, min(50, max_len - 1), 3, key="pe_offset")
     err = offset_error(max_len, d_model, k, layout)
     st.markdown(f"Checked on this model's encoding: with one {d_model} × {d_model} block-diagonal matrix "
@@ -71,7 +81,7 @@ def relative_panel(d_model: int, max_len: int, layout: str) -> None:
                 f"**{err:.1e}** (float rounding). A layer's linear projections can therefore learn "
                 "\"attend *k* places back\" once, for every position.", unsafe_allow_html=True)
     n = min(max_len, 64)
-    plot(charts.pe_similarity(to_numpy(pe_similarity(n, d_model))), "pe_similarity")
+    plot(charts.pe_similarity(to_numpy(pe_similarity(n, d_model, layout))), "pe_similarity")
     st.caption("PE·PEᵀ depends only on the offset between two positions (every diagonal is constant) and is "
                "largest at offset 0: nearby positions look alike, distant ones less so.")
 
@@ -131,9 +141,8 @@ def render() -> None:
             embedding_panel(ckpt, translation)
         return
     st.latex(PE_LATEX[layout])
-    if layout == "halves":
-        st.caption("The paper's formula interleaves sines and cosines (dimensions 2i and 2i + 1); this model (Marian) "
-                   "stores the same values as all sines, then all cosines: the same code, its dimensions reordered.")
+    if layout in LAYOUT_NOTES:
+        st.caption(LAYOUT_NOTES[layout].format(offset=ckpt.config.position_offset))
     matrix_panel(d_model, max_len, layout)
     relative_panel(d_model, max_len, layout)
     st.info("**Learned vs fixed.** The paper also tried learned positional embeddings and got nearly identical "

@@ -1,6 +1,6 @@
-"""Every page on a converted BART-family checkpoint (tests.bart_helpers: learned positions, a LayerNorm on the
-embeddings, GELU, byte-level BPE, </s> starting the decoder and <s> forced first), post-norm like BART and pre-norm
-like mBART. The model is this session's upload, as the sidebar keeps one (a converted model under pretrained/ is
+"""Every page on a converted checkpoint of fairseq's families (tests.bart_helpers: byte-level BPE, </s> starting the
+decoder and <s> forced first): BART (learned positions, a LayerNorm on the embeddings, GELU, post-norm), mBART (the
+same, pre-norm) and M2M100 / NLLB (pre-norm, fairseq's sinusoids, ReLU). The model is this session's upload, as the sidebar keeps one (a converted model under pretrained/ is
 served by the same pages)."""
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ PAGES = ["app/views/translate.py", "app/views/decoding.py", "app/views/positiona
 SENTENCE = "The house is small."
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["bart", "mbart"])
+@pytest.fixture(scope="module", params=["bart", "mbart", "m2m_100"])
 def bart(request, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("bart") / "tiny-bart"
-    return load_checkpoint(bart_checkpoint(folder, norm_first=request.param), torch.device("cpu"))
+    folder = tmp_path_factory.mktemp("bart") / f"tiny-{request.param}"
+    return load_checkpoint(bart_checkpoint(folder, request.param), torch.device("cpu"))
 
 
 @pytest.fixture
@@ -42,6 +42,7 @@ def test_every_page_draws_a_bart_model_without_an_error(on_bart, page):
     assert at.get("plotly_chart"), "no figure drawn"
 
 
+@pytest.mark.parametrize("bart", ["bart", "mbart"], indirect=True)
 def test_the_positional_page_shows_the_learned_tables_not_sinusoids(on_bart, figures, bart):
     at = on_bart(PAGES[2])
     assert any("This model learns its positions" in i.value for i in at.info)
@@ -53,11 +54,24 @@ def test_the_positional_page_shows_the_learned_tables_not_sinusoids(on_bart, fig
     assert not at.latex, "the sinusoid formula is not this model's"
 
 
+@pytest.mark.parametrize("bart", ["m2m_100"], indirect=True)
+def test_fairseqs_sinusoids_are_drawn_as_the_model_reads_them(on_bart, figures, bart):
+    """M2M100 / NLLB: sines then cosines at fairseq's frequencies; position p is row p + 2 of the table."""
+    at = on_bart(PAGES[2], pe_positions=20)
+    assert not at.exception and "d_{model}/2" in at.latex[0].value
+    assert any("row p + 2" in c.value for c in at.caption)
+    table = torch.tensor(figures(at)["pe_matrix"]["data"][0]["z"], dtype=torch.float32)  # positions 0..19 of the formula
+    assert torch.allclose(table[2:], bart.model.embed.positions(0, 18), atol=1e-6)  # the model's position p: row p + 2
+
+
 def test_the_model_page_lists_what_differs_from_the_paper(on_bart, bart):
     table = on_bart(PAGES[5]).dataframe[0].value.set_index("setting")["this model"]
-    assert table["Positional encoding"] == "learned tables" and table["LayerNorm on embeddings"] == "yes"
-    assert table["Embedding × √d_model"] == ("yes" if bart.config.norm_first else "no")
-    assert table["Normalisation"] == ("pre-norm" if bart.config.norm_first else "post-norm")
+    family = bart.meta["family"]
+    assert table["Positional encoding"] == {"bart": "learned tables", "mbart": "learned tables",
+                                            "m2m_100": "sines, then cosines (fairseq)"}[family]
+    assert table["LayerNorm on embeddings"] == ("no" if family == "m2m_100" else "yes")
+    assert table["Embedding × √d_model"] == ("no" if family == "bart" else "yes")
+    assert table["Normalisation"] == ("post-norm" if family == "bart" else "pre-norm")
 
 
 def test_the_decoding_page_says_the_first_piece_was_forced(on_bart):

@@ -14,8 +14,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from safetensors.torch import save_file
 
 from model.__main__ import main as cli_main
+from model.bart import bart_config, hf_names
 from model.checkpoint import CheckpointError, load_checkpoint
 from model.config import DecodeConfig, ModelConfig
 from model.convert import convert
@@ -28,7 +30,7 @@ from tests.marian_helpers import EN
 
 TEXTS = ["The house is small.", "Where is the train?", "Grüße aus Köln!", "Zebra quartz 你好"]
 MAX_NEW = 12
-EOS_SCALE = {"bart": 2.5, "mbart": -2.0}  # found by trying: outputs of these random models end at 1-6 and 12 pieces
+EOS_SCALE = {"bart": 2.5, "mbart": -2.0, "m2m_100": -6.0}  # found by trying: outputs of 1-12 pieces
 
 
 @pytest.fixture(scope="module")
@@ -89,25 +91,29 @@ def test_learned_positions_and_embedding_norms_are_counted_and_read_per_stack():
 def hf_config(family: str, vocab_size: int, **overrides) -> dict:
     return {"vocab_size": vocab_size, "d_model": 16, "encoder_layers": 2, "decoder_layers": 2,
             "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32, "decoder_ffn_dim": 32,
-            "max_position_embeddings": 40, "activation_function": "gelu", "scale_embedding": family == "mbart",
+            "max_position_embeddings": 40, "activation_function": "relu" if family == "m2m_100" else "gelu",
+            "scale_embedding": family != "bart",
             "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2,
             "forced_eos_token_id": 2, "dropout": 0.1, **overrides}
 
 
-@pytest.fixture(scope="module", params=["bart", "mbart"])
+@pytest.fixture(scope="module", params=["bart", "mbart", "m2m_100"])
 def pair(request, tmp_path_factory, tokenizer_json):
-    """(Hugging Face's eager model, our converted checkpoint) of one random BART or mBART model."""
+    """(Hugging Face's eager model, our converted checkpoint) of one random BART, mBART or M2M100 (NLLB) model."""
     transformers = pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) is the reference")
     family = request.param
-    config_class, model_class = {"bart": (transformers.BartConfig, transformers.BartForConditionalGeneration),
-                                 "mbart": (transformers.MBartConfig, transformers.MBartForConditionalGeneration)}[family]
+    config_class, model_class = {
+        "bart": (transformers.BartConfig, transformers.BartForConditionalGeneration),
+        "mbart": (transformers.MBartConfig, transformers.MBartForConditionalGeneration),
+        "m2m_100": (transformers.M2M100Config, transformers.M2M100ForConditionalGeneration)}[family]
     vocab_size = hf_tokenizer(tokenizer_json).vocab_size
     torch.manual_seed(0)
     hf = model_class(config_class(**hf_config(family, vocab_size)))
     with torch.no_grad():  # weights far from HF's init (std 0.02), so outputs differ clearly between tokens
         for name, p in hf.named_parameters():
             p.normal_(0.0, 0.5).add_(1.0 if "norm" in name and name.endswith("weight") else 0.0)
-        hf.final_logits_bias.normal_(0.0, 1.0)
+        if hasattr(hf, "final_logits_bias"):  # BART's and mBART's; M2M100 has none
+            hf.final_logits_bias.normal_(0.0, 1.0)
         hf.model.shared.weight[2] *= EOS_SCALE[family]  # </s> likely in some states, so outputs vary in length
     root = tmp_path_factory.mktemp(family)
     folder = root / f"tiny-{family}"
@@ -131,11 +137,13 @@ def hf_output(sequence: torch.Tensor, start: int, pad: int) -> tuple[int, ...]:
 @pytest.mark.slow
 def test_the_converted_config_says_what_the_family_does(pair):
     _, ckpt = pair
-    c = ckpt.config
-    assert (c.positional_layout, c.position_offset, c.layernorm_embedding, c.activation, c.tokenizer) == \
-        ("learned", 2, True, "gelu", "hf")
-    assert c.norm_first == (ckpt.meta["family"] == "mbart") == c.scale_embedding
-    assert c.decoder_start_id == c.bos_id == c.eos_id == 2 and ckpt.forced_eos and ckpt.forced_bos is None
+    c, family = ckpt.config, ckpt.meta["family"]
+    expected = {"bart": ("learned", True, "gelu", False, True), "mbart": ("learned", True, "gelu", True, True),
+                "m2m_100": ("fairseq", False, "relu", True, False)}[family]
+    assert (c.positional_layout, c.layernorm_embedding, c.activation, c.norm_first, c.final_logits_bias) == expected
+    assert c.position_offset == 2 and c.tokenizer == "hf" and c.scale_embedding == (family != "bart")
+    assert c.decoder_start_id == c.bos_id == c.eos_id == 2 and ckpt.forced_bos is None
+    assert ckpt.forced_eos == (family != "m2m_100")  # as generation_config.json says (M2M100's forces nothing)
 
 
 @pytest.mark.slow
@@ -149,11 +157,15 @@ def test_logits_and_every_attention_equal_hugging_faces(pair):
         theirs = hf(input_ids=src, attention_mask=(src != 1).long(), decoder_input_ids=tgt, output_attentions=True)
         logits, trace = ckpt.model(src, tgt, return_attention=True)
     assert torch.allclose(logits, theirs.logits, atol=1e-4)
+    # M2M100 gives a padding position the zero vector, not its position's row: the padded query rows of the encoder
+    # (masked as keys everywhere, never drawn) differ there; every other weight is the same.
+    real = (src != 1)[:, None, :, None] if ckpt.meta["family"] == "m2m_100" else torch.ones(1, 1, 1, 1, dtype=bool)
     for kind, reference in (("enc_self", theirs.encoder_attentions), ("dec_self", theirs.decoder_attentions),
                             ("cross", theirs.cross_attentions)):
         assert len(getattr(trace, kind)) == len(reference) == 2
         for ours, expected in zip(getattr(trace, kind), reference, strict=True):  # [B, H, Q, K] per layer
-            assert ours.shape == expected.shape and torch.allclose(ours, expected, atol=1e-5)
+            rows = real if kind == "enc_self" else torch.ones(1, 1, 1, 1, dtype=bool)
+            assert ours.shape == expected.shape and torch.allclose(ours * rows, expected * rows, atol=1e-5)
 
 
 def generate(hf, src: torch.Tensor, beams: int, **options):
@@ -229,6 +241,26 @@ def test_unsupported_configs_are_refused_in_one_line_before_anything_is_written(
     assert cli_main(["convert", str(folder), "--out", str(out)]) == 2
     assert capsys.readouterr().err == f"error: {info.value}\n"
     assert not out.exists()
+
+
+def write_weights(folder: Path) -> None:
+    """Random weights under Hugging Face's names for the folder's config.json, without transformers."""
+    hf = json.loads((folder / "config.json").read_text())
+    config = bart_config(hf, 3, final_logits_bias=True)
+    ours = Transformer(config).state_dict()
+    save_file({theirs: ours[name].clone() for name, theirs in hf_names(config).items()},
+              str(folder / "model.safetensors"))
+
+
+def test_generation_config_json_says_which_pieces_are_forced_as_generate_reads_it(folder, tmp_path):
+    """generate() takes decoder_start, forced BOS and forced EOS from generation_config.json when the folder has one:
+    a forced piece it does not name is not forced, whatever config.json says (forced_eos_token_id 2 here)."""
+    write_weights(folder)
+    assert load_checkpoint(convert(folder, tmp_path / "a").path).forced_eos  # config.json alone: EOS forced
+    (folder / "generation_config.json").write_text(json.dumps({"decoder_start_token_id": 2, "forced_bos_token_id": 0}))
+    ckpt = load_checkpoint(convert(folder, tmp_path / "b").path)
+    assert ckpt.forced_bos == 0 and not ckpt.forced_eos
+    assert DecodeConfig(forced_bos=ckpt.forced_bos).forced_bos == 0
 
 
 def test_a_folder_without_weights_or_tokenizer_is_refused(folder, tmp_path):
