@@ -138,6 +138,12 @@ def token_language(token: str) -> str:
     return f"{language_name(token[2:-2])} ({token})"
 
 
+def code_language(code: str) -> str:
+    """A multilingual fairseq model's language code labelled: "de_DE" (mBART-50), "deu_Latn" (NLLB) and "__de__"
+    (M2M100) -> "German (de_DE)" etc."""
+    return f"{language_name(code.strip('_').split('_')[0])} ({code})"
+
+
 def leading_token(text: str, tokens: tuple[str, ...]) -> str | None:
     """The target-language token ``text`` starts with, if it is one of ``tokens`` (the model's)."""
     match = LEADING_TOKEN.match(text)

@@ -77,9 +77,27 @@ def default_forced_eos(name: str) -> bool:
     return forced_eos_of(model_meta(name))
 
 
-def default_forced_bos(name: str) -> int | None:
-    """The piece the model's own rule puts first (a converted BART-large or mBART-50 model), else None."""
-    return forced_bos_of(model_meta(name))
+def default_target_language(ckpt: Checkpoint) -> str | None:
+    """The target language a multilingual fairseq model (mBART-50, M2M100, NLLB) translates into until one is chosen:
+    the one its own config forces, else German (the examples are English -> German), else its first; None for a
+    model with one target language."""
+    codes = ckpt.tokenizer.target_languages
+    if not codes:
+        return None
+    own = forced_bos_of(ckpt.meta)
+    if own is not None and ckpt.tokenizer.id_to_piece(own) in codes:
+        return ckpt.tokenizer.id_to_piece(own)
+    return next((code for code in codes if code.strip("_").startswith("de")), codes[0])
+
+
+def forced_first_piece(name: str, target_language: str | None) -> int | None:
+    """The piece decoding forces first: the chosen target language's code for a multilingual fairseq model (its
+    default when none of its codes is chosen), else the model's own rule (BART-large's <s>), else None."""
+    ckpt = load_model(name)
+    codes = ckpt.tokenizer.target_languages
+    if codes:
+        return ckpt.tokenizer.piece_id(target_language if target_language in codes else default_target_language(ckpt))
+    return forced_bos_of(ckpt.meta)
 
 
 def load_model(name: str) -> Checkpoint:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app.cancel import session_stop_signal
-from app.resources import default_forced_bos, default_forced_eos, load_model
+from app.resources import default_forced_eos, forced_first_piece, load_model
 from app.sentences import sentence_of
 from model.budget import Plan
 from model.checkpoint import Checkpoint
@@ -179,7 +179,8 @@ class Request:
     length_penalty: float = 0.6
     sampling: Sampling | None = None  # draw each piece instead of searching (then the beam is 1)
     forced_eos: bool = False  # the model's own rule (model.meta.forced_eos_of): EOS at the length limit
-    forced_bos: int | None = None  # the model's own first piece (model.meta.forced_bos_of), e.g. BART-large's <s>
+    # The piece forced first: the chosen target language of mBART-50, M2M100 or NLLB, or BART-large's <s>
+    forced_bos: int | None = None
 
     @property
     def decode_config(self) -> DecodeConfig:
@@ -232,7 +233,8 @@ def current_request() -> Request:
     text = sentence_of(s["text"], int(s.get("sentence", 0)))  # a paragraph is translated sentence by sentence
     return Request(model_name=s["model_name"], text=text, beam_size=int(s["beam_size"]), max_len=int(s["max_len"]),
                    length_penalty=float(s["length_penalty"]), sampling=sampling,
-                   forced_eos=default_forced_eos(s["model_name"]), forced_bos=default_forced_bos(s["model_name"]))
+                   forced_eos=default_forced_eos(s["model_name"]),
+                   forced_bos=forced_first_piece(s["model_name"], s.get("target_lang")))
 
 
 @contextmanager

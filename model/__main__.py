@@ -1,7 +1,7 @@
 """Command line: python -m model translate "some text" [--checkpoint DIR] [--beam N] [--max-len N]
 [--length-penalty A] [--device auto|cpu|cuda] [--json FILE]
               python -m model convert DIR --out pretrained/NAME   (a Hugging Face folder; config.json's model_type
-              says which family: marian; convert-marian is the same for Marian folders)"""
+              says which family: marian, bart, mbart or m2m_100; convert-marian is the same for Marian folders)"""
 from __future__ import annotations
 
 import os

@@ -24,6 +24,9 @@ TOKENIZER_FILE = "tokenizer.model"  # the project's tokenizer in a checkpoint
 MARIAN_FILES = ("source.spm", "target.spm", "vocab.json")  # a Marian tokenizer in a checkpoint (and in a HF folder)
 MARIAN_SPECIALS = {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"}  # Marian's special pieces; it has no BOS
 HF_TOKENIZER_FILE = "tokenizer.json"  # a Hugging Face fast tokenizer, as save_pretrained writes it
+# A multilingual fairseq model's language codes, each one special piece: mBART-50's "de_DE", NLLB's "deu_Latn",
+# M2M100's "__de__". The target language is the piece forced first (generate()'s forced_bos_token_id).
+LANGUAGE_CODE = re.compile(r"[a-z]{2}_[A-Z]{2}|[a-z]{3}_[A-Z][a-z]{3}|__[a-z]{2,3}__")
 # A multilingual Marian model (e.g. opus-mt-en-ROMANCE) reads its target language from a token such as ">>fra<<" at
 # the start of the source; each is one piece of its vocabulary.
 LANGUAGE_TOKEN = re.compile(r">>[^<>\s]{1,20}<<")
@@ -49,6 +52,8 @@ def _load_sentencepiece(proto: bytes, name: str | None = None) -> spm.SentencePi
 
 class Tokenizer:
     """A loaded sentencepiece model with ids pad 0, unk 1, bos 2, eos 3."""
+
+    target_languages: tuple[str, ...] = ()  # one target language: nothing to force
 
     def __init__(self, model_proto: bytes) -> None:
         self.sp = _load_sentencepiece(model_proto)
@@ -131,6 +136,7 @@ class MarianTokenizer:
         self.id_pieces = sorted(self.vocab, key=self.vocab.__getitem__)
         self.eos_id, self.unk_id, self.pad_id = (self.vocab[MARIAN_SPECIALS[k]] for k in ("eos", "unk", "pad"))
         self.bos_id = self.pad_id
+        self.target_languages: tuple[str, ...] = ()  # chosen by a token in the source text instead (language_tokens)
         self._files = dict(zip(MARIAN_FILES, (source_proto, target_proto, vocab_json), strict=True))
         # The target languages a multilingual model can be asked for (">>fra<<", ...), sorted; () for one language.
         self.language_tokens = tuple(sorted(piece for piece in self.vocab if LANGUAGE_TOKEN.fullmatch(piece)))
@@ -192,8 +198,11 @@ class HFTokenizer:
         added = self.tk.get_added_tokens_decoder()  # id -> AddedToken
         self.special_ids = frozenset(i for i, token in added.items() if token.special) | {pad_id, bos_id, eos_id}
         self.prefix, self.suffix = self._wrapping()
+        # The languages a multilingual model translates into (forced first), sorted; () for other models.
+        self.target_languages = tuple(sorted(token.content for token in added.values()
+                                             if token.special and LANGUAGE_CODE.fullmatch(token.content)))
 
-    language_tokens: tuple[str, ...] = ()
+    language_tokens: tuple[str, ...] = ()  # no target-language token in the source text (Marian's way)
 
     def _wrapping(self) -> tuple[list[int], list[int]]:
         """The ids the file's post-processor puts before and after a source's pieces."""
@@ -240,6 +249,10 @@ class HFTokenizer:
             raw = bytes(BYTE_LEVEL_DECODE.get(ch, 63) for ch in piece)
             return "".join(f"<0x{b:02X}>" for b in raw)
         return WORD_START + text[1:] if text.startswith(" ") else text
+
+    def piece_id(self, piece: str) -> int | None:
+        """The id of a piece (a language code, say), None if the vocabulary lacks it."""
+        return self.tk.token_to_id(piece)
 
     def files(self) -> dict[str, bytes]:
         return {HF_TOKENIZER_FILE: self.tokenizer_json}

@@ -20,8 +20,10 @@ from tests.marian_helpers import DE, EN
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # BART's ids 0-3
 
 
-def bart_tokenizer_json(vocab_size: int = 400) -> bytes:
-    """A tokenizer.json in BART's layout, trained on the helpers' English and German sentences."""
+def bart_tokenizer_json(vocab_size: int = 400, languages: tuple[str, ...] = ()) -> bytes:
+    """A tokenizer.json in BART's layout, trained on the helpers' English and German sentences. With ``languages``
+    (codes such as "de_DE") it is multilingual as mBART-50's: each code a special piece after the others, and a
+    source wrapped as "<first code> ... </s>" (its source language)."""
     tk = Tokenizer(models.BPE())
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tk.decoder = decoders.ByteLevel()
@@ -29,6 +31,10 @@ def bart_tokenizer_json(vocab_size: int = 400) -> bytes:
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tk.train_from_iterator((EN + DE) * 5, trainer)
     tk.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), add_prefix_space=False)
+    if languages:
+        tk.add_special_tokens(list(languages))
+        tk.post_processor = processors.TemplateProcessing(
+            single=f"{languages[0]} $A </s>", special_tokens=[(languages[0], tk.token_to_id(languages[0])), ("</s>", 2)])
     return tk.to_str().encode()
 
 
@@ -43,11 +49,12 @@ FAMILY_OPTIONS = {"bart": (False, "learned", True, "gelu"), "mbart": (True, "lea
 
 
 def bart_checkpoint(directory: Path, family: str = "bart", n_heads: int = 4, n_layers: int = 2, d_model: int = 32,
-                    seed: int = 0) -> Path:
+                    seed: int = 0, languages: tuple[str, ...] = ()) -> Path:
     """A converted checkpoint of ``family`` (BART: learned positions with offset 2, a LayerNorm on the embeddings,
     GELU, no embedding scale; mBART: the same, pre-norm and scaled; M2M100/NLLB: pre-norm, fairseq's sinusoids, ReLU)
-    with random weights, </s> as the decoder's start and <s> forced first."""
-    tokenizer = bart_tokenizer()
+    with random weights, </s> as the decoder's start and <s> forced first; with ``languages``, multilingual (see
+    bart_tokenizer_json) and nothing forced by its own config."""
+    tokenizer = bart_tokenizer(bart_tokenizer_json(languages=languages))
     norm_first, positions, layernorm_embedding, activation = FAMILY_OPTIONS[family]
     config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=d_model, n_heads=n_heads, n_encoder_layers=n_layers,
                          n_decoder_layers=n_layers, d_ff=2 * d_model, max_len=64, pad_id=1, unk_id=3, bos_id=2,
@@ -59,5 +66,7 @@ def bart_checkpoint(directory: Path, family: str = "bart", n_heads: int = 4, n_l
     if config.final_logits_bias:
         with torch.no_grad():
             model.final_logits_bias.normal_()
-    meta = {"converted_from": f"tiny-{family}", "family": family, "forced_eos": True, "forced_bos": 0}
+    meta = {"converted_from": f"tiny-{family}", "family": family, "forced_eos": True}
+    if not languages:
+        meta["forced_bos"] = 0
     return save_checkpoint(model, tokenizer, directory, meta=meta)

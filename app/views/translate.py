@@ -10,6 +10,7 @@ import streamlit as st
 from app.charts.axes import clipped
 from app.downloads import trace_json
 from app.examples import (
+    code_language,
     example_why,
     examples_for,
     first_sentence,
@@ -24,7 +25,7 @@ from app.explorer import attention_explorer, clamp_state, pieces_html
 from app.language_check import looks_like
 from app.page import budget_notes
 from app.quality import quality_note
-from app.resources import load_model, model_label
+from app.resources import default_target_language, load_model, model_label
 from app.sentences import split_sentences
 from app.state import DEFAULTS, MAX_SEED, sync_url
 from app.translation import (
@@ -76,6 +77,20 @@ def target_language_ui(tokens: tuple[str, ...]) -> None:
                    "a guess.")
 
 
+def forced_language_ui(ckpt: Checkpoint) -> None:
+    """A multilingual fairseq model (mBART-50, M2M100, NLLB) is told the language to translate into by the first
+    piece of its output, which decoding forces (Hugging Face's forced_bos_token_id): chosen here."""
+    codes = ckpt.tokenizer.target_languages
+    if not codes:
+        return
+    if st.session_state.get("target_lang") not in codes:
+        st.session_state["target_lang"] = default_target_language(ckpt)
+    st.selectbox("Translate into", codes, key="target_lang", format_func=code_language, persist_state="session",
+                 help=f"This model translates into {len(codes)} languages. Decoding forces the chosen language's "
+                      "code as the first output piece (as Hugging Face's generate() does with forced_bos_token_id): "
+                      "every later piece is predicted after it.")
+
+
 def examples_ui(meta: dict, tokens: tuple[str, ...] = ()) -> None:
     """Buttons with example sentences in the model's source language (from its checkpoint), or a note."""
     examples = examples_for(meta)
@@ -100,6 +115,7 @@ def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
     tokens = ckpt.tokenizer.language_tokens
     examples_ui(ckpt.meta, tokens)
     target_language_ui(tokens)
+    forced_language_ui(ckpt)
     model_max_len = ckpt.config.max_len
     st.text_area("Sentence", key="text", persist_state="session", max_chars=MAX_INPUT_CHARS, height=90,
                  placeholder=placeholder(ckpt.meta), on_change=_new_text)

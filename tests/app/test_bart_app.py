@@ -8,6 +8,7 @@ import pytest
 import streamlit as st
 import torch
 
+from app.translation import store
 from model.checkpoint import load_checkpoint
 from tests.bart_helpers import bart_checkpoint
 
@@ -81,3 +82,30 @@ def test_the_decoding_page_says_the_first_piece_was_forced(on_bart):
     assert len(said) == 1 and "makes the first piece \\<s\\>" in said[0], [c.value for c in at.caption]
     step = next(m.value for m in at.markdown if m.value.startswith("**Step 1**"))
     assert "(chosen: **\\<s\\>**" in step and "cumulative log-prob 0.000" in step  # forced: scored 0
+
+
+@pytest.fixture(scope="module")
+def multilingual(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mbart50") / "tiny-mbart-50"
+    path = bart_checkpoint(folder, "mbart", languages=("en_XX", "de_DE", "fr_XX"))
+    return load_checkpoint(path, torch.device("cpu"))
+
+
+def test_a_multilingual_model_translates_into_the_chosen_language(app_test, multilingual):
+    """mBART-50 / NLLB / M2M100: the picker lists the codes (German first chosen), and decoding forces the chosen
+    code as the first output piece."""
+    st.session_state["uploads"] = {NAME: multilingual}
+    try:
+        at = app_test(PAGES[0], model_name=NAME, uploads={NAME: multilingual}, max_len=6, text=SENTENCE)
+        picker = at.selectbox(key="target_lang")
+        assert picker.options == ["German (de_DE)", "English (en_XX)", "French (fr_XX)"] and picker.value == "de_DE"
+        at = at.button(key="translate").click().run()
+        assert not at.exception and not at.error
+        request = at.session_state["last_request"]
+        assert request.forced_bos == multilingual.tokenizer.piece_id("de_DE")
+        assert store().get(request).target_pieces[0] == "de_DE"
+        at = at.selectbox(key="target_lang").set_value("fr_XX").run()
+        at = at.button(key="translate").click().run()
+        assert not at.exception and store().get(at.session_state["last_request"]).target_pieces[0] == "fr_XX"
+    finally:
+        st.session_state.pop("uploads", None)

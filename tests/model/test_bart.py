@@ -63,6 +63,17 @@ def test_a_source_is_wrapped_and_cut_keeping_its_specials(tokenizer_json, text, 
     assert cut[0] == 0 and cut[-1] == 2 and len(cut) == min(len(ids) + 2, max_len) and cut[1:-1] == ids[:len(cut) - 2]
 
 
+def test_a_multilingual_models_language_codes_are_its_target_languages():
+    """mBART-50's "de_DE", NLLB's "deu_Latn" and M2M100's "__de__" are special pieces; a source is wrapped with the
+    source language's code as the file's post-processor says."""
+    tok = bart_tokenizer(bart_tokenizer_json(languages=("en_XX", "de_DE", "deu_Latn", "__fr__")))
+    assert tok.target_languages == ("__fr__", "de_DE", "deu_Latn", "en_XX")
+    ids = tok.encode_source("The house")
+    assert tok.pieces(ids)[0] == "en_XX" and ids[-1] == 2 and tok.piece_id("de_DE") == 401
+    assert tok.decode([401, *ids]) == "The house"  # codes are specials: not in the text
+    assert bart_tokenizer(bart_tokenizer_json()).target_languages == ()
+
+
 def test_a_broken_tokenizer_file_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"^tokenizer.json: not a tokenizers file") as info:
         hf_tokenizer(b'{"version": "1.0", "model": 7}')
