@@ -29,15 +29,13 @@ from .hf_folder import (
     HF_CONFIG,
     HF_PICKLE,
     Conversion,
-    check_output,
     check_size,
     hf_get,
     layer_names,
+    open_folder,
     read_bytes,
-    read_json,
     read_weights,
     rename_weights,
-    with_generation_config,
 )
 from .tokenizer import HF_TOKENIZER_FILE, HFTokenizer, TokenizerError
 from .transformer import SIDES, Transformer
@@ -163,11 +161,7 @@ def read_hf_tokenizer(folder: Path, hf: dict[str, Any]) -> HFTokenizer:
 def convert_bart(folder: str | Path, out: str | Path) -> Conversion:
     """Read a Hugging Face BART, mBART or M2M100/NLLB folder and write this project's checkpoint to ``out`` (a new or
     empty directory)."""
-    folder, out = Path(folder), Path(out)
-    if not folder.is_dir():
-        raise CheckpointError(f"Hugging Face folder not found: {folder}")
-    check_output(out)
-    hf_config = with_generation_config(folder, read_json(folder / HF_CONFIG))
+    folder, out, hf_config = open_folder(folder, out)
     _refuse_unsupported(hf_config)
     tokenizer = read_hf_tokenizer(folder, hf_config)
     config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=True)

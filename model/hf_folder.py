@@ -190,6 +190,16 @@ def check_output(out: Path) -> None:
         raise CheckpointError(f"{out} already exists and is not empty: choose a new --out directory")
 
 
+def open_folder(folder: str | Path, out: str | Path, what: str = "Hugging Face") -> tuple[Path, Path, dict[str, Any]]:
+    """(folder, out, its config.json with generate()'s decoding keys): the folder must exist and the output be new or
+    empty, checked before anything is read."""
+    folder, out = Path(folder), Path(out)
+    if not folder.is_dir():
+        raise CheckpointError(f"{what} folder not found: {folder}")
+    check_output(out)
+    return folder, out, with_generation_config(folder, read_json(folder / HF_CONFIG))
+
+
 def check_size(config: ModelConfig) -> None:
     """The converted model must fit a checkpoint's weights limit as float32, checked before anything is read."""
     if 4 * config.estimated_parameters() > MAX_WEIGHTS_BYTES:

@@ -25,15 +25,14 @@ from .hf_folder import (
     HF_PICKLE,
     HF_TOKENIZER_CONFIG,
     Conversion,
-    check_output,
     check_size,
     layer_names,
+    open_folder,
     read_bytes,
     read_json,
     read_weights,
     rename_weights,
     tied_embedding,
-    with_generation_config,
 )
 from .positional import sinusoidal_encoding
 from .tokenizer import MARIAN_FILES, MarianTokenizer, TokenizerError
@@ -175,11 +174,7 @@ def _model_name(folder: Path) -> str:
 
 def convert_marian(folder: str | Path, out: str | Path) -> Conversion:
     """Read a Hugging Face Marian folder and write this project's checkpoint to ``out`` (a new or empty directory)."""
-    folder, out = Path(folder), Path(out)
-    if not folder.is_dir():
-        raise CheckpointError(f"Marian folder not found: {folder}")
-    check_output(out)
-    hf_config = with_generation_config(folder, read_json(folder / HF_CONFIG))
+    folder, out, hf_config = open_folder(folder, out, "Marian")
     _refuse_unsupported(hf_config)
     tokenizer = read_marian_tokenizer(folder)
     config = marian_config(hf_config, tokenizer.unk_id, final_logits_bias=True)
