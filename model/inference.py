@@ -91,7 +91,8 @@ def prepare_source(tokenizer: TextTokenizer, text: str, max_len: int = MAX_POSIT
     if not ids:
         raise InputError("The text has no characters the tokenizer can read.")
     source = tokenizer.source_ids(ids, max_len)
-    return Source(cleaned, tuple(source), tuple(tokenizer.pieces(source)), len(ids) + 1 - len(source))
+    wrapping = len(tokenizer.source_ids([]))  # EOS, or a tokenizer's own specials around a source (<s> ... </s>)
+    return Source(cleaned, tuple(source), tuple(tokenizer.pieces(source)), len(ids) + wrapping - len(source))
 
 
 def stream(model: Transformer, source: Source, config: DecodeConfig, return_attention: bool = True,

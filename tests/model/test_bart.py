@@ -22,7 +22,7 @@ from model.checkpoint import CheckpointError, load_checkpoint
 from model.config import DecodeConfig, ModelConfig
 from model.convert import convert
 from model.decoding import beam_search, greedy_decode
-from model.inference import translate
+from model.inference import prepare_source, translate
 from model.tokenizer import WORD_START, HFTokenizer
 from model.transformer import Transformer, count_parameters
 from tests.bart_helpers import bart_tokenizer, bart_tokenizer_json
@@ -72,6 +72,17 @@ def test_a_multilingual_models_language_codes_are_its_target_languages():
     assert tok.pieces(ids)[0] == "en_XX" and ids[-1] == 2 and tok.piece_id("de_DE") == 401
     assert tok.decode([401, *ids]) == "The house"  # codes are specials: not in the text
     assert bart_tokenizer(bart_tokenizer_json()).target_languages == ()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=1, max_value=40), st.integers(min_value=3, max_value=30))
+def test_a_prepared_source_counts_the_pieces_it_dropped(tokenizer_json, words, max_len):
+    """The Translate page says how many pieces were cut: never negative with two wrapping specials (<s>, </s>)."""
+    tok = hf_tokenizer(tokenizer_json)
+    text = " ".join(["house"] * words)
+    source = prepare_source(tok, text, max_len)
+    pieces = len(tok.encode(text))
+    assert source.dropped == max(pieces + 2 - max_len, 0) and len(source.ids) == min(pieces + 2, max_len)
 
 
 def test_a_broken_tokenizer_file_is_refused_in_one_line():
