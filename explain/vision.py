@@ -15,9 +15,10 @@ import torch.nn.functional as F
 
 from explain.attribution import rollout
 from model.positional import sinusoidal_encoding
-from model.vision.swin import BlockAttention, Swin
+from model.trace import AttentionTrace
+from model.vision.swin import Swin
 from model.vision.vit import ViT
-from model.vision.windows import cyclic_shift, reach, window_partition
+from model.vision.windows import reach, tokens_to_window
 
 
 def _batch_of_one(image: np.ndarray | torch.Tensor) -> torch.Tensor:
@@ -68,35 +69,47 @@ def neighbour_similarity(sim: torch.Tensor, grid: int) -> tuple[float, float, fl
 
 
 @dataclass(frozen=True)
+class SwinBlockView:
+    """One Swin block's attention as the Vision page reads it: where the block sits (stage, index), its grid and
+    windows, the mask of a shifted block [nW, M*M, M*M] (None for a regular one) and its token-by-token weights
+    [B, H, N, N] from the model's AttentionTrace."""
+
+    stage: int
+    block: int
+    resolution: int
+    window: int
+    shift: int
+    mask: torch.Tensor | None
+    weights: torch.Tensor
+
+    def window_weights(self) -> torch.Tensor:
+        """The same weights window by window: [B, nW, H, M*M, M*M] (rolled coordinates for a shifted block)."""
+        return tokens_to_window(self.weights, self.resolution, self.window, self.shift)
+
+
+@dataclass(frozen=True)
 class SwinReading:
-    """One digit through the Swin: probabilities [10] and one BlockAttention per block (batch of one)."""
+    """One digit through the Swin: probabilities [10], the pass's AttentionTrace and a view of each block."""
 
     probabilities: torch.Tensor
-    blocks: list[BlockAttention]
+    trace: AttentionTrace
+    blocks: list[SwinBlockView]
 
 
 @torch.no_grad()
 def read_swin(model: Swin, image: np.ndarray | torch.Tensor) -> SwinReading:
-    logits, blocks = model(_batch_of_one(image), return_attention=True)
-    return SwinReading(probabilities=logits.softmax(-1)[0], blocks=blocks)
+    logits, trace = model(_batch_of_one(image), return_attention=True)
+    blocks = [SwinBlockView(stage=s, block=i, resolution=b.resolution, window=b.window, shift=b.shift, mask=b.mask,
+                            weights=weights) for (s, i, b), weights in zip(model.blocks(), trace.enc_self, strict=True)]
+    return SwinReading(probabilities=logits.softmax(-1)[0], trace=trace, blocks=blocks)
 
 
-def window_tokens(resolution: int, window: int, shift: int) -> torch.Tensor:
-    """[nW, M*M] long: the token (row-major index in the unshifted grid) at each place of each window."""
-    ids = torch.arange(resolution * resolution).view(1, resolution, resolution, 1)
-    return window_partition(cyclic_shift(ids, shift), window)[..., 0]
-
-
-def attention_on_grid(block: BlockAttention, head: int, token: int) -> torch.Tensor:
-    """Token ``token``'s attention row in this block, put back on the unshifted grid: [R, R] (0 outside its
-    window and where the mask blocked it). ``head`` -1 = mean over heads."""
-    ids = window_tokens(block.resolution, block.window, block.shift)  # [nW, M*M]
-    w, place = (ids == token).nonzero()[0].tolist()
-    weights = block.weights[0, w]  # [H, M*M, M*M]
-    row = weights.mean(0)[place] if head < 0 else weights[head, place]  # [M*M]
-    grid = torch.zeros(block.resolution * block.resolution, dtype=row.dtype)
-    grid[ids[w]] = row
-    return grid.view(block.resolution, block.resolution)
+def attention_on_grid(block: SwinBlockView, head: int, token: int) -> torch.Tensor:
+    """Token ``token``'s attention row in this block on the unshifted grid: [R, R] (0 outside its window and where
+    the mask blocked it). ``head`` -1 = mean over heads."""
+    weights = block.weights[0]  # [H, N, N]
+    row = weights.mean(0)[token] if head < 0 else weights[head, token]  # [N]
+    return row.view(block.resolution, block.resolution)
 
 
 def bias_offsets(model: Swin) -> list[torch.Tensor]:

@@ -224,7 +224,7 @@ def swin_section(ckpt: VisionCheckpoint, image: np.ndarray, label: int | None) -
              f"{b.resolution}x{b.resolution} tokens)" for b in blocks]
     chosen = c1.selectbox("Block", list(range(len(blocks))), key="vision_block", format_func=names.__getitem__)
     block = blocks[chosen]
-    n_heads = block.weights.shape[2]
+    n_heads = block.weights.shape[1]  # [B, H, N, N]
     head = c2.selectbox("Head", list(range(-1, n_heads)), key="vision_swin_head",
                         format_func=lambda h: "mean over heads" if h < 0 else f"head {h + 1}")
     side, res = config.image_size, block.resolution
@@ -252,7 +252,7 @@ def swin_section(ckpt: VisionCheckpoint, image: np.ndarray, label: int | None) -
                "neighbours; the shifted block links it to the next window; patch merging joins 2x2 tokens, so one "
                "stage-2 token covers 2x2 pixels and its window the whole image. Windows, shifts and merging grow "
                "what a token sees stage by stage, like the layers of a CNN.")
-    weights = to_numpy(block.weights[0])  # [nW, H, M*M, M*M]
+    weights = to_numpy(block.window_weights()[0])  # [nW, H, M*M, M*M]
     plot(charts.window_attention(weights, None if block.mask is None else to_numpy(block.mask),
                                  f"Inside every window, per head · {names[chosen]}"), "swin_window_attention")
     st.caption("Rows are queries, columns keys, both numbered row by row inside the window (in rolled coordinates "

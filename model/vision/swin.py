@@ -5,33 +5,29 @@ MultiHeadAttention), the attention restricted to windows, with a learned relativ
 ``score_bias``; every second block shifts the windows. Patch merging between stages halves the grid and
 doubles the width, so a token of a later stage stands for a larger part of the image. No absolute positions:
 the relative bias and the windows are all the model knows about where a token is.
+
+Its attention comes back in the text model's container, an AttentionTrace whose kind is encoder self-attention:
+one token-by-token map [B, H, N, N] per block (N = the block's tokens, fewer after each merge), the window weights
+put at their tokens' cells and exactly 0 between tokens that share no window or that the shifted mask keeps apart.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from ..attention import AttentionOutput, MultiHeadAttention
 from ..layers import PositionwiseFeedForward, SublayerConnection
+from ..trace import AttentionTrace
 from .config import SwinConfig
 from .patches import ink_to_unit, patchify, upsample
-from .windows import cyclic_shift, relative_position_index, shifted_window_mask, window_partition, window_reverse
-
-
-@dataclass(frozen=True)
-class BlockAttention:
-    """The attention of one Swin block: weights [B, nW, H, M*M, M*M] (post-softmax, windows and the tokens in
-    them row-major, in shifted coordinates when shift > 0) and the mask it used [nW, M*M, M*M] (None = none)."""
-
-    stage: int
-    block: int
-    resolution: int
-    window: int
-    shift: int
-    weights: torch.Tensor
-    mask: torch.Tensor | None
+from .windows import (
+    cyclic_shift,
+    relative_position_index,
+    shifted_window_mask,
+    window_partition,
+    window_reverse,
+    window_to_tokens,
+)
 
 
 class WindowAttention(nn.Module):
@@ -72,8 +68,9 @@ class SwinBlock(nn.Module):
         self.register_buffer("mask", shifted_window_mask(resolution, window, shift) if shift else None,
                              persistent=False)  # [nW, M*M, M*M]
 
-    def forward(self, x: torch.Tensor, return_attention: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x [B, R*R, D] -> (x [B, R*R, D], weights [B, nW, H, M*M, M*M] or None)."""
+    def forward(self, x: torch.Tensor, return_attention: bool = False) -> tuple[torch.Tensor, AttentionOutput | None]:
+        """x [B, R*R, D] -> (x [B, R*R, D], with ``return_attention`` the attention as one call over all tokens:
+        weights and scores [B, H, R*R, R*R], in the unshifted grid's token order)."""
         b, length, d = x.shape
         r, m = self.resolution, self.window
         record: list[AttentionOutput] = []
@@ -86,8 +83,14 @@ class SwinBlock(nn.Module):
 
         x = self.sublayers[0](x, attend)
         x = self.sublayers[1](x, self.feed_forward)
-        weights = record[0].weights
-        return x, None if weights is None else weights.view(b, -1, *weights.shape[1:])
+        out = record[0]
+        if out.weights is None:
+            return x, None
+
+        def per_token(maps: torch.Tensor, fill: float) -> torch.Tensor:
+            return window_to_tokens(maps.view(b, -1, *maps.shape[1:]), r, m, self.shift, fill)  # [B, H, N, N]
+        return x, AttentionOutput(output=out.output, key_value=out.key_value, weights=per_token(out.weights, 0.0),
+                                  scores=per_token(out.scores, torch.finfo(out.scores.dtype).min))
 
 
 class PatchMerging(nn.Module):
@@ -131,19 +134,22 @@ class Swin(nn.Module):
         self.head = nn.Linear(c.dims[-1], c.n_classes)
 
     def forward(self, images: torch.Tensor, return_attention: bool = False
-                ) -> torch.Tensor | tuple[torch.Tensor, list[BlockAttention]]:
-        """Logits [B, n_classes]; with ``return_attention`` also one BlockAttention per block, in order."""
+                ) -> torch.Tensor | tuple[torch.Tensor, AttentionTrace]:
+        """Logits [B, n_classes]; with ``return_attention`` also the AttentionTrace of the pass: enc_self holds one
+        token-by-token map [B, H, N, N] per block, in order (blocks() names them)."""
         pixels = upsample(ink_to_unit(images), self.config.upsample)  # [B, fS, fS]
         x = self.embed_norm(self.patch_embed(patchify(pixels, self.config.patch_size)))  # [B, L, D]
         x = self.dropout(x) if self.training else x
-        blocks: list[BlockAttention] = []
+        outputs: list[AttentionOutput] = []
         for s, stage in enumerate(self.stages):
-            for i, block in enumerate(stage):
-                x, weights = block(x, return_attention)
-                if return_attention:
-                    blocks.append(BlockAttention(stage=s, block=i, resolution=block.resolution, window=block.window,
-                                                 shift=block.shift, weights=weights, mask=block.mask))
+            for block in stage:
+                x, out = block(x, return_attention)
+                outputs += [out] if out is not None else []
             if s < len(self.merges):
                 x = self.merges[s](x)
         logits = self.head(self.norm(x).mean(dim=1))  # [B, n_classes]
-        return (logits, blocks) if return_attention else logits
+        return (logits, AttentionTrace.from_outputs(outputs, [], [])) if return_attention else logits
+
+    def blocks(self) -> list[tuple[int, int, SwinBlock]]:
+        """(stage, index in the stage, block) of every block, in the order the trace holds their maps."""
+        return [(s, i, block) for s, stage in enumerate(self.stages) for i, block in enumerate(stage)]

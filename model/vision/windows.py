@@ -81,3 +81,28 @@ def reach(resolution: int, window: int, shift: int) -> torch.Tensor:
     keys = windows[:, None, :].expand_as(allowed)
     result[queries[allowed], keys[allowed]] = True
     return result
+
+
+def window_tokens(resolution: int, window: int, shift: int) -> torch.Tensor:
+    """[nW, M*M] long: the token (row-major index in the unshifted grid) at each place of each window."""
+    ids = torch.arange(resolution * resolution).view(1, resolution, resolution, 1)
+    return window_partition(cyclic_shift(ids, shift), window)[..., 0]
+
+
+def window_to_tokens(per_window: torch.Tensor, resolution: int, window: int, shift: int, fill: float) -> torch.Tensor:
+    """Per-window maps [B, nW, H, M*M, M*M] as one token-by-token map per head [B, H, R*R, R*R] in the unshifted
+    grid's row-major order: the same numbers, each at its (query token, key token) cell, ``fill`` where a pair
+    shares no window (0 for weights, the masked score for scores)."""
+    ids = window_tokens(resolution, window, shift)  # [nW, M*M]
+    b, n_windows, h, n, _ = per_window.shape
+    full = per_window.new_full((b, h, resolution ** 2, resolution ** 2), fill)  # [B, H, N, N]
+    rows, cols = ids[:, :, None].expand(n_windows, n, n), ids[:, None, :].expand(n_windows, n, n)  # [nW, M*M, M*M]
+    full[:, :, rows, cols] = per_window.permute(0, 2, 1, 3, 4)  # [B, H, nW, M*M, M*M]
+    return full
+
+
+def tokens_to_window(full: torch.Tensor, resolution: int, window: int, shift: int) -> torch.Tensor:
+    """The inverse of window_to_tokens: [B, H, N, N] -> [B, nW, H, M*M, M*M] (rows and columns in each window's own
+    order, rolled coordinates for a shifted block)."""
+    ids = window_tokens(resolution, window, shift)  # [nW, M*M]
+    return full[:, :, ids[:, :, None], ids[:, None, :]].permute(0, 2, 1, 3, 4)  # [B, nW, H, M*M, M*M]

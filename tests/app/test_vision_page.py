@@ -81,7 +81,7 @@ def test_swin_page_draws_the_mask_and_the_window_attention_of_the_model(app_test
     grid = _trace(shown["swin_overlay"], "attention")["z"]
     np.testing.assert_allclose(grid, attention_on_grid(shifted, -1, 0).numpy(), atol=1e-6)
     window3_head2 = _trace(shown["swin_window_attention"], "W3 H2")["z"]
-    expected = shifted.weights[0, 3, 1].numpy().copy()
+    expected = shifted.window_weights()[0, 3, 1].numpy().copy()
     expected[~shifted.mask[3].numpy()] = np.nan
     np.testing.assert_allclose(window3_head2, expected, atol=1e-6)
 

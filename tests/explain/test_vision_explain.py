@@ -10,11 +10,11 @@ from explain.vision import (
     read_vit,
     receptive_fields,
     sinusoid_similarity,
-    window_tokens,
 )
 from model.vision.config import SwinConfig, ViTConfig
 from model.vision.swin import Swin
 from model.vision.vit import ViT
+from model.vision.windows import window_tokens
 
 
 def _attention(layers: int, heads: int, n: int) -> torch.Tensor:

@@ -22,8 +22,10 @@ from model.vision.windows import (
     relative_position_index,
     shifted_window_mask,
     token_windows,
+    tokens_to_window,
     window_partition,
     window_reverse,
+    window_to_tokens,
 )
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
@@ -115,18 +117,28 @@ def test_vit_attention_rows_sum_to_one_and_capture_changes_nothing(batch):
     torch.testing.assert_close(model(batch), logits, atol=1e-5, rtol=1e-5)  # fused kernel = captured path
 
 
-def test_swin_attention_rows_sum_to_one_and_masked_weights_are_zero(batch):
+def test_swin_attention_is_a_trace_of_token_maps_that_hold_each_windows_weights(batch):
+    """The Swin's attention comes back as the text model's AttentionTrace (kind enc_self): per block a token-by-token
+    map [B, H, N, N] whose rows are distributions, exactly 0 between tokens of different windows and where the
+    shifted mask blocks a pair, and which gives back each window's own weights."""
     torch.manual_seed(0)
     model = Swin(SwinConfig()).eval()
-    logits, blocks = model(batch, return_attention=True)
-    assert logits.shape == (8, 10)
-    assert [(b.stage, b.block, b.resolution, b.window, b.shift) for b in blocks] == [
+    logits, trace = model(batch, return_attention=True)
+    assert logits.shape == (8, 10) and trace.n_layers == {"enc_self": 4, "dec_self": 0, "cross": 0}
+    assert [(s, i, b.resolution, b.window, b.shift) for s, i, b in model.blocks()] == [
         (0, 0, 8, 4, 0), (0, 1, 8, 4, 2), (1, 0, 4, 4, 0), (1, 1, 4, 4, 0)]
-    for b in blocks:
-        _rows_are_distributions(b.weights)
-        if b.mask is not None:
-            blocked = ~b.mask[None, :, None].expand_as(b.weights)  # [B, nW, H, M*M, M*M]
-            assert blocked.any() and (b.weights[blocked] == 0).all()
+    for (_, _, block), weights in zip(model.blocks(), trace.enc_self, strict=True):
+        r, m, shift = block.resolution, block.window, block.shift
+        assert weights.shape == (8, block.attention.attn.n_heads, r * r, r * r)
+        _rows_are_distributions(weights)
+        windows = token_windows(r, m, shift).view(-1)  # [N]: the window of each token
+        allowed = windows[:, None] == windows[None, :]  # [N, N]
+        per_window = tokens_to_window(weights, r, m, shift)  # [B, nW, H, M*M, M*M]
+        if block.mask is not None:
+            blocked = ~block.mask[None, :, None].expand_as(per_window)
+            assert blocked.any() and (per_window[blocked] == 0).all()
+        assert (weights[..., ~allowed] == 0).all()
+        torch.testing.assert_close(window_to_tokens(per_window, r, m, shift, 0.0), weights)
     torch.testing.assert_close(model(batch), logits, atol=1e-5, rtol=1e-5)
 
 
