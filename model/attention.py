@@ -7,6 +7,7 @@ softmax are written out here. With ``return_attention=False`` the fused
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -60,9 +61,10 @@ class AttentionOutput:
 
 
 def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-                       dropout: nn.Dropout, score_bias: torch.Tensor | None = None
+                       dropout: nn.Dropout, score_bias: torch.Tensor | None = None, scale: float | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """softmax(mask(QK^T / sqrt(d_k) + bias)) V, keeping the intermediate scores and weights.
+    """softmax(mask(QK^T / sqrt(d_k) + bias)) V, keeping the intermediate scores and weights (``scale`` replaces
+    1 / sqrt(d_k): T5 multiplies by 1).
 
     q [B, H, Q, d_k], k and v [B, H, K, d_k], mask bool broadcastable to [B, H, Q, K] (True = attend),
     score_bias (e.g. Swin's relative position bias) float broadcastable to [B, H, Q, K], added before masking.
@@ -72,9 +74,10 @@ def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     so a fully masked row gives zeros rather than NaN.
     """
     b, h, n_q, d_k = q.shape
+    alpha = 1.0 / math.sqrt(d_k) if scale is None else scale
     # One fused batched GEMM with the 1/sqrt(d_k) folded in: decoding calls this per step, so op count matters.
     scores = torch.baddbmm(q.new_empty(()), q.reshape(b * h, n_q, d_k), k.reshape(b * h, -1, d_k).transpose(1, 2),
-                           beta=0.0, alpha=1.0 / math.sqrt(d_k)).view(b, h, n_q, -1)  # [B, H, Q, K]
+                           beta=0.0, alpha=alpha).view(b, h, n_q, -1)  # [B, H, Q, K]
     if score_bias is not None:
         scores = scores + score_bias  # [B, H, Q, K]
     unmasked = scores
@@ -98,18 +101,31 @@ def _fused_mask(mask: torch.Tensor | None, score_bias: torch.Tensor | None, dtyp
 
 
 class MultiHeadAttention(nn.Module):
-    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O with head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i)."""
+    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O with head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i).
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+    The paper's heads are d_model / h wide, their linear maps have biases and the scores are divided by sqrt(d_k);
+    T5 sets its own head width ``d_k``, drops the biases (``bias``), does not divide (``scale``) and adds a relative
+    position bias its stack shares (``use_relative_bias``)."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, d_k: int | None = None, bias: bool = True,
+                 scale: bool = True) -> None:
         super().__init__()
-        if d_model % n_heads:
+        if d_k is None and d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-        self.n_heads, self.d_k = n_heads, d_model // n_heads
-        self.w_q = nn.Linear(d_model, d_model)
-        self.w_k = nn.Linear(d_model, d_model)
-        self.w_v = nn.Linear(d_model, d_model)
-        self.w_o = nn.Linear(d_model, d_model)
+        self.n_heads, self.d_k = n_heads, d_k or d_model // n_heads
+        inner = n_heads * self.d_k
+        self.w_q = nn.Linear(d_model, inner, bias=bias)
+        self.w_k = nn.Linear(d_model, inner, bias=bias)
+        self.w_v = nn.Linear(d_model, inner, bias=bias)
+        self.w_o = nn.Linear(inner, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
+        self.scale = 1.0 / math.sqrt(self.d_k) if scale else 1.0
+        self._relative: Callable[[int, int], torch.Tensor] | None = None
+
+    def use_relative_bias(self, bias: nn.Module) -> None:
+        """Add ``bias(n_queries, n_keys)`` [1, H, Q, K] to every call's scores: the stack's one
+        RelativePositionBias, held by reference (its parameters belong to the stack, not to this module)."""
+        object.__setattr__(self, "_relative", bias)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, L, D] -> [B, H, L, d_k]."""
@@ -141,13 +157,17 @@ class MultiHeadAttention(nn.Module):
             v = v_new if v is None else torch.cat([v, v_new], dim=2)
         if k is None:
             raise ValueError("attention needs keys: pass key_value_input or past")
+        if self._relative is not None:
+            relative = self._relative(q.size(2), k.size(2))  # [1, H, Q, K]
+            score_bias = relative if score_bias is None else score_bias + relative
         weights = scores = unmasked = None
         if return_attention:
-            context, weights, scores, unmasked = scaled_dot_product(q, k, v, mask, self.dropout, score_bias)
+            context, weights, scores, unmasked = scaled_dot_product(q, k, v, mask, self.dropout, score_bias,
+                                                                    self.scale)
         else:
             context = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=_fused_mask(mask, score_bias, q.dtype),
-                dropout_p=self.dropout.p if self.training else 0.0)  # [B, H, Q, d_k]
+                dropout_p=self.dropout.p if self.training else 0.0, scale=self.scale)  # [B, H, Q, d_k]
         if head_mask is not None:
             context = context * head_mask[:, :, None, None].to(context.dtype)  # [B, H, Q, d_k]
         merged = context.transpose(1, 2).reshape(query.size(0), query.size(1), -1)  # [B, Q, D]

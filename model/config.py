@@ -27,10 +27,15 @@ MAX_TOP_K = 100
 MAX_TEMPERATURE = 10.0
 POSITION_TABLE = 1024  # rows of the position table at least (model.positional.MAX_POSITIONS, tested equal)
 # The options a real translation model (Marian opus-mt) needs beyond the paper; the first of each is the paper's.
-ACTIVATIONS = ("relu", "gelu", "swish")  # the FFN's non-linearity; swish is also called SiLU: x * sigmoid(x)
+# The FFN's non-linearity; swish is also called SiLU: x * sigmoid(x); gelu_tanh is GELU's tanh approximation (T5 v1.1's
+# "gelu_new").
+ACTIVATIONS = ("relu", "gelu", "swish", "gelu_tanh")
+NORMS = ("layer", "rms")  # LayerNorm (the paper), or RMSNorm: no mean, no bias (T5)
 # Sin/cos pairs interleaved (the paper), sin half then cos half (Marian), a learned table per stack (BART, mBART),
-# or sin half then cos half at fairseq's frequencies (M2M100, NLLB).
-POSITIONAL_LAYOUTS = ("interleaved", "halves", "learned", "fairseq")
+# sin half then cos half at fairseq's frequencies (M2M100, NLLB), or none added at all: a learned bias per head and
+# bucket of relative offsets enters every self-attention's scores instead (T5).
+POSITIONAL_LAYOUTS = ("interleaved", "halves", "learned", "fairseq", "relative")
+MAX_RELATIVE_BUCKETS, MAX_RELATIVE_DISTANCE = 1024, 65536
 # One joint sentencepiece model, Marian's source/target models + vocab, or a Hugging Face tokenizer.json (BART's
 # byte-level BPE, mBART's sentencepiece with language codes) read by the tokenizers package.
 TOKENIZERS = ("sentencepiece", "marian", "hf")
@@ -107,6 +112,19 @@ class ModelConfig:
     scale_embedding: bool = True
     layernorm_embedding: bool = False
     position_offset: int = 0
+    # T5's family: heads of their own width (head_dim x n_heads may differ from d_model), RMSNorm, no biases in the
+    # linear maps, QK^T not divided by sqrt(d_k), a gated FFN, an output layer of its own (or the tied one read from
+    # hidden x d_model^-0.5), and relative position buckets instead of a position table.
+    head_dim: int | None = None  # None = d_model / n_heads
+    norm: str = "layer"  # one of NORMS
+    norm_eps: float = 1e-5
+    linear_bias: bool = True
+    attention_scale: bool = True
+    ffn_gated: bool = False  # FFN(x) = (act(x W1) * x W_gate) W2
+    tie_output: bool = True
+    rescale_output: bool = False
+    relative_buckets: int = 32
+    relative_max_distance: int = 128
 
     def __post_init__(self) -> None:
         """Types, ranges, consistency and the size limits above, so that nothing absurd is ever allocated."""
@@ -117,18 +135,30 @@ class ModelConfig:
             value = getattr(self, name)
             if value > limit:
                 raise ValueError(f"ModelConfig.{name} is {value}, more than the limit of {limit}")
-        if self.d_model % self.n_heads:
+        if self.head_dim is not None:
+            require_positive_ints("ModelConfig", head_dim=self.head_dim)
+            if self.head_dim * self.n_heads > MAX_D_MODEL:
+                raise ValueError(f"head_dim x n_heads is {self.head_dim * self.n_heads}, more than {MAX_D_MODEL}")
+        elif self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        require_positive_ints("ModelConfig", relative_buckets=self.relative_buckets,
+                              relative_max_distance=self.relative_max_distance)
+        if self.relative_buckets > MAX_RELATIVE_BUCKETS or self.relative_max_distance > MAX_RELATIVE_DISTANCE:
+            raise ValueError(f"relative_buckets and relative_max_distance may be at most {MAX_RELATIVE_BUCKETS} and "
+                             f"{MAX_RELATIVE_DISTANCE}, got {self.relative_buckets} and {self.relative_max_distance}")
+        if not isinstance(self.norm_eps, float) or not 0.0 < self.norm_eps < 1.0:
+            raise ValueError(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
         if self.d_model % 2:
             raise ValueError(f"d_model must be even (sinusoidal positions come in sin/cos pairs), got {self.d_model}")
         if not isinstance(self.dropout, int | float) or isinstance(self.dropout, bool) \
                 or not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
-        for name in ("norm_first", "final_logits_bias", "scale_embedding", "layernorm_embedding"):
+        for name in ("norm_first", "final_logits_bias", "scale_embedding", "layernorm_embedding", "linear_bias",
+                     "attention_scale", "ffn_gated", "tie_output", "rescale_output"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         for name, allowed in (("activation", ACTIVATIONS), ("positional_layout", POSITIONAL_LAYOUTS),
-                              ("tokenizer", TOKENIZERS)):
+                              ("tokenizer", TOKENIZERS), ("norm", NORMS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {str(getattr(self, name))[:40]!r}")
         if not _is_int(self.position_offset) or not 0 <= self.position_offset <= MAX_POSITION_OFFSET:
@@ -161,20 +191,24 @@ class ModelConfig:
     def estimated_parameters(self) -> int:
         """How many parameters Transformer(self) holds, computed without building it (tested equal to
         transformer.count_parameters): what the size limit is checked against before anything is allocated."""
-        d, f = self.d_model, self.d_ff
-        attention, feed_forward, norm = 4 * (d * d + d), 2 * d * f + f + d, 2 * d
+        d, f, inner, b = self.d_model, self.d_ff, self.n_heads * self.d_k, int(self.linear_bias)
+        attention = 3 * (d * inner + b * inner) + inner * d + b * d
+        feed_forward = (2 if self.ffn_gated else 1) * (d * f + b * f) + f * d + b * d
+        norm = d if self.norm == "rms" else 2 * d
         encoder_layer = attention + feed_forward + 2 * norm
         decoder_layer = 2 * attention + feed_forward + 3 * norm
         final_norms = 2 * norm if self.norm_first else 0
         logits_bias = self.vocab_size if self.final_logits_bias else 0
         learned = 2 * self.position_table * d if self.positional_layout == "learned" else 0  # one table per stack
-        embedding_norms = 2 * norm if self.layernorm_embedding else 0
+        embedding_norms = 2 * 2 * d if self.layernorm_embedding else 0
+        relative = 2 * self.relative_buckets * self.n_heads if self.positional_layout == "relative" else 0
+        output = 0 if self.tie_output else self.vocab_size * d
         return (self.vocab_size * d + self.n_encoder_layers * encoder_layer + self.n_decoder_layers * decoder_layer
-                + final_norms + logits_bias + learned + embedding_norms)
+                + final_norms + logits_bias + learned + embedding_norms + relative + output)
 
     def estimated_bytes(self) -> int:
         """Memory of the built model in float32: its parameters and its sinusoidal position table."""
-        sinusoids = 0 if self.positional_layout == "learned" else self.position_table * self.d_model
+        sinusoids = 0 if self.positional_layout in ("learned", "relative") else self.position_table * self.d_model
         return 4 * (self.estimated_parameters() + sinusoids)
 
     @property
@@ -193,8 +227,8 @@ class ModelConfig:
 
     @property
     def d_k(self) -> int:
-        """Width of one head's queries and keys (d_v is the same)."""
-        return self.d_model // self.n_heads
+        """Width of one head's queries and keys (d_v is the same): d_model / n_heads, or the config's head_dim."""
+        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -3,7 +3,7 @@
     python -m model convert HF_DIR --out pretrained/NAME
 
 Each family's converter maps its weights onto this project's Transformer and records what differs as named
-ModelConfig options and meta (model.marian for Marian opus-mt, model.bart for BART, mBART, M2M100 and NLLB). A folder of a type without a converter is refused
+ModelConfig options and meta (model.marian for Marian opus-mt, model.bart for BART, mBART, M2M100 and NLLB, model.t5 for T5 and Flan-T5). A folder of a type without a converter is refused
 with one line naming the types that have one, before anything is written.
 """
 from __future__ import annotations
@@ -15,9 +15,10 @@ from .bart import convert_bart
 from .checkpoint import CheckpointError
 from .hf_folder import HF_CONFIG, Conversion, read_json
 from .marian import convert_marian
+from .t5 import convert_t5
 
 CONVERTERS: dict[str, Callable[[str | Path, str | Path], Conversion]] = {
-    "marian": convert_marian, "bart": convert_bart, "mbart": convert_bart, "m2m_100": convert_bart}
+    "marian": convert_marian, "bart": convert_bart, "mbart": convert_bart, "m2m_100": convert_bart, "t5": convert_t5}
 
 
 def model_type(folder: Path) -> str:

@@ -134,11 +134,12 @@ def _read_shards(folder: Path) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def tied_embedding(hf: dict[str, torch.Tensor], file: str) -> torch.Tensor:
-    """The shared embedding; every tied copy the file holds must be the same matrix."""
-    present = [name for name in EMBEDDINGS if name in hf]
+def tied_embedding(hf: dict[str, torch.Tensor], file: str, embeddings: tuple[str, ...] = EMBEDDINGS) -> torch.Tensor:
+    """The shared embedding; every tied copy the file holds (``embeddings``: the family's names) must be the same
+    matrix."""
+    present = [name for name in embeddings if name in hf]
     if not present:
-        raise CheckpointError(f"{file} has no embedding ({EMBEDDINGS[0]})")
+        raise CheckpointError(f"{file} has no embedding ({embeddings[0]})")
     for name in present[1:]:
         if hf[name].shape != hf[present[0]].shape or not torch.equal(hf[name], hf[present[0]]):
             raise CheckpointError(f"{file}: unsupported, {name} differs from {present[0]} (untied embeddings)")
@@ -160,18 +161,18 @@ def layer_names(config: ModelConfig) -> dict[str, str]:
 
 
 def rename_weights(hf: dict[str, torch.Tensor], names: dict[str, str], config: ModelConfig, file: str,
-                   ignored: set[str], family: str) -> dict[str, torch.Tensor]:
+                   ignored: set[str], family: str, embeddings: tuple[str, ...] = EMBEDDINGS) -> dict[str, torch.Tensor]:
     """Hugging Face tensors renamed to ours (``names``: ours -> theirs), shapes checked against the config, float32,
-    finite. A tensor neither named nor ``ignored`` (nor a tied copy of the embedding) is refused: not a plain
-    ``family`` model."""
+    finite. A tensor neither named nor ``ignored`` (nor a tied copy of the embedding, ``embeddings``) is refused: not
+    a plain ``family`` model."""
     shapes = expected_shapes(config)
-    unexpected = sorted(set(hf) - set(names.values()) - set(EMBEDDINGS) - ignored)
+    unexpected = sorted(set(hf) - set(names.values()) - set(embeddings) - ignored)
     if unexpected:
         raise CheckpointError(f"{file}: unsupported, unexpected tensors {[n[:60] for n in unexpected[:3]]}"
                               f"{'...' if len(unexpected) > 3 else ''} (not a plain {family})")
     weights = {}
     for ours, theirs in names.items():
-        tensor = tied_embedding(hf, file) if ours == "embed.token.weight" else hf.get(theirs)
+        tensor = tied_embedding(hf, file, embeddings) if ours == "embed.token.weight" else hf.get(theirs)
         if tensor is None:
             raise CheckpointError(f"{file}: {theirs} is missing")
         if ours == "final_logits_bias":

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -13,24 +13,49 @@ from .attention import AttentionOutput, Capture, KeyValue, MultiHeadAttention
 # The FFN's non-linearity by config name (model.config.ACTIVATIONS): the paper's ReLU, or GELU and swish (SiLU,
 # x * sigmoid(x)) as other models use them (Marian opus-mt: swish); functions, so nothing is added to the weights.
 ACTIVATION_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "relu": torch.relu, "gelu": F.gelu, "swish": F.silu}
+    "relu": torch.relu, "gelu": F.gelu, "swish": F.silu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
+
+
+@dataclass(frozen=True)
+class LayerOptions:
+    """How a layer departs from the paper (every default is the paper's): the norm (LayerNorm or T5's RMSNorm) and
+    its epsilon, biases in the linear maps, scores divided by sqrt(d_k), a gated FFN, and a head width of its own."""
+
+    norm: str = "layer"
+    norm_eps: float = 1e-5
+    bias: bool = True
+    scale: bool = True
+    gated: bool = False
+    d_k: int | None = None
+
+    def make_norm(self, d_model: int) -> nn.Module:
+        return nn.RMSNorm(d_model, eps=self.norm_eps) if self.norm == "rms" else nn.LayerNorm(d_model, self.norm_eps)
+
+
+PAPER = LayerOptions()
 
 
 class PositionwiseFeedForward(nn.Module):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, the same two linear maps applied at every position (with ``activation``
-    "gelu" or "swish", that function replaces max(0, .))."""
+    "gelu", "gelu_tanh" or "swish", that function replaces max(0, .)). ``gated`` (T5 v1.1): the activation is
+    multiplied by a second map of x, FFN(x) = (act(x W1) * x W_gate) W2."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu") -> None:
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu",
+                 options: LayerOptions = PAPER) -> None:
         super().__init__()
         if activation not in ACTIVATION_FUNCTIONS:
             raise ValueError(f"activation must be one of {', '.join(ACTIVATION_FUNCTIONS)}, got {activation!r}")
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear1 = nn.Linear(d_model, d_ff, bias=options.bias)
+        self.gate = nn.Linear(d_model, d_ff, bias=options.bias) if options.gated else None
+        self.linear2 = nn.Linear(d_ff, d_model, bias=options.bias)
         self.dropout = nn.Dropout(dropout)
         self.activation = ACTIVATION_FUNCTIONS[activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         hidden = self.activation(self.linear1(x))  # [B, L, d_ff]
+        if self.gate is not None:
+            hidden = hidden * self.gate(x)  # [B, L, d_ff]
         return self.linear2(self.dropout(hidden) if self.training else hidden)  # [B, L, D]; no call in eval
 
 
@@ -38,12 +63,12 @@ class SublayerConnection(nn.Module):
     """Residual connection plus LayerNorm around one sub-layer.
 
     Post-norm (the paper): LayerNorm(x + Dropout(Sublayer(x))). Pre-norm (optional, trains more
-    stably when deep): x + Dropout(Sublayer(LayerNorm(x))).
+    stably when deep): x + Dropout(Sublayer(LayerNorm(x))). T5 normalises with RMSNorm (options.norm).
     """
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool) -> None:
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, options: LayerOptions = PAPER) -> None:
         super().__init__()
-        self.norm = nn.LayerNorm(d_model)
+        self.norm = options.make_norm(d_model)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
@@ -52,6 +77,10 @@ class SublayerConnection(nn.Module):
         if self.training:  # dropout is the identity in eval: skip the call, decoding runs this per step
             out = self.dropout(out)
         return x + out if self.norm_first else self.norm(x + out)
+
+
+def attention(d_model: int, n_heads: int, dropout: float, options: LayerOptions) -> MultiHeadAttention:
+    return MultiHeadAttention(d_model, n_heads, dropout, options.d_k, options.bias, options.scale)
 
 
 def with_residual(out: AttentionOutput, x: torch.Tensor) -> AttentionOutput:
@@ -66,11 +95,11 @@ class EncoderLayer(nn.Module):
     """Self-attention over the source, then the FFN, each wrapped in residual + LayerNorm."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, norm_first: bool = False,
-                 activation: str = "relu") -> None:
+                 activation: str = "relu", options: LayerOptions = PAPER) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
-        self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first) for _ in range(2)])
+        self.self_attn = attention(d_model, n_heads, dropout, options)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, options)
+        self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first, options) for _ in range(2)])
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor, return_attention: Capture = False,
                 heads: torch.Tensor | None = None) -> tuple[torch.Tensor, AttentionOutput]:
@@ -102,12 +131,12 @@ class DecoderLayer(nn.Module):
     """Masked self-attention, encoder-decoder (cross) attention, then the FFN."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, norm_first: bool = False,
-                 activation: str = "relu") -> None:
+                 activation: str = "relu", options: LayerOptions = PAPER) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
-        self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first) for _ in range(3)])
+        self.self_attn = attention(d_model, n_heads, dropout, options)
+        self.cross_attn = attention(d_model, n_heads, dropout, options)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, options)
+        self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first, options) for _ in range(3)])
 
     def forward(self, y: torch.Tensor, memory_kv: KeyValue, self_mask: torch.Tensor | None, cross_mask: torch.Tensor | None,
                 past: KeyValue | None = None, return_attention: Capture = False,

@@ -11,9 +11,10 @@ from torch import nn
 
 from .attention import AttentionOutput, Capture, KeyValue
 from .config import ModelConfig
-from .layers import DecoderLayer, EncoderLayer
+from .layers import DecoderLayer, EncoderLayer, LayerOptions
 from .masks import decoder_self_mask, padding_mask
 from .positional import sinusoidal_encoding
+from .relative_position import RelativePositionBias
 from .trace import AttentionTrace, HeadMask
 
 SIDES = ("encoder", "decoder")  # the stacks an embedding is read for (learned positions differ between them)
@@ -36,7 +37,8 @@ class Embeddings(nn.Module):
             self.token.weight[config.pad_id].zero_()
         self.learned = nn.ModuleDict({side: nn.Embedding(config.position_table, config.d_model) for side in SIDES}) \
             if config.positional_layout == "learned" else None
-        if self.learned is None:  # beyond max_len too: the sinusoids extend to any position
+        self.absolute = config.positional_layout != "relative"  # T5 adds no position code (its bias is relative)
+        if self.learned is None and self.absolute:  # beyond max_len too: the sinusoids extend to any position
             self.register_buffer("positional", sinusoidal_encoding(config.position_table, config.d_model,
                                                                    config.positional_layout), persistent=False)
         self.norms = nn.ModuleDict({side: nn.LayerNorm(config.d_model) for side in SIDES}) \
@@ -49,16 +51,35 @@ class Embeddings(nn.Module):
         """The position vectors of positions start..end-1 as ``side``'s stack reads them -> [end - start, D]."""
         if end > self.limit:
             raise ValueError(f"sequence of {end} tokens exceeds the limit of {self.limit} positions")
+        if not self.absolute:
+            return self.token.weight.new_zeros(end - start, self.token.embedding_dim)  # [L, D]: nothing is added
         if self.learned is None:
             return self.positional[start + self.offset:end + self.offset]  # [L, D]
         return self.learned[side].weight[start + self.offset:end + self.offset]  # [L, D]
 
     def forward(self, ids: torch.Tensor, offset: int = 0, side: str = "encoder") -> torch.Tensor:
         """ids [B, L] at positions offset..offset+L-1, for the ``side`` stack -> [B, L, D]."""
-        x = self.token(ids) * self.scale + self.positions(offset, offset + ids.size(1), side)  # [B, L, D]
+        x = self.token(ids) * self.scale  # [B, L, D]
+        if self.absolute:
+            x = x + self.positions(offset, offset + ids.size(1), side)  # [B, L, D]
         if self.norms is not None:
             x = self.norms[side](x)  # [B, L, D]
         return self.dropout(x) if self.training else x
+
+
+def layer_options(config: ModelConfig) -> LayerOptions:
+    return LayerOptions(norm=config.norm, norm_eps=config.norm_eps, bias=config.linear_bias,
+                        scale=config.attention_scale, gated=config.ffn_gated, d_k=config.head_dim)
+
+
+def relative_bias(config: ModelConfig, attentions: list[nn.Module], bidirectional: bool) -> nn.Module | None:
+    """A stack's one RelativePositionBias (T5), handed to each of its self-attentions; None for other layouts."""
+    if config.positional_layout != "relative":
+        return None
+    bias = RelativePositionBias(config.relative_buckets, config.relative_max_distance, config.n_heads, bidirectional)
+    for attention in attentions:
+        attention.use_relative_bias(bias)
+    return bias
 
 
 class Encoder(nn.Module):
@@ -66,10 +87,12 @@ class Encoder(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
+        options = layer_options(config)
         self.layers = nn.ModuleList(EncoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout,
-                                                 config.norm_first, config.activation)
+                                                 config.norm_first, config.activation, options)
                                     for _ in range(config.n_encoder_layers))
-        self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else nn.Identity()
+        self.relative_bias = relative_bias(config, [layer.self_attn for layer in self.layers], bidirectional=True)
+        self.final_norm = options.make_norm(config.d_model) if config.norm_first else nn.Identity()
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor, return_attention: Capture = False,
                 heads: torch.Tensor | None = None) -> tuple[torch.Tensor, list[AttentionOutput]]:
@@ -87,10 +110,12 @@ class Decoder(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
+        options = layer_options(config)
         self.layers = nn.ModuleList(DecoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout,
-                                                 config.norm_first, config.activation)
+                                                 config.norm_first, config.activation, options)
                                     for _ in range(config.n_decoder_layers))
-        self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else nn.Identity()
+        self.relative_bias = relative_bias(config, [layer.self_attn for layer in self.layers], bidirectional=False)
+        self.final_norm = options.make_norm(config.d_model) if config.norm_first else nn.Identity()
 
     def forward(self, y: torch.Tensor, memory_kv: list[KeyValue], self_mask: torch.Tensor | None,
                 cross_mask: torch.Tensor | None,
@@ -154,6 +179,9 @@ class Transformer(nn.Module):
         self.decoder = Decoder(config)
         # Marian's final_logits_bias: a bias on every vocabulary entry's logit, saved only when the config has one.
         self.final_logits_bias = nn.Parameter(torch.zeros(config.vocab_size)) if config.final_logits_bias else None
+        # T5 v1.1's output layer of its own; a tied one (T5 v1) reads the hidden state x d_model^-0.5.
+        self.output = None if config.tie_output else nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.output_scale = config.d_model ** -0.5 if config.rescale_output else 1.0
         for name, p in self.named_parameters():
             if p.dim() > 1 and not name.startswith("embed."):
                 nn.init.xavier_uniform_(p)
@@ -171,8 +199,12 @@ class Transformer(nn.Module):
         return [layer.cross_attn.project_key_value(memory) for layer in self.decoder.layers]
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Pre-softmax output layer sharing the embedding matrix (+ final_logits_bias if any): [..., D] -> [..., V]."""
-        return F.linear(hidden, self.embed.token.weight, self.final_logits_bias)
+        """Pre-softmax output layer sharing the embedding matrix (+ final_logits_bias if any), or the model's own
+        output matrix: [..., D] -> [..., V]."""
+        weight = self.embed.token.weight if self.output is None else self.output.weight  # [V, D]
+        if self.output_scale != 1.0:
+            hidden = hidden * self.output_scale  # [..., D]
+        return F.linear(hidden, weight, self.final_logits_bias)
 
     def target_mask(self, tgt: torch.Tensor) -> torch.Tensor:
         """Decoder self-attention mask of teacher-forced inputs tgt [B, T]: padding AND causal -> [B, 1, T, T].

@@ -70,3 +70,24 @@ def bart_checkpoint(directory: Path, family: str = "bart", n_heads: int = 4, n_l
     if not languages:
         meta["forced_bos"] = 0
     return save_checkpoint(model, tokenizer, directory, meta=meta)
+
+
+T5_SPECIALS = ["<pad>", "</s>", "<unk>"]  # T5's ids 0-2
+
+
+def t5_tokenizer_json(vocab_size: int = 300) -> bytes:
+    """A tokenizer.json in T5's layout: sentencepiece-style unigram pieces ("▁The"), <pad> 0, </s> 1, <unk> 2, and
+    "... </s>" after a source."""
+    tk = Tokenizer(models.Unigram())
+    tk.pre_tokenizer = pre_tokenizers.Metaspace()
+    tk.decoder = decoders.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=T5_SPECIALS, unk_token="<unk>",
+                                      show_progress=False)
+    tk.train_from_iterator((EN + DE) * 5, trainer)
+    tk.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    return tk.to_str().encode()
+
+
+def t5_tokenizer(data: bytes | None = None) -> HFTokenizer:
+    """T5's special ids: the decoder starts with <pad> (bos_id = pad_id = 0), </s> 1, <unk> 2."""
+    return HFTokenizer(data or t5_tokenizer_json(), pad_id=0, unk_id=2, bos_id=0, eos_id=1)

@@ -105,9 +105,9 @@ def test_the_new_options_default_to_the_paper_and_old_configs_load_unchanged():
 
 
 @pytest.mark.parametrize("values, reason", [
-    ({"activation": "tanh"}, "activation must be one of relu, gelu, swish, got 'tanh'"),
+    ({"activation": "tanh"}, "activation must be one of relu, gelu, swish, gelu_tanh, got 'tanh'"),
     ({"positional_layout": "rotary"},
-     "positional_layout must be one of interleaved, halves, learned, fairseq, got 'rotary'"),
+     "positional_layout must be one of interleaved, halves, learned, fairseq, relative, got 'rotary'"),
     ({"positional_layout": "learned", "position_offset": -1}, "position_offset must be an integer from 0 to 16"),
     ({"layernorm_embedding": 1}, "layernorm_embedding must be true or false, got 1"),
     ({"final_logits_bias": "yes"}, "final_logits_bias must be true or false, got 'yes'"),

@@ -1,0 +1,188 @@
+"""T5 checkpoints converted by model.t5 compute exactly what Hugging Face's T5ForConditionalGeneration computes.
+
+No download: a tiny unigram tokenizer in T5's layout (tests.bart_helpers) and tiny random T5 models built with
+transformers: v1 (ReLU, the output layer tied to the embedding and read from hidden x d_model^-0.5) and v1.1 /
+Flan-T5 (gated GELU, an output layer of its own, 3 heads of width 8 in d_model 16). transformers is the test-only
+reference; the tests that need it are marked slow.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from safetensors.torch import load_file, save_file
+
+from model.checkpoint import CheckpointError, load_checkpoint
+from model.config import DecodeConfig, ModelConfig
+from model.convert import convert
+from model.decoding import beam_search, greedy_decode
+from model.relative_position import relative_buckets
+from model.transformer import Transformer, count_parameters
+from tests.bart_helpers import t5_tokenizer, t5_tokenizer_json
+from tests.marian_helpers import EN
+
+TEXTS = ["The house is small.", "Where is the train?", "Zebra quartz!"]
+MAX_NEW = 12
+EOS_SCALE = {"v1": -3.0, "v1.1": -3.0}  # found by trying: outputs of these random models end at 1-12 pieces
+
+
+@given(st.integers(-300, 300), st.booleans())
+def test_relative_buckets_are_exact_near_and_logarithmic_far(offset, bidirectional):
+    """32 buckets, max distance 128 (T5's): offsets under 8 (16 one way) have a bucket each; farther ones share
+    buckets that never decrease with the distance, and every offset past 128 lands in the last one."""
+    bucket = int(relative_buckets(torch.tensor(offset), bidirectional, 32, 128))
+    half = 16 if bidirectional else 32
+    distance = abs(offset) if bidirectional else max(-offset, 0)
+    side = half if bidirectional and offset > 0 else 0
+    assert side <= bucket < side + half
+    if distance < half // 2:
+        assert bucket == side + distance
+    farther = int(relative_buckets(torch.tensor(offset + (1 if offset > 0 else -1)), bidirectional, 32, 128))
+    assert farther >= bucket or (not bidirectional and offset > 0)
+    if distance >= 128:
+        assert bucket == side + half - 1
+
+
+def test_t5_options_are_counted_and_a_step_equals_the_teacher_forced_pass():
+    """Heads of their own width, no biases, RMSNorm, a gated FFN, relative buckets, an untied output layer: the
+    parameter count is the config's, and decoding step by step (the bias of query t against keys 0..t) gives the
+    teacher-forced logits."""
+    config = ModelConfig(vocab_size=40, d_model=16, n_heads=3, head_dim=8, n_encoder_layers=2, n_decoder_layers=2,
+                         d_ff=32, pad_id=0, unk_id=2, bos_id=0, eos_id=1, norm_first=True, activation="gelu_tanh",
+                         positional_layout="relative", tokenizer="hf", scale_embedding=False, norm="rms",
+                         norm_eps=1e-6, linear_bias=False, attention_scale=False, ffn_gated=True, tie_output=False,
+                         relative_buckets=8, relative_max_distance=16)
+    torch.manual_seed(0)
+    model = Transformer(config).eval()
+    assert count_parameters(model) == config.estimated_parameters()
+    src, tgt = torch.tensor([[5, 6, 7, 8, 1]]), torch.tensor([[0, 9, 10, 11]])
+    with torch.no_grad():
+        full = model(src, tgt).log_softmax(-1)  # [1, T, V]
+        state, _ = model.start(src)
+        for t in range(tgt.size(1)):
+            out = model.step(state, tgt[:, t:t + 1])
+            state = out.state
+            torch.testing.assert_close(out.log_probs, full[:, t], atol=1e-5, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- equivalence with Hugging Face (transformers)
+
+def hf_config(version: str, vocab_size: int) -> dict:
+    common = {"vocab_size": vocab_size, "d_model": 16, "num_layers": 2, "num_decoder_layers": 2, "d_ff": 32,
+              "relative_attention_num_buckets": 8, "relative_attention_max_distance": 16, "pad_token_id": 0,
+              "eos_token_id": 1, "decoder_start_token_id": 0, "dropout_rate": 0.1}
+    if version == "v1":
+        return {**common, "num_heads": 2, "d_kv": 8, "feed_forward_proj": "relu", "tie_word_embeddings": True}
+    return {**common, "num_heads": 3, "d_kv": 8, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}
+
+
+@pytest.fixture(scope="module", params=["v1", "v1.1"])
+def pair(request, tmp_path_factory):
+    """(Hugging Face's eager T5ForConditionalGeneration, our converted checkpoint) of one random model."""
+    transformers = pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) is the reference")
+    data = t5_tokenizer_json()
+    vocab_size = t5_tokenizer(data).vocab_size + 4  # spare embedding rows past the tokenizer, as T5 has
+    torch.manual_seed(0)
+    hf = transformers.T5ForConditionalGeneration(transformers.T5Config(**hf_config(request.param, vocab_size)))
+    with torch.no_grad():  # weights far from HF's init, so outputs differ clearly between tokens
+        for name, p in hf.named_parameters():
+            p.normal_(0.0, 0.5).add_(1.0 if "layer_norm" in name else 0.0)
+        hf.shared.weight.normal_(0.0, 0.5)
+        hf.shared.weight[1] *= EOS_SCALE[request.param]  # </s> likely in some states, so outputs vary in length
+    root = tmp_path_factory.mktemp(f"t5-{request.param.replace('.', '')}")
+    folder = root / "tiny-t5"
+    hf.save_pretrained(folder)
+    (folder / "tokenizer.json").write_bytes(data)
+    ckpt = load_checkpoint(convert(folder, root / "converted").path)
+    reference = transformers.T5ForConditionalGeneration.from_pretrained(folder, attn_implementation="eager").eval()
+    return reference, ckpt
+
+
+def hf_output(sequence: torch.Tensor) -> tuple[int, ...]:
+    """A generated sequence without its start token (<pad>) and whatever fills it after the first </s>."""
+    tokens = sequence.tolist()[1:]
+    return tuple(tokens[:tokens.index(1) + 1] if 1 in tokens else tokens)
+
+
+@pytest.mark.slow
+def test_the_converted_config_says_what_t5_does(pair):
+    hf, ckpt = pair
+    c, v1 = ckpt.config, hf.config.feed_forward_proj == "relu"
+    assert (c.positional_layout, c.norm, c.linear_bias, c.attention_scale, c.scale_embedding, c.norm_first) == \
+        ("relative", "rms", False, False, False, True)
+    # transformers 5 ties T5's output layer to the embedding always; v1.1 only stops scaling the decoder's output
+    assert (c.ffn_gated, c.tie_output, c.rescale_output) == ((False, True, True) if v1 else (True, True, False))
+    assert c.d_k == 8 and c.decoder_start_id == c.bos_id == c.pad_id == 0 and ckpt.tokenizer.vocab_size < c.vocab_size
+
+
+@pytest.mark.slow
+def test_logits_and_every_attention_equal_hugging_faces(pair):
+    """A padded batch of two sources; the decoder reads <pad> (its start) and four pieces."""
+    hf, ckpt = pair
+    rows = [ckpt.tokenizer.encode_source(text) for text in TEXTS[:2]]
+    src = torch.tensor([r + [0] * (max(map(len, rows)) - len(r)) for r in rows])  # [2, S]
+    tgt = torch.tensor([[0, 5, 7, 9, 3], [0, 11, 4, 1, 8]])  # [2, T]
+    with torch.no_grad():
+        theirs = hf(input_ids=src, attention_mask=(src != 0).long(), decoder_input_ids=tgt, output_attentions=True)
+        logits, trace = ckpt.model(src, tgt, return_attention=True)
+    assert torch.allclose(logits, theirs.logits, atol=1e-4)
+    for kind, reference in (("enc_self", theirs.encoder_attentions), ("dec_self", theirs.decoder_attentions),
+                            ("cross", theirs.cross_attentions)):
+        assert len(getattr(trace, kind)) == len(reference) == 2
+        for ours, expected in zip(getattr(trace, kind), reference, strict=True):  # [B, H, Q, K] per layer
+            assert ours.shape == expected.shape and torch.allclose(ours, expected, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_greedy_and_beam_outputs_equal_generate(pair):
+    """Greedy equals generate(num_beams=1); beam 4 at length penalty 0 equals generate(num_beams=4,
+    early_stopping=True), n-best and log-probs."""
+    hf, ckpt = pair
+    lengths = set()
+    for text in EN[:4] + TEXTS:
+        src = torch.tensor(ckpt.tokenizer.encode_source(text))
+        options = dict(do_sample=False, max_new_tokens=MAX_NEW, bad_words_ids=[[0]], output_scores=True,
+                       return_dict_in_generate=True)
+        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW), return_attention=False).best
+        assert greedy.tokens == hf_output(hf.generate(src[None], num_beams=1, **options).sequences[0])
+        ours = beam_search(ckpt.model, src, DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=0.0),
+                           return_attention=False).hypotheses
+        theirs = hf.generate(src[None], num_beams=4, num_return_sequences=4, length_penalty=0.0, early_stopping=True,
+                             **options)
+        assert [h.tokens for h in ours] == [hf_output(s) for s in theirs.sequences]
+        assert torch.allclose(torch.tensor([h.log_prob for h in ours]), theirs.sequences_scores, atol=1e-4)
+        lengths |= {len(h.tokens) for h in (greedy, *ours)}
+    assert len(lengths) >= 3  # outputs of several lengths: EOS was chosen, not only the limit reached
+
+
+@pytest.mark.slow
+def test_an_output_layer_of_its_own_is_read_from_lm_head(pair, tmp_path):
+    """A file whose lm_head.weight differs from the embedding (T5 v1.1 and Flan-T5 as Google trained them) converts
+    to an output layer of its own: the logits are the decoder's last hidden state times lm_head.weight."""
+    _, ckpt = pair
+    folder = tmp_path / "untied"
+    shutil.copytree(ckpt.path.parent / "tiny-t5", folder)
+    weights = load_file(folder / "model.safetensors")
+    head = torch.randn_like(weights["shared.weight"])
+    save_file({**weights, "lm_head.weight": head}, folder / "model.safetensors")
+    untied = load_checkpoint(convert(folder, tmp_path / "out").path)
+    assert not untied.config.tie_output and torch.equal(untied.model.output.weight, head)
+    src, tgt = torch.tensor([ckpt.tokenizer.encode_source(TEXTS[0])]), torch.tensor([[0, 5, 7]])
+    with torch.no_grad():
+        hidden, _ = untied.model.teacher_forced_hidden(src, tgt)  # [1, T, D]
+        expected = hidden * untied.model.output_scale @ head.T
+        torch.testing.assert_close(untied.model(src, tgt), expected)
+
+
+def test_an_unknown_feed_forward_is_refused_in_one_line(tmp_path):
+    folder = tmp_path / "tiny-t5"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "t5", "feed_forward_proj": "gated-tanh"}))
+    (folder / "tokenizer.json").write_bytes(t5_tokenizer_json())
+    with pytest.raises(CheckpointError, match=r"^config\.json: unsupported feed_forward_proj 'gated-tanh'") as info:
+        convert(folder, tmp_path / "out")
+    assert "\n" not in str(info.value) and not (tmp_path / "out").exists()
