@@ -115,7 +115,7 @@ def stages(deck: Deck, kind: str, layer: int, head: int) -> Made:
     keys = list(t.target_input_pieces if kind == "dec_self" else t.source.pieces)
     queries = list(t.source.pieces if kind == "enc_self" else t.target_input_pieces)
     query = len(queries) // 2
-    parts = [(f"scores QKᵀ / √{it.d_k}", to_numpy(it.unmasked[head, query])),
+    parts = [(f"scores {it.scores_label}", to_numpy(it.unmasked[head, query])),
              ("softmax = weights", to_numpy(it.weights[head, query]))]
     title = f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}: query {query} · {plotly_text([queries[query]])[0]}"
     return stage_bars(parts, keys, to_numpy(it.mask[query]), title, masked_from=len(parts)), {}

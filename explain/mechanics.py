@@ -26,7 +26,9 @@ class AttentionInternals:
     From the forward: query_input [Q, D] (the sub-layer's input), q [H, Q, d_k], k and v [H, K, d_k], unmasked
     = QK^T / sqrt(d_k) [H, Q, K], context [H, Q, d_k] = weights @ V, output [Q, D] = Concat(heads) W^O. Added:
     qk = QK^T [H, Q, K] before the scaling; mask bool [Q, K] (True = may attend); masked [H, Q, K], the softmax
-    input; weights [H, Q, K]; d_k.
+    input; weights [H, Q, K]; d_k; whether this model divides by sqrt(d_k) (``scaled``: T5 does not) and adds a
+    relative position bias to these scores (``position_bias``: T5's self-attention), so that ``unmasked`` is named
+    for what it is.
     """
 
     query_input: torch.Tensor
@@ -41,6 +43,14 @@ class AttentionInternals:
     context: torch.Tensor
     output: torch.Tensor
     d_k: int
+    scaled: bool = True
+    position_bias: bool = False
+
+    @property
+    def scores_label(self) -> str:
+        """What ``unmasked`` is: "QKᵀ / √64", or T5's "QKᵀ + position bias" (no division)."""
+        scores = f"QKᵀ / √{self.d_k}" if self.scaled else "QKᵀ"
+        return scores + (" + position bias" if self.position_bias else "")
 
 
 @torch.no_grad()
@@ -63,7 +73,9 @@ def attention_internals(model: Transformer, source_ids: list[int], decoder_input
     return AttentionInternals(
         query_input=parts.query_input[0], q=q, k=k, v=parts.v[0], qk=q @ k.transpose(-2, -1),
         unmasked=parts.unmasked[0], mask=trace.mask(kind)[0, 0], masked=trace.scores(kind)[layer, 0],
-        weights=trace.weights(kind)[layer, 0], context=parts.context[0], output=parts.output[0], d_k=q.size(-1))
+        weights=trace.weights(kind)[layer, 0], context=parts.context[0], output=parts.output[0], d_k=q.size(-1),
+        scaled=model.config.attention_scale,
+        position_bias=model.config.positional_layout == "relative" and kind != "cross")
 
 
 def softmax(scores: torch.Tensor) -> torch.Tensor:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from model.positional import inverse_frequencies, pair_dimensions, sinusoidal_encoding
+from model.relative_position import relative_buckets
 from model.transformer import Transformer
 
 
@@ -54,8 +55,22 @@ def embedding_parts(model: Transformer, ids: list[int]) -> dict[str, torch.Tenso
     the embedding LayerNorm of a model that has one, as the layer reads it)."""
     index = torch.tensor(ids, device=model.embed.token.weight.device)
     token = model.embed.token(index) * model.embed.scale  # [L, D]
-    positional = model.embed.positions(0, len(ids))  # [L, D]
     total = model.embed(index[None])[0]  # [L, D]: the same sum, through the module the encoder calls
+    if not model.embed.absolute:  # T5 adds no position code: layer 1 reads the token embedding alone
+        return {"token": token.cpu(), "sum": total.cpu()}
+    positional = model.embed.positions(0, len(ids))  # [L, D]
     return {"token": token.cpu(), "positional": positional.cpu(), "sum": total.cpu()}
+
+
+@torch.no_grad()
+def relative_bias_by_offset(model: Transformer, side: str, reach: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """What a T5 stack's self-attention adds to a score for each offset key - query in [-reach, reach]: (offsets
+    [2R+1], bias [H, 2R+1]); the bucket of each offset looked up in the stack's table. A decoder never sees a
+    later key: its positive offsets read the bucket of 0, and its causal mask hides them anyway."""
+    stack = model.encoder if side == "encoder" else model.decoder
+    bias = stack.relative_bias  # model.relative_position.RelativePositionBias
+    offsets = torch.arange(-reach, reach + 1, device=bias.table.weight.device)  # [2R+1]
+    buckets = relative_buckets(offsets, bias.bidirectional, bias.n_buckets, bias.max_distance)  # [2R+1]
+    return offsets.cpu(), bias.table(buckets).T.cpu()  # [H, 2R+1]
 
 

@@ -91,3 +91,18 @@ def t5_tokenizer_json(vocab_size: int = 300) -> bytes:
 def t5_tokenizer(data: bytes | None = None) -> HFTokenizer:
     """T5's special ids: the decoder starts with <pad> (bos_id = pad_id = 0), </s> 1, <unk> 2."""
     return HFTokenizer(data or t5_tokenizer_json(), pad_id=0, unk_id=2, bos_id=0, eos_id=1)
+
+
+def t5_checkpoint(directory: Path, n_heads: int = 3, n_layers: int = 2, d_model: int = 32, seed: int = 0) -> Path:
+    """A converted T5 v1.1 / Flan-T5 checkpoint (relative buckets, RMSNorm, no biases, no sqrt(d_k), heads of width
+    16 whatever d_model, gated GELU, an output layer of its own, the decoder starting with <pad>), random weights."""
+    tokenizer = t5_tokenizer()
+    config = ModelConfig(vocab_size=tokenizer.vocab_size + 4, d_model=d_model, n_heads=n_heads, head_dim=16,
+                         n_encoder_layers=n_layers, n_decoder_layers=n_layers, d_ff=2 * d_model, max_len=64, pad_id=0,
+                         unk_id=2, bos_id=0, eos_id=1, norm_first=True, activation="gelu_tanh",
+                         positional_layout="relative", tokenizer="hf", scale_embedding=False, norm="rms",
+                         norm_eps=1e-6, linear_bias=False, attention_scale=False, ffn_gated=True, tie_output=False,
+                         relative_buckets=8, relative_max_distance=16)
+    torch.manual_seed(seed)
+    model = Transformer(config).eval()
+    return save_checkpoint(model, tokenizer, directory, meta={"converted_from": "tiny-flan-t5", "family": "t5"})

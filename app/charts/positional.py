@@ -88,3 +88,16 @@ def embedding_parts(parts: dict[str, np.ndarray], pieces: list[str]) -> go.Figur
     token_axes(fig, None, pieces, y_title="source piece", row=1, col=1)
     fig.update_yaxes(autorange="reversed", showgrid=False)
     return styled(fig, None, int(min(900, 160 + 28 * len(pieces))))
+
+
+def relative_bias(offsets: np.ndarray, bias: np.ndarray, title: str) -> go.Figure:
+    """A T5 stack's learned bias [H, offsets] per head and offset key - query, on a scale symmetric about 0."""
+    bias = np.asarray(bias)
+    top = float(np.abs(bias).max()) or 1.0
+    fig = go.Figure(go.Heatmap(
+        z=bias, x=np.asarray(offsets), y=[f"head {h + 1}" for h in range(bias.shape[0])], zmin=-top, zmax=top,
+        zmid=0, colorscale=DIVERGING_COLORSCALE, colorbar=dict(title=dict(text="bias<br>(±max)")),
+        hovertemplate="%{y}<br>key − query = %{x}<br>bias added %{z:.3f}<extra></extra>"))
+    fig.update_xaxes(title_text="offset key − query (negative: a key before the query)", showgrid=False)
+    fig.update_yaxes(autorange="reversed", showgrid=False)
+    return styled(fig, title, int(min(520, 140 + 34 * bias.shape[0])))

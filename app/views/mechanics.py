@@ -80,15 +80,21 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
         plot(charts.vector_matrix(k, ks, "K = X W<sup>K</sup> (keys)", "key"), "mech_k")
     with c3:
         plot(charts.vector_matrix(v, ks, "V = X W<sup>V</sup> (values)", "key"), "mech_v")
-    st.markdown(f"**Step 2 — compare, scale, mask.** Every query is dotted with every key, then divided by "
-                f"√d_k = √{it.d_k} = {math.sqrt(it.d_k):.3f}; masked pairs are set to −∞.")
+    scale = (f"then divided by √d_k = √{it.d_k} = {math.sqrt(it.d_k):.3f}" if it.scaled else
+             "and **not** divided by √d_k (this model, like T5, folds the scale into how its weights were "
+             "initialised)")
+    bias = (", plus a learned bias per head for how far the key is from the query (the model's only sense of "
+            "order; see Positional encoding)" if it.position_bias else "")
+    st.markdown(f"**Step 2 — compare, scale, mask.** Every query is dotted with every key, {scale}{bias}; masked "
+                "pairs are set to −∞.")
     c1, c2, c3 = st.columns(3)
     with c1:
         plot(charts.score_matrix(to_numpy(it.qk[head]), qs, ks, "QKᵀ (raw dot products)", query),
              "mech_qk")
     with c2:
         plot(charts.score_matrix(to_numpy(it.unmasked[head]), qs, ks,
-                                 f"QKᵀ / √{it.d_k}  (scaled)", query), "mech_scaled")
+                                 f"{it.scores_label}  (scaled)" if it.scaled else it.scores_label, query),
+             "mech_scaled")
     with c3:
         fig = mask_grid(mask, qs, ks, "Mask (✓ = may attend)")
         plot(charts.highlight_row(fig, query, len(ks)), "mech_mask")
@@ -103,7 +109,8 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
         plot(charts.vector_matrix(to_numpy(it.context[head]), qs, "Context = weights · V", "query", query),
              "mech_context")
     stages = [("QKᵀ", to_numpy(it.qk[head, query])),
-              (f"÷ √{it.d_k}", to_numpy(it.unmasked[head, query])),
+              (f"÷ √{it.d_k}" if it.scaled else "+ bias" if it.position_bias else "(not ÷ √d_k)",
+               to_numpy(it.unmasked[head, query])),
               ("masked", to_numpy(it.unmasked[head, query])),
               ("softmax", trace_weights[query])]
     title = f"Query {query} · {plotly_text([qs[query]])[0]} through the stages"

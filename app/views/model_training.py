@@ -19,21 +19,40 @@ from training.schedule import noam_lr, training_segments
 log = logging.getLogger("attention_explorer")
 LOG_COLUMNS = {"step", "loss", "lr"}
 EPOCH_COLUMNS = {"epoch", "train_loss", "valid_loss", "valid_bleu", "valid_chrf"}
-ACTIVATION_NAMES = {"relu": "ReLU", "swish": "Swish (SiLU)", "gelu": "GELU"}
+ACTIVATION_NAMES = {"relu": "ReLU", "swish": "Swish (SiLU)", "gelu": "GELU", "gelu_tanh": "GELU (tanh form)"}
 POSITION_LAYOUTS = {"interleaved": "sin/cos pairs", "halves": "sines, then cosines", "learned": "learned tables",
-                    "fairseq": "sines, then cosines (fairseq)"}
-FFN_LATEX = {  # the paper's FFN with the checkpoint's activation (Marian's opus-mt models use swish)
-    "relu": r"\mathrm{FFN}(x) = \max(0,\; xW_1 + b_1)\,W_2 + b_2",
-    "swish": r"\mathrm{FFN}(x) = \mathrm{swish}(xW_1 + b_1)\,W_2 + b_2,\qquad \mathrm{swish}(z) = z\,\sigma(z)",
-    "gelu": r"\mathrm{FFN}(x) = \mathrm{GELU}(xW_1 + b_1)\,W_2 + b_2,\qquad \mathrm{GELU}(z) = z\,\Phi(z)",
+                    "fairseq": "sines, then cosines (fairseq)", "relative": "relative buckets (bias)"}
+ACTIVATION_LATEX = {  # the checkpoint's non-linearity (Marian's opus-mt models use swish, T5 v1.1 GELU's tanh form)
+    "relu": (r"\max(0,\; {z})", ""),
+    "swish": (r"\mathrm{{swish}}({z})", r",\qquad \mathrm{swish}(z) = z\,\sigma(z)"),
+    "gelu": (r"\mathrm{{GELU}}({z})", r",\qquad \mathrm{GELU}(z) = z\,\Phi(z)"),
+    "gelu_tanh": (r"\mathrm{{GELU}}({z})", r",\qquad \mathrm{GELU}(z) \approx z\,\sigma_{\tanh}(z)"),
 }
+
+
+def ffn_latex(c) -> str:
+    """The FFN as this model computes it: the paper's max(0, xW1 + b1) W2 + b2 with the checkpoint's activation,
+    without the biases where it has none, gated where it is gated (T5 v1.1: the activation times x W_gate)."""
+    bias1, bias2 = (" + b_1", " + b_2") if c.linear_bias else ("", "")
+    act, note = ACTIVATION_LATEX[c.activation]
+    hidden = act.format(z=f"xW_1{bias1}")
+    if c.ffn_gated:
+        hidden = rf"\big({hidden} \odot (xW_{{gate}}{' + b_{gate}' if c.linear_bias else ''})\big)"
+    return rf"\mathrm{{FFN}}(x) = {hidden}\,W_2{bias2}{note}"
+
+
+def residual_latex(c) -> str:
+    norm = r"\mathrm{RMSNorm}" if c.norm == "rms" else r"\mathrm{LayerNorm}"
+    if c.norm_first:
+        return rf"x + \mathrm{{Dropout}}\big(\mathrm{{Sublayer}}({norm}(x))\big)"
+    return rf"{norm}\big(x + \mathrm{{Dropout}}(\mathrm{{Sublayer}}(x))\big)"
 
 
 def config_panel(ckpt) -> None:
     c = ckpt.config
     rows = [("Encoder layers N", c.n_encoder_layers, 6), ("Decoder layers N", c.n_decoder_layers, 6),
             ("d_model (token vector width)", c.d_model, 512), ("Heads h", c.n_heads, 8),
-            ("d_k = d_v = d_model / h", c.d_k, 64), ("d_ff (feed-forward width)", c.d_ff, 2048),
+            ("d_k = d_v" + (" = d_model / h" if c.head_dim is None else " (its own)"), c.d_k, 64), ("d_ff (feed-forward width)", c.d_ff, 2048),
             ("Vocabulary (source + target)", c.vocab_size, "37000 (BPE)"),
             ("Dropout (residual, attn, FFN)", c.dropout, 0.1), ("Max positions", c.max_len, "—"),
             ("Normalisation", "pre-norm" if c.norm_first else "post-norm", "post-norm"),
@@ -41,7 +60,12 @@ def config_panel(ckpt) -> None:
             ("Positional encoding", POSITION_LAYOUTS[c.positional_layout], POSITION_LAYOUTS["interleaved"]),
             ("Embedding × √d_model", "yes" if c.scale_embedding else "no", "yes"),
             ("LayerNorm on embeddings", "yes" if c.layernorm_embedding else "no", "no"),
-            ("Output-layer bias", "yes" if c.final_logits_bias else "no", "no")]
+            ("Output-layer bias", "yes" if c.final_logits_bias else "no", "no"),
+            ("Norm", "RMSNorm" if c.norm == "rms" else "LayerNorm", "LayerNorm"),
+            ("Scores ÷ √d_k", "yes" if c.attention_scale else "no", "yes"),
+            ("Biases in linear maps", "yes" if c.linear_bias else "no", "yes"),
+            ("Gated FFN", "yes" if c.ffn_gated else "no", "no"),
+            ("Output layer", "the embedding E" if c.tie_output else "its own", "the embedding E")]
     table = pd.DataFrame(rows, columns=["setting", "this model", "paper (base)"]).astype(str)
     counts = parameter_counts(ckpt.model)
     left, right = st.columns([1, 1])
@@ -76,8 +100,11 @@ def architecture_panel(ckpt) -> None:
                 "cross-attention — see *Decoding, step by step*.")
     c1, c2 = st.columns(2)
     with c1:
-        st.markdown("**Residual connection + LayerNorm** around every sub-layer (post-norm, as in the paper):")
-        st.latex(r"\mathrm{LayerNorm}\big(x + \mathrm{Dropout}(\mathrm{Sublayer}(x))\big)")
+        norm = "RMSNorm" if c.norm == "rms" else "LayerNorm"
+        where = "pre-norm: the norm before each sub-layer, as this model does" if c.norm_first else \
+            "post-norm, as in the paper"
+        st.markdown(f"**Residual connection + {norm}** around every sub-layer ({where}):")
+        st.latex(residual_latex(c))
         st.markdown("The residual path lets information and gradients skip each sub-layer, so deep stacks train; "
                     f"that is why every sub-layer and embedding outputs the same width d_model = {c.d_model}, so the "
                     "sums add up. "
@@ -85,17 +112,23 @@ def architecture_panel(ckpt) -> None:
                     f"{c.d_model} features (mean 0, variance 1, then a learned scale and shift) — unlike BatchNorm, "
                     "which averages each feature over the batch and so depends on the other sentences and on "
                     "padding. Keeping every layer's inputs at a steady scale keeps activations out of their flat, "
-                    "saturated regions and makes training converge faster.")
+                    "saturated regions and makes training converge faster."
+                    + (" This model uses RMSNorm, the cheaper variant: it divides by the root mean square only (no "
+                       "mean subtracted, no shift), then a learned scale." if c.norm == "rms" else ""))
     with c2:
         st.markdown("**Position-wise feed-forward network**, the same for every position:")
-        st.latex(FFN_LATEX[c.activation])
+        st.latex(ffn_latex(c))
         st.markdown(f"Here W₁ is {c.d_model} × {c.d_ff} and W₂ is {c.d_ff} × {c.d_model}. Applied to each position "
                     "separately, it is the same as **two convolutions with kernel size 1**. Attention mixes "
                     "information between positions; the FFN transforms each position. The same weights serve every "
                     "position of a layer; each layer has its own.")
+    output = ("and (transposed) the output layer before the softmax" if c.tie_output else
+              "; the output layer before the softmax is a matrix of its own (this model does not share it)")
+    scale = (f"In the embedding layers its rows are multiplied by √d_model = √{c.d_model} ≈ "
+             f"{math.sqrt(c.d_model):.1f}." if c.scale_embedding else
+             "This model does not multiply its rows by √d_model.")
     st.markdown(f"**Shared embeddings.** One {c.vocab_size:,} × {c.d_model} matrix E is the source embedding, the "
-                "target embedding and (transposed) the output layer before the softmax. In the embedding layers "
-                f"its rows are multiplied by √d_model = √{c.d_model} ≈ {math.sqrt(c.d_model):.1f}.")
+                f"target embedding {output}. {scale}")
 
 
 def why_attention_panel() -> None:

@@ -10,7 +10,13 @@ import streamlit as st
 
 from app.charts import positional as charts
 from app.page import plot, require_checkpoint, require_translation, sentence_caption, to_numpy
-from explain.positional import embedding_parts, learned_positions, offset_error, pe_similarity
+from explain.positional import (
+    embedding_parts,
+    learned_positions,
+    offset_error,
+    pe_similarity,
+    relative_bias_by_offset,
+)
 from model.positional import frequency_index, pair_dimensions, sinusoidal_encoding, wavelengths
 
 PE_LATEX = {  # the formula in the model's own dimension order
@@ -104,6 +110,24 @@ def learned_panel(ckpt) -> None:
                f"position {config.position_limit}, so this model cannot read a longer sequence at all.")
 
 
+@st.fragment
+def relative_panel_t5(ckpt) -> None:
+    """T5: no position code; the bias each head adds to a score, by the offset between key and query."""
+    config = ckpt.config
+    side = st.segmented_control("Stack", ["encoder", "decoder"], default="encoder", key="pe_side",
+                                help="Each stack learns its own table; the encoder tells before from after, the "
+                                     "decoder only looks back.") or "encoder"
+    reach = st.slider("Offsets shown (±)", 4, 2 * config.relative_max_distance, min(40, config.relative_max_distance),
+                      key="pe_reach")
+    offsets, bias = (to_numpy(t) for t in relative_bias_by_offset(ckpt.model, side, reach))
+    plot(charts.relative_bias(offsets, bias, f"What each {side} head adds to a score, by offset"), "pe_relative")
+    exact = config.relative_buckets // (2 if side == "encoder" else 1) // 2
+    st.caption(f"{config.relative_buckets} buckets per stack: offsets under {exact} each have their own, larger ones "
+               f"share logarithmically wider buckets up to {config.relative_max_distance}, beyond which all are one. "
+               "A head with large values near 0 looks at its neighbours; one whose values rise on the negative side "
+               "prefers what came before. The same table serves every layer of the stack.")
+
+
 def embedding_panel(ckpt, translation) -> None:
     st.subheader("What layer 1 reads for the current sentence")
     sentence_caption(translation)
@@ -111,14 +135,19 @@ def embedding_panel(ckpt, translation) -> None:
     parts = {k: to_numpy(v) for k, v in embedding_parts(ckpt.model, list(translation.source.ids)).items()}
     plot(charts.embedding_parts(parts, list(translation.source.pieces)), "embedding_parts")
     token_size = float(np.abs(parts["token"]).mean())
-    pe_size = float(np.abs(parts["positional"]).mean())
+    c = ckpt.config
     scale = (f"The learned embedding is multiplied by √d_model = √{d} ≈ {math.sqrt(d):.1f} so that it is not "
-             "drowned by the encoding" if ckpt.config.scale_embedding else
+             "drowned by the encoding" if c.scale_embedding else
              "This model does not multiply its embedding by √d_model (its config's scale_embedding is off)")
+    sizes = f"mean |value| here is {token_size:.2f} for the tokens"
+    if "positional" in parts:
+        sizes += f" and {float(np.abs(parts['positional']).mean()):.2f} for the positions"
+    else:
+        sizes += "; nothing is added for the positions (they enter every self-attention's scores instead)"
     norm = (" The sum then goes through a LayerNorm of the encoder's own (layernorm_embedding) before layer 1: the "
-            "right panel is what layer 1 reads." if ckpt.config.layernorm_embedding else "")
-    st.caption(f"{scale}: mean |value| here is {token_size:.2f} for the tokens and {pe_size:.2f} for the positions. "
-               f"The same matrix is the decoder's embedding and its output layer (shared weights).{norm}")
+            "right panel is what layer 1 reads." if c.layernorm_embedding else "")
+    output = "its output layer (shared weights)" if c.tie_output else "not its output layer (that one is its own)"
+    st.caption(f"{scale}: {sizes}. The same matrix is the decoder's embedding and {output}.{norm}")
 
 
 def render() -> None:
@@ -130,6 +159,17 @@ def render() -> None:
         return
     d_model, max_len = ckpt.config.d_model, ckpt.config.max_len
     layout = ckpt.config.positional_layout  # the paper interleaves sin/cos; Marian puts them in two halves
+    if layout == "relative":
+        st.info("**This model adds no position code.** Instead each self-attention adds a learned number per head to "
+                "the score of every (query, key) pair, chosen by how far apart they are (T5's relative position "
+                "buckets; Shaw et al., 2018, had the idea). Order enters the scores directly, not the embeddings. "
+                "The paper's sinusoids are on the lecture's positional-encoding slide.", icon=":material/push_pin:")
+        st.latex(r"\mathrm{score}(q_i, k_j) = q_i \cdot k_j + b_h\big(\mathrm{bucket}(j - i)\big)")
+        relative_panel_t5(ckpt)
+        translation = require_translation()
+        if translation is not None:
+            embedding_panel(ckpt, translation)
+        return
     if layout == "learned":
         st.info("**This model learns its positions.** It has no sinusoids: each stack looks its position's row up "
                 "in a table trained with the rest of the model (BART's and mBART's way; the paper tried it too and "
