@@ -18,7 +18,7 @@ from model.checkpoint import (
     read_config,
 )
 from model.device import describe, resolve_device
-from model.meta import forced_bos_of, forced_eos_of, length_penalty_of
+from model.meta import forced_bos_of, forced_eos_of, length_penalty_of, no_repeat_ngram_of
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = {
@@ -75,6 +75,11 @@ def default_length_penalty(name: str) -> float:
 def default_forced_eos(name: str) -> bool:
     """Whether the model's own rule ends a hypothesis at the length limit with EOS (a converted Marian model)."""
     return forced_eos_of(model_meta(name))
+
+
+def default_no_repeat_ngram(name: str) -> int:
+    """The n-gram size the model's own config never repeats (generate()'s no_repeat_ngram_size), else 0."""
+    return no_repeat_ngram_of(model_meta(name))
 
 
 def default_target_language(ckpt: Checkpoint) -> str | None:

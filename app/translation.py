@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app.cancel import session_stop_signal
-from app.resources import default_forced_eos, forced_first_piece, load_model
+from app.resources import default_forced_eos, default_no_repeat_ngram, forced_first_piece, load_model
 from app.sentences import sentence_of
 from model.budget import Plan
 from model.checkpoint import Checkpoint
@@ -181,12 +181,14 @@ class Request:
     forced_eos: bool = False  # the model's own rule (model.meta.forced_eos_of): EOS at the length limit
     # The piece forced first: the chosen target language of mBART-50, M2M100 or NLLB, or BART-large's <s>
     forced_bos: int | None = None
+    no_repeat_ngram: int = 0  # the model's own rule (generate()'s no_repeat_ngram_size)
 
     @property
     def decode_config(self) -> DecodeConfig:
         beam = 1 if self.sampling is not None else self.beam_size
         return DecodeConfig(beam_size=beam, max_len=self.max_len, length_penalty=self.length_penalty,
-                            sampling=self.sampling, forced_eos=self.forced_eos, forced_bos=self.forced_bos)
+                            sampling=self.sampling, forced_eos=self.forced_eos, forced_bos=self.forced_bos,
+                            no_repeat_ngram=self.no_repeat_ngram)
 
 
 CACHE_ENTRIES, CACHE_BYTES = 128, 256 * 2**20  # translations shared by every session: at most this many and this much
@@ -234,7 +236,8 @@ def current_request() -> Request:
     return Request(model_name=s["model_name"], text=text, beam_size=int(s["beam_size"]), max_len=int(s["max_len"]),
                    length_penalty=float(s["length_penalty"]), sampling=sampling,
                    forced_eos=default_forced_eos(s["model_name"]),
-                   forced_bos=forced_first_piece(s["model_name"], s.get("target_lang")))
+                   forced_bos=forced_first_piece(s["model_name"], s.get("target_lang")),
+                   no_repeat_ngram=default_no_repeat_ngram(s["model_name"]))
 
 
 @contextmanager

@@ -30,6 +30,7 @@ from .hf_folder import (
     HF_PICKLE,
     Conversion,
     check_size,
+    generation_meta,
     hf_get,
     layer_names,
     open_folder,
@@ -179,6 +180,7 @@ def convert_bart(folder: str | Path, out: str | Path) -> Conversion:
     meta = {"converted_from": folder.resolve().name[:100], "family": hf_config["model_type"],
             "forced_eos": _get(hf_config)("forced_eos_token_id") is not None,
             "forced_bos": forced_bos if isinstance(forced_bos, int) and 0 <= forced_bos < config.vocab_size else None}
+    meta.update(generation_meta(hf_config))
     save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
                       source_lang=None, target_lang=None)

@@ -25,6 +25,7 @@ MAX_BEAM = 16
 MAX_LENGTH_PENALTY = 10.0
 MAX_TOP_K = 100
 MAX_TEMPERATURE = 10.0
+MAX_NO_REPEAT_NGRAM = 16
 POSITION_TABLE = 1024  # rows of the position table at least (model.positional.MAX_POSITIONS, tested equal)
 # The options a real translation model (Marian opus-mt) needs beyond the paper; the first of each is the paper's.
 # The FFN's non-linearity; swish is also called SiLU: x * sigmoid(x); gelu_tanh is GELU's tanh approximation (T5 v1.1's
@@ -280,7 +281,9 @@ class DecodeConfig:
     whatever the model prefers, adding 0 to the log-prob, as Hugging Face's generate() does for a config with
     forced_eos_token_id (Marian's); without it a hypothesis cut at max_len ends without EOS (the paper's way).
     ``forced_bos``: the id every output starts with, also at log-prob 0, as generate() does for forced_bos_token_id
-    (BART-large's <s>; mBART's, M2M100's and NLLB's target-language code).
+    (BART-large's <s>; mBART's, M2M100's and NLLB's target-language code). ``no_repeat_ngram``: n > 0 rules out
+    any piece that would repeat an n-gram already in the hypothesis (its start token included), as generate() does
+    for no_repeat_ngram_size (BART-large-CNN's 3).
     """
 
     beam_size: int = 1
@@ -290,6 +293,7 @@ class DecodeConfig:
     sampling: Sampling | None = None
     forced_eos: bool = False
     forced_bos: int | None = None
+    no_repeat_ngram: int = 0
 
     def __post_init__(self) -> None:
         for name, high in (("beam_size", MAX_BEAM), ("max_len", POSITION_TABLE - 1), ("top_k", MAX_TOP_K)):
@@ -303,5 +307,8 @@ class DecodeConfig:
             raise ValueError(f"forced_eos must be true or false, got {self.forced_eos!r}")
         if self.forced_bos is not None and (not _is_int(self.forced_bos) or not 0 <= self.forced_bos < MAX_VOCAB_SIZE):
             raise ValueError(f"forced_bos must be a piece id or None, got {self.forced_bos!r}")
+        if not _is_int(self.no_repeat_ngram) or not 0 <= self.no_repeat_ngram <= MAX_NO_REPEAT_NGRAM:
+            raise ValueError(f"no_repeat_ngram must be an integer from 0 (off) to {MAX_NO_REPEAT_NGRAM}, "
+                             f"got {self.no_repeat_ngram!r}")
         if self.sampling is not None and self.beam_size != 1:
             raise ValueError(f"sampling draws one hypothesis: beam_size must be 1, got {self.beam_size}")

@@ -157,18 +157,37 @@ def _prepare(model: Transformer, src: torch.Tensor, config: DecodeConfig) -> tor
     return src.to(next(model.parameters()).device)
 
 
+def repeated_ngram_pieces(prefix: list[int], n: int) -> list[int]:
+    """The pieces that would make the last n-1 pieces of ``prefix`` (the start token included) an n-gram the prefix
+    already has: generate()'s NoRepeatNGramLogitsProcessor, for one hypothesis."""
+    if n < 1 or len(prefix) + 1 < n:
+        return []
+    tail = prefix[len(prefix) - n + 1:]  # the n-1 pieces the next one would follow
+    return [prefix[i + n - 1] for i in range(len(prefix) - n + 1) if prefix[i:i + n - 1] == tail]
+
+
 def _selectable(log_probs: torch.Tensor, bos_id: int, pad_id: int, forced: int | None = None,
-                eos_id: int | None = None) -> torch.Tensor:
+                eos_id: int | None = None, banned: list[list[int]] | None = None) -> torch.Tensor:
     """The model's log-probs with the start token and PAD made impossible: they are never valid outputs (unless the
-    start token is EOS itself, as in BART). With ``forced`` (an id) only that piece is possible, at log-prob 0:
-    generate()'s ForcedBOS/ForcedEOSTokenLogitsProcessor, so a forced piece adds nothing to a hypothesis' score. [R, V]"""
+    start token is EOS itself, as in BART), and each row's ``banned`` pieces too (no_repeat_ngram). With ``forced``
+    (an id) only that piece is possible, at log-prob 0: generate()'s ForcedBOS/ForcedEOSTokenLogitsProcessor, which
+    come after the n-gram rule, so a forced piece adds nothing to a hypothesis' score. [R, V]"""
     if forced is not None:
         only = torch.full_like(log_probs, float("-inf"))  # [R, V]
         only[:, forced] = 0.0
         return only
     log_probs = log_probs.clone()
     log_probs[:, [pad_id] if bos_id == eos_id else [bos_id, pad_id]] = float("-inf")
+    for row, pieces in enumerate(banned or []):
+        log_probs[row, pieces] = float("-inf")
     return log_probs
+
+
+def _banned(prefixes: torch.Tensor, config: DecodeConfig) -> list[list[int]] | None:
+    """Per row of prefixes [R, t+1], the pieces no_repeat_ngram rules out; None when the rule is off."""
+    if not config.no_repeat_ngram:
+        return None
+    return [repeated_ngram_pieces(row, config.no_repeat_ngram) for row in prefixes.tolist()]
 
 
 def _forced(config: DecodeConfig, t: int, eos_id: int) -> int | None:
@@ -225,7 +244,8 @@ def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, retur
         state = out.state
         topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [1, k]
         forced = _forced(config, t, cfg.eos_id)
-        selectable = _selectable(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id)[0]  # [V]
+        selectable = _selectable(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
+                                 _banned(prefix, config))[0]  # [V]
         token, sample = (forced, None) if forced is not None else choose(selectable)
         new_score = score + selectable[token]
         beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
@@ -292,7 +312,8 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     for t in range(config.max_len):
         out = model.step(state, prefixes[:, -1:], return_attention)
         topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [R, k]
-        selectable = _selectable(out.log_probs, cfg.bos_id, cfg.pad_id, _forced(config, t, cfg.eos_id), cfg.eos_id)
+        selectable = _selectable(out.log_probs, cfg.bos_id, cfg.pad_id, _forced(config, t, cfg.eos_id), cfg.eos_id,
+                                 _banned(prefixes, config))
         candidates = _select(scores[:, None] + selectable, cfg.eos_id, config.beam_size)  # selectable [R, V]
         last = t + 1 == config.max_len
         finished += [_finished((*prefixes[c.row, 1:].tolist(), c.token), c.log_prob, (*paths[c.row], c.row),

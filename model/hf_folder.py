@@ -25,7 +25,7 @@ HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", SINGLE, "pytorch_model.bin
 HF_TOKENIZER_CONFIG = "tokenizer_config.json"
 HF_GENERATION_CONFIG = "generation_config.json"
 # What generate() reads from the generation config, not the model's: how decoding starts and which pieces it forces.
-GENERATION_KEYS = ("decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id")
+GENERATION_KEYS = ("decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id", "no_repeat_ngram_size")
 MAX_SOURCE_WEIGHTS_BYTES = MAX_MODEL_BYTES + 64 * 2**20  # a weights file a model within the config limits can have
 # Our tensor names -> Hugging Face's, per encoder / decoder layer (weight and bias each): Marian, BART and mBART
 # name their layers alike.
@@ -217,8 +217,14 @@ def with_generation_config(folder: Path, hf: dict[str, Any]) -> dict[str, Any]:
         return hf
     generation = read_json(path)
     start = generation.get("decoder_start_token_id", hf.get("decoder_start_token_id"))
-    return {**hf, "decoder_start_token_id": start, "forced_bos_token_id": generation.get("forced_bos_token_id"),
-            "forced_eos_token_id": generation.get("forced_eos_token_id")}
+    return {**hf, "decoder_start_token_id": start, **{key: generation.get(key) for key in GENERATION_KEYS[1:]}}
+
+
+def generation_meta(hf: dict[str, Any]) -> dict[str, Any]:
+    """The decoding rules a converted checkpoint's meta records from generate()'s keys: no_repeat_ngram_size (the
+    forced pieces are each family's to check)."""
+    n = hf.get("no_repeat_ngram_size")
+    return {"no_repeat_ngram": n} if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 16 else {}
 
 
 def hf_get(hf: dict[str, Any], defaults: dict[str, Any]) -> Callable[[str], Any]:

@@ -26,6 +26,7 @@ from .hf_folder import (
     HF_TOKENIZER_CONFIG,
     Conversion,
     check_size,
+    generation_meta,
     layer_names,
     open_folder,
     read_bytes,
@@ -193,6 +194,7 @@ def convert_marian(folder: str | Path, out: str | Path) -> Conversion:
     meta = {"converted_from": _model_name(folder), "source_lang": source_lang, "target_lang": target_lang,
             # generate() ends a hypothesis at the length limit with </s> when the config says so (Marian's default)
             "forced_eos": hf_config.get("forced_eos_token_id", HF_DEFAULTS["forced_eos_token_id"]) is not None}
+    meta.update(generation_meta(hf_config))
     save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
                       source_lang=source_lang, target_lang=target_lang)

@@ -29,6 +29,12 @@ def forced_eos_of(meta: dict[str, Any]) -> bool:
     return meta.get("forced_eos") is True
 
 
+def no_repeat_ngram_of(meta: dict[str, Any]) -> int:
+    """The n of generate()'s no_repeat_ngram_size the model's config sets (BART-large-CNN: 3), else 0 (off)."""
+    value = meta.get("no_repeat_ngram")
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 16 else 0
+
+
 def forced_bos_of(meta: dict[str, Any]) -> int | None:
     """The piece every output of this model starts with (generate()'s forced_bos_token_id: BART-large's <s>, an
     mBART-50 model's target language), recorded as meta["forced_bos"] by the converter; None for most models."""
@@ -50,6 +56,7 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "snapshot": (str,),  # one line on what an earlier stage of a model's training is (see checkpoint_snapshots)
     "forced_eos": (bool,),  # EOS forced at the length limit (forced_eos_of)
     "forced_bos": (int,),  # the piece forced first (forced_bos_of)
+    "no_repeat_ngram": (int,),  # n-grams never repeated (no_repeat_ngram_of)
     "family": (str,),  # the Hugging Face model_type a converted model came from ("marian", "bart", "mbart")
     "device": (str,),  # where training ran: "CPU", "CUDA (NVIDIA H100 80GB HBM3)" (model.device.describe)
     "valid_sentences": (int,),  # how many validation sentences each epoch's BLEU/chrF in epochs.csv is on

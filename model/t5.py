@@ -26,6 +26,7 @@ from .hf_folder import (
     HF_PICKLE,
     Conversion,
     check_size,
+    generation_meta,
     hf_get,
     open_folder,
     read_bytes,
@@ -143,6 +144,7 @@ def convert_t5(folder: str | Path, out: str | Path) -> Conversion:
                                          "T5ForConditionalGeneration", tied))
     meta = {"converted_from": folder.resolve().name[:100], "family": "t5",
             "forced_eos": hf_get(hf_config, HF_DEFAULTS)("forced_eos_token_id") is not None}
+    meta.update(generation_meta(hf_config))
     save_checkpoint(model, tokenizer, out, meta=meta)
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
                       source_lang=None, target_lang=None)

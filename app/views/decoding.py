@@ -114,6 +114,11 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
             elif translation.decode.forced_bos is not None and step.step == 0:
                 st.caption(f"This model's rule (Hugging Face's forced_bos_token_id) makes the first piece {md(piece)}, "
                            "whatever the model prefers (the bars), and adds nothing to the log-prob.")
+            elif translation.decode.no_repeat_ngram and chosen.token not in ids[:1]:
+                st.caption(f"This model's rule (Hugging Face's no_repeat_ngram_size = "
+                           f"{translation.decode.no_repeat_ngram}) rules out any piece that would repeat a "
+                           f"{translation.decode.no_repeat_ngram}-gram of the pieces so far: the most probable one may "
+                           f"not be the one chosen.")
             elif chosen.token not in ids:
                 st.caption(f"The chosen piece {md(piece)} is not among the top {len(ids)} of this row.")
     with c_attn:

@@ -7,6 +7,7 @@ transformers is the test-only reference (requirements-dev.txt); the tests that n
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from model.bart import bart_config, hf_names
 from model.checkpoint import CheckpointError, load_checkpoint
 from model.config import DecodeConfig, ModelConfig
 from model.convert import convert
-from model.decoding import beam_search, greedy_decode
+from model.decoding import beam_search, greedy_decode, repeated_ngram_pieces
 from model.inference import prepare_source, translate
 from model.tokenizer import WORD_START, HFTokenizer
 from model.transformer import Transformer, count_parameters
@@ -221,6 +222,28 @@ def test_greedy_and_beam_outputs_equal_generate(pair, forced_bos):
 
 
 @pytest.mark.slow
+def test_no_repeat_ngram_equals_generate(pair):
+    """generate(no_repeat_ngram_size=2), greedy and beam 4, piece for piece and score for score: every output that
+    would repeat a 2-gram (the start token counted) takes its next best piece instead."""
+    hf, ckpt = pair
+    changed = 0
+    for text in EN[:4] + TEXTS:
+        src = torch.tensor(ckpt.tokenizer.encode_source(text))
+        rules = {"no_repeat_ngram": 2, "forced_eos": ckpt.forced_eos}  # as the model's generation_config says
+        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW, **rules), return_attention=False).best
+        assert greedy.tokens == hf_output(generate(hf, src, 1, no_repeat_ngram_size=2).sequences[0], 2, 1)
+        beam = DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=0.0, **rules)
+        ours = beam_search(ckpt.model, src, beam, return_attention=False).hypotheses
+        theirs = generate(hf, src, 4, length_penalty=0.0, early_stopping=True, no_repeat_ngram_size=2)
+        assert [h.tokens for h in ours] == [hf_output(s, 2, 1) for s in theirs.sequences]
+        assert torch.allclose(torch.tensor([h.log_prob for h in ours]), theirs.sequences_scores, atol=1e-4)
+        free = beam_search(ckpt.model, src, dataclasses.replace(beam, no_repeat_ngram=0),
+                           return_attention=False).hypotheses
+        changed += [h.tokens for h in free] != [h.tokens for h in ours]
+    assert changed >= 1  # the rule changed some output: it was exercised
+
+
+@pytest.mark.slow
 def test_the_app_pipeline_translates_and_shows_readable_pieces(pair):
     hf, ckpt = pair
     text = EN[0]
@@ -274,14 +297,26 @@ def write_weights(folder: Path) -> None:
               str(folder / "model.safetensors"))
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=12), st.integers(1, 4))
+def test_the_pieces_no_repeat_ngram_bans_are_those_that_would_repeat_an_ngram(prefix, n):
+    """A piece is banned exactly when the prefix plus it ends with an n-gram the prefix already holds."""
+    banned = set(repeated_ngram_pieces(prefix, n))
+    for piece in range(4):
+        grown = [*prefix, piece]
+        repeats = len(grown) >= n and any(grown[i:i + n] == grown[-n:] for i in range(len(grown) - n))
+        assert (piece in banned) == repeats
+
+
 def test_generation_config_json_says_which_pieces_are_forced_as_generate_reads_it(folder, tmp_path):
     """generate() takes decoder_start, forced BOS and forced EOS from generation_config.json when the folder has one:
     a forced piece it does not name is not forced, whatever config.json says (forced_eos_token_id 2 here)."""
     write_weights(folder)
     assert load_checkpoint(convert(folder, tmp_path / "a").path).forced_eos  # config.json alone: EOS forced
-    (folder / "generation_config.json").write_text(json.dumps({"decoder_start_token_id": 2, "forced_bos_token_id": 0}))
+    (folder / "generation_config.json").write_text(json.dumps({"decoder_start_token_id": 2, "forced_bos_token_id": 0,
+                                                                "no_repeat_ngram_size": 3}))
     ckpt = load_checkpoint(convert(folder, tmp_path / "b").path)
-    assert ckpt.forced_bos == 0 and not ckpt.forced_eos
+    assert ckpt.forced_bos == 0 and not ckpt.forced_eos and ckpt.no_repeat_ngram == 3
     assert DecodeConfig(forced_bos=ckpt.forced_bos).forced_bos == 0
 
 
