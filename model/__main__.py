@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
         cm = commands.add_parser(name, help=what)
         cm.add_argument("folder", help="the folder with config.json, model.safetensors (or its shards, or "
                                        "pytorch_model.bin) and the tokenizer files (Marian: source.spm, target.spm, "
-                                       "vocab.json)")
+                                       "vocab.json; the others: tokenizer.json), or a model id such as "
+                                       "facebook/bart-base already in Hugging Face's cache (nothing is downloaded)")
         cm.add_argument("--out", required=True, help="the new checkpoint directory, e.g. pretrained/opus-mt-en-de")
     return parser
 
@@ -154,7 +155,7 @@ def convert_command(args: argparse.Namespace) -> int:
         print(f"read the weights from {done.weights_file}")
     cfg = done.config
     languages = f"{done.source_lang} -> {done.target_lang}" if done.source_lang else "languages unknown"
-    print(f"wrote {done.path}: Marian {languages}, d_model {cfg.d_model}, {cfg.n_heads} heads, "
+    print(f"wrote {done.path}: {done.family} {languages}, d_model {cfg.d_model}, {cfg.n_heads} heads, "
           f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, d_ff {cfg.d_ff}, {cfg.activation}, vocabulary "
           f"{cfg.vocab_size}{', final logits bias' if cfg.final_logits_bias else ''}")
     print(f'use it: python -m model translate "..." --checkpoint {done.path} (in the app: pick it in the sidebar '

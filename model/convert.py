@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .bart import convert_bart
 from .checkpoint import CheckpointError
-from .hf_folder import HF_CONFIG, Conversion, read_json
+from .hf_folder import HF_CONFIG, Conversion, hub_cache, read_json, resolve_folder
 from .marian import convert_marian
 from .t5 import convert_t5
 
@@ -24,7 +24,8 @@ CONVERTERS: dict[str, Callable[[str | Path, str | Path], Conversion]] = {
 def model_type(folder: Path) -> str:
     """config.json's model_type, checked to name a family with a converter."""
     if not folder.is_dir():
-        raise CheckpointError(f"Hugging Face folder not found: {folder}")
+        raise CheckpointError(f"Hugging Face folder not found: {folder} (nor a model of that name in Hugging Face's "
+                              f"cache, {hub_cache()})")
     found = read_json(folder / HF_CONFIG).get("model_type")
     supported = ", ".join(sorted(CONVERTERS))
     if found is None:
@@ -36,4 +37,5 @@ def model_type(folder: Path) -> str:
 
 def convert(folder: str | Path, out: str | Path) -> Conversion:
     """Convert the folder with its family's converter (refused with a one-line CheckpointError otherwise)."""
-    return CONVERTERS[model_type(Path(folder))](folder, out)
+    folder = resolve_folder(folder)
+    return CONVERTERS[model_type(folder)](folder, out)

@@ -9,6 +9,8 @@ other object. Every refusal is a one-line CheckpointError naming the file and th
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +55,7 @@ class Conversion:
     pickled: bool
     source_lang: str | None
     target_lang: str | None
+    family: str = "marian"  # the model_type it was converted from
 
 
 def read_bytes(path: Path, limit: int) -> bytes:
@@ -194,9 +197,10 @@ def check_output(out: Path) -> None:
 def open_folder(folder: str | Path, out: str | Path, what: str = "Hugging Face") -> tuple[Path, Path, dict[str, Any]]:
     """(folder, out, its config.json with generate()'s decoding keys): the folder must exist and the output be new or
     empty, checked before anything is read."""
-    folder, out = Path(folder), Path(out)
+    folder, out = resolve_folder(folder), Path(out)
     if not folder.is_dir():
-        raise CheckpointError(f"{what} folder not found: {folder}")
+        raise CheckpointError(f"{what} folder not found: {folder} (nor a model of that name in Hugging Face's cache, "
+                              f"{hub_cache()})")
     check_output(out)
     return folder, out, with_generation_config(folder, read_json(folder / HF_CONFIG))
 
@@ -207,6 +211,32 @@ def check_size(config: ModelConfig) -> None:
         raise CheckpointError(f"{HF_CONFIG}: {config.estimated_parameters():,} parameters take "
                               f"{format_bytes(4 * config.estimated_parameters())} as float32, more than a "
                               f"checkpoint's limit of {format_bytes(MAX_WEIGHTS_BYTES)}")
+
+
+MODEL_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")  # "facebook/bart-base", as the hub names it
+
+
+def hub_cache() -> Path:
+    """Hugging Face's cache of downloaded models, where its libraries put it: HF_HUB_CACHE, else HF_HOME/hub, else
+    ~/.cache/huggingface/hub."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    return Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser() / "hub"
+
+
+def resolve_folder(name: str | Path) -> Path:
+    """A folder as given, or a model id ("facebook/bart-base") found in Hugging Face's cache: the snapshot its
+    refs/main names, else its only snapshot. Nothing is downloaded; a model id not in the cache stays as given (and
+    is then refused as a folder not found)."""
+    path = Path(name)
+    if path.is_dir() or not MODEL_ID.fullmatch(str(name)):
+        return path
+    repo = hub_cache() / f"models--{str(name).replace('/', '--')}"
+    ref = repo / "refs" / "main"
+    if ref.is_file() and (repo / "snapshots" / ref.read_text().strip()).is_dir():
+        return repo / "snapshots" / ref.read_text().strip()
+    snapshots = sorted((repo / "snapshots").iterdir()) if (repo / "snapshots").is_dir() else []
+    return snapshots[0] if len(snapshots) == 1 else path
 
 
 def with_generation_config(folder: Path, hf: dict[str, Any]) -> dict[str, Any]:

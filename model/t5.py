@@ -147,4 +147,4 @@ def convert_t5(folder: str | Path, out: str | Path) -> Conversion:
     meta.update(generation_meta(hf_config))
     save_checkpoint(model, tokenizer, out, meta=meta)
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
-                      source_lang=None, target_lang=None)
+                      source_lang=None, target_lang=None, family="t5")

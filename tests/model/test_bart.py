@@ -320,6 +320,24 @@ def test_generation_config_json_says_which_pieces_are_forced_as_generate_reads_i
     assert DecodeConfig(forced_bos=ckpt.forced_bos).forced_bos == 0
 
 
+def test_a_model_id_is_found_in_hugging_faces_cache_without_a_download(folder, tmp_path, monkeypatch, capsys):
+    """`python -m model convert facebook/bart-base --out ...` reads the snapshot refs/main names in the hub cache
+    (HF_HUB_CACHE), as transformers would have stored it; an id not in the cache is refused naming the cache."""
+    write_weights(folder)
+    repo = tmp_path / "hub" / "models--someone--tiny-bart"
+    snapshot = repo / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    for file in folder.iterdir():  # the cache holds links to blobs; a copy reads the same
+        (snapshot / file.name).write_bytes(file.read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123abcd")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert cli_main(["convert", "someone/tiny-bart", "--out", str(tmp_path / "out")]) == 0
+    assert "wrote" in capsys.readouterr().out and load_checkpoint(tmp_path / "out").meta["family"] == "bart"
+    assert cli_main(["convert", "someone/absent", "--out", str(tmp_path / "other")]) == 2
+    assert f"nor a model of that name in Hugging Face's cache, {tmp_path / 'hub'}" in capsys.readouterr().err
+
+
 def test_a_folder_without_weights_or_tokenizer_is_refused(folder, tmp_path):
     with pytest.raises(CheckpointError, match=r"^model\.safetensors \(or pytorch_model\.bin\) is missing"):
         convert(folder, tmp_path / "out")
