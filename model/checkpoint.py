@@ -28,6 +28,7 @@ from torch import nn
 
 from .config import ModelConfig, format_bytes
 from .meta import clean_meta, forced_bos_of, forced_eos_of, length_penalty_of, no_repeat_ngram_of
+from .shapes import expected_shapes
 from .shards import INDEX, SINGLE, ShardError, has_weights, read_index, save_weights
 from .tokenizer import (
     HF_TOKENIZER_FILE,
@@ -240,49 +241,6 @@ def checkpoint_snapshots(directory: Path) -> dict[str, tuple[Path, dict[str, Any
     ordered = sorted(((path, peeked[1]) for path, peeked in found if peeked is not None),
                      key=lambda item: (item[1].get("steps", 0), item[0].name))
     return {path.name: (path, meta) for path, meta in ordered}
-
-
-def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """Name -> shape of every tensor in Transformer(config).state_dict(), all floating point, without building the
-    model (tested equal to the built one's; their sizes add up to config.estimated_parameters())."""
-    d, inner = config.d_model, config.n_heads * config.d_k
-    shapes = {"embed.token.weight": (config.vocab_size, d)}
-    if config.final_logits_bias:
-        shapes["final_logits_bias"] = (config.vocab_size,)
-    if not config.tie_output:
-        shapes["output.weight"] = (config.vocab_size, d)
-
-    def add(prefix: str, n_out: int, n_in: int | None = None, bias: bool = True) -> None:  # a Linear or a norm
-        shapes[f"{prefix}.weight"] = (n_out,) if n_in is None else (n_out, n_in)
-        if bias:
-            shapes[f"{prefix}.bias"] = (n_out,)
-
-    def norm(prefix: str) -> None:  # LayerNorm has a bias, RMSNorm none
-        add(prefix, d, bias=config.norm == "layer")
-
-    b = config.linear_bias
-    for stack, n_layers, attentions in (("encoder", config.n_encoder_layers, ("self_attn",)),
-                                        ("decoder", config.n_decoder_layers, ("self_attn", "cross_attn"))):
-        for i in range(n_layers):
-            layer = f"{stack}.layers.{i}"
-            for attention in attentions:
-                for w in ("w_q", "w_k", "w_v"):
-                    add(f"{layer}.{attention}.{w}", inner, d, b)
-                add(f"{layer}.{attention}.w_o", d, inner, b)
-            for ffn in ("linear1", "gate") if config.ffn_gated else ("linear1",):
-                add(f"{layer}.feed_forward.{ffn}", config.d_ff, d, b)
-            add(f"{layer}.feed_forward.linear2", d, config.d_ff, b)
-            for j in range(len(attentions) + 1):
-                norm(f"{layer}.sublayers.{j}.norm")
-        if config.norm_first:
-            norm(f"{stack}.final_norm")
-        if config.positional_layout == "learned":
-            shapes[f"embed.learned.{stack}.weight"] = (config.position_table, d)
-        if config.positional_layout == "relative":
-            shapes[f"{stack}.relative_bias.table.weight"] = (config.relative_buckets, config.n_heads)
-        if config.layernorm_embedding:
-            add(f"embed.norms.{stack}", d)
-    return shapes
 
 
 @dataclass(frozen=True)

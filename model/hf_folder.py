@@ -19,8 +19,9 @@ from typing import Any
 import torch
 from safetensors import SafetensorError, safe_open
 
-from .checkpoint import MAX_CONFIG_BYTES, MAX_WEIGHTS_BYTES, CheckpointError, expected_shapes
+from .checkpoint import MAX_CONFIG_BYTES, MAX_WEIGHTS_BYTES, CheckpointError
 from .config import MAX_MODEL_BYTES, ModelConfig, format_bytes
+from .shapes import expected_shapes
 from .shards import INDEX, SINGLE, ShardError, has_weights, read_index
 
 HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", SINGLE, "pytorch_model.bin"
