@@ -35,22 +35,34 @@ def smoothed_loss_floor(vocab_size: int, epsilon: float) -> float:
 
 
 def parameter_counts(model: Transformer) -> list[tuple[str, int]]:
-    """(block, number of parameters) for every block; the counts add up to the whole model."""
-    rows = [("Shared embedding / output layer", model.embed.token.weight.numel())]
+    """(block, number of parameters) for every block; the counts add up to the whole model, whatever its family
+    (learned positions, embedding norms, a relative bias or an output layer of its own have rows of their own)."""
+    embed, norms = model.embed, "RMSNorms" if model.config.norm == "rms" else "LayerNorms"
+    rows = [("Shared embedding" + (" / output layer" if model.output is None else ""), embed.token.weight.numel())]
+    if embed.learned is not None:
+        rows.append(("Learned positions (encoder + decoder)", count_parameters(embed.learned)))
+    if embed.norms is not None:
+        rows.append(("Embedding LayerNorms", count_parameters(embed.norms)))
     for i, layer in enumerate(model.encoder.layers, 1):
         rows += [(f"Encoder layer {i} · self-attention", count_parameters(layer.self_attn)),
                  (f"Encoder layer {i} · feed-forward", count_parameters(layer.feed_forward)),
-                 (f"Encoder layer {i} · LayerNorms", count_parameters(layer.sublayers))]
+                 (f"Encoder layer {i} · {norms}", count_parameters(layer.sublayers))]
     for i, layer in enumerate(model.decoder.layers, 1):
         rows += [(f"Decoder layer {i} · masked self-attention", count_parameters(layer.self_attn)),
                  (f"Decoder layer {i} · cross-attention", count_parameters(layer.cross_attn)),
                  (f"Decoder layer {i} · feed-forward", count_parameters(layer.feed_forward)),
-                 (f"Decoder layer {i} · LayerNorms", count_parameters(layer.sublayers))]
+                 (f"Decoder layer {i} · {norms}", count_parameters(layer.sublayers))]
+    relative = sum(count_parameters(stack.relative_bias) for stack in (model.encoder, model.decoder)
+                   if stack.relative_bias is not None)
+    if relative:
+        rows.append(("Relative position bias (encoder + decoder)", relative))
     final = count_parameters(model.encoder.final_norm) + count_parameters(model.decoder.final_norm)
     if final:
-        rows.append(("Final LayerNorms (pre-norm only)", final))
+        rows.append((f"Final {norms} (pre-norm only)", final))
     if model.final_logits_bias is not None:
-        rows.append(("Final logits bias (Marian)", model.final_logits_bias.numel()))
+        rows.append(("Final logits bias", model.final_logits_bias.numel()))
+    if model.output is not None:
+        rows.append(("Output layer (its own)", model.output.weight.numel()))
     return rows
 
 

@@ -68,25 +68,22 @@ def config_panel(ckpt) -> None:
             ("Output layer", "the embedding E" if c.tie_output else "its own", "the embedding E")]
     table = pd.DataFrame(rows, columns=["setting", "this model", "paper (base)"]).astype(str)
     counts = parameter_counts(ckpt.model)
-    left, right = st.columns([1, 1])
-    with left:
-        st.subheader("Configuration")
-        # Explicit widths: sized to their contents, the setting names pushed the paper's column out of view. Height
-        # "content": the default shows ten rows and hid the last ones behind a scroll bar.
-        st.dataframe(table, hide_index=True, width="stretch", height="content", column_config={
-            "setting": st.column_config.TextColumn(width=210, pinned=True),
-            "this model": st.column_config.TextColumn(width=130),
-            "paper (base)": st.column_config.TextColumn(width=120, help="Vaswani et al. (2017), Table 3, base model")})
-        st.metric("Parameters", f"{count_parameters(ckpt.model):,}",
-                  help="The paper's base model has about 65 million.")
-        trained = (f"Trained for {ckpt.meta['steps']:,} steps" if "steps" in ckpt.meta
-                   else "Training length not recorded")
-        if "epochs" in ckpt.meta:
-            trained += f" ({ckpt.meta['epochs']} epochs"
-            trained += f", {ckpt.meta['train_seconds'] / 60:.0f} min)" if "train_seconds" in ckpt.meta else ")"
-        st.caption(trained + ".")
-    with right:
-        plot(charts.parameter_bars(counts), "model_parameters")
+    # One above the other: side by side at 1280x720 the table's third column was cut (its columns need ~460 px).
+    st.subheader("Configuration")
+    # Explicit widths: sized to their contents, the setting names pushed the paper's column out of view. Height
+    # "content": the default shows ten rows and hid the last ones behind a scroll bar.
+    st.dataframe(table, hide_index=True, width="content", height="content", column_config={
+        "setting": st.column_config.TextColumn(width=230, pinned=True),
+        "this model": st.column_config.TextColumn(width=210),
+        "paper (base)": st.column_config.TextColumn(width=150, help="Vaswani et al. (2017), Table 3, base model")})
+    st.metric("Parameters", f"{count_parameters(ckpt.model):,}", help="The paper's base model has about 65 million.")
+    trained = (f"Trained for {ckpt.meta['steps']:,} steps" if "steps" in ckpt.meta
+               else "Training length not recorded")
+    if "epochs" in ckpt.meta:
+        trained += f" ({ckpt.meta['epochs']} epochs"
+        trained += f", {ckpt.meta['train_seconds'] / 60:.0f} min)" if "train_seconds" in ckpt.meta else ")"
+    st.caption(trained + ".")
+    plot(charts.parameter_bars(counts), "model_parameters")
 
 
 def architecture_panel(ckpt) -> None:

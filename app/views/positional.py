@@ -152,9 +152,12 @@ def embedding_panel(ckpt, translation) -> None:
 
 def render() -> None:
     st.title("Positional encoding")
-    st.markdown("Attention on its own ignores order: shuffle the keys and values and every output stays the same. "
-                "So the model **adds** a position code to each token embedding before the first layer:")
     ckpt = require_checkpoint()
+    relative = ckpt is not None and ckpt.config.positional_layout == "relative"
+    st.markdown("Attention on its own ignores order: shuffle the keys and values and every output stays the same. "
+                + ("The paper therefore **adds** a position code to each token embedding; this model tells positions "
+                   "apart another way:" if relative else
+                   "So the model **adds** a position code to each token embedding before the first layer:"))
     if ckpt is None:
         return
     d_model, max_len = ckpt.config.d_model, ckpt.config.max_len

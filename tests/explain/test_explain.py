@@ -10,10 +10,12 @@ from explain.masks import mask_parts, unmasked_scores
 from explain.mechanics import attention_internals, compare_scores, hard_attention, location_based, softmax_saturation
 from explain.model_training import parameter_counts
 from explain.positional import embedding_parts, offset_error
+from model.checkpoint import load_checkpoint
 from model.inference import pad_batch
 from model.positional import frequency_index, pair_dimensions, sinusoidal_encoding
 from model.trace import KINDS
 from model.transformer import Transformer, count_parameters
+from tests.bart_helpers import bart_checkpoint, t5_checkpoint
 from tests.conftest import tiny_config
 
 
@@ -119,5 +121,18 @@ def test_the_masks_page_parts_combine_to_the_masks_the_forward_pass_used(marian_
 
 def test_parameter_counts_add_up_with_marians_final_logits_bias(marian_model):
     counts = dict(parameter_counts(marian_model))
-    assert counts["Final logits bias (Marian)"] == 20
+    assert counts["Final logits bias"] == 20
     assert sum(counts.values()) == count_parameters(marian_model)
+
+
+@pytest.mark.parametrize("family", ["bart", "mbart", "m2m_100", "t5"])
+def test_parameter_counts_add_up_for_every_converted_family(family, tmp_path):
+    """Learned positions, embedding norms, a relative bias and an output layer of its own each have a row, so the
+    Model page's bars add up to the model whatever its family."""
+    path = t5_checkpoint(tmp_path / family) if family == "t5" else bart_checkpoint(tmp_path / family, family)
+    model = load_checkpoint(path).model
+    counts = dict(parameter_counts(model))
+    assert sum(counts.values()) == count_parameters(model)
+    expected = {"bart": "Learned positions (encoder + decoder)", "mbart": "Embedding LayerNorms",
+                "m2m_100": "Final LayerNorms (pre-norm only)", "t5": "Relative position bias (encoder + decoder)"}
+    assert expected[family] in counts and ("Output layer (its own)" in counts) == (family == "t5")
