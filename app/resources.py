@@ -18,7 +18,13 @@ from model.checkpoint import (
     read_config,
 )
 from model.device import describe, resolve_device
-from model.meta import forced_bos_of, forced_eos_of, length_penalty_of, no_repeat_ngram_of
+from model.meta import (
+    forced_bos_of,
+    forced_eos_of,
+    length_penalty_formula_of,
+    length_penalty_of,
+    no_repeat_ngram_of,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = {
@@ -75,6 +81,12 @@ def default_length_penalty(name: str) -> float:
 def default_forced_eos(name: str) -> bool:
     """Whether the model's own rule ends a hypothesis at the length limit with EOS (a converted Marian model)."""
     return forced_eos_of(model_meta(name))
+
+
+def default_length_penalty_formula(name: str) -> str:
+    """How beam search divides by the length for the model: Hugging Face's |Y|^α for a converted one (as generate()
+    does), GNMT's ((5 + |Y|) / 6)^α for this project's."""
+    return length_penalty_formula_of(model_meta(name))
 
 
 def default_no_repeat_ngram(name: str) -> int:

@@ -27,7 +27,13 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app.cancel import session_stop_signal
-from app.resources import default_forced_eos, default_no_repeat_ngram, forced_first_piece, load_model
+from app.resources import (
+    default_forced_eos,
+    default_length_penalty_formula,
+    default_no_repeat_ngram,
+    forced_first_piece,
+    load_model,
+)
 from app.sentences import sentence_of
 from model.budget import Plan
 from model.checkpoint import Checkpoint
@@ -182,13 +188,14 @@ class Request:
     # The piece forced first: the chosen target language of mBART-50, M2M100 or NLLB, or BART-large's <s>
     forced_bos: int | None = None
     no_repeat_ngram: int = 0  # the model's own rule (generate()'s no_repeat_ngram_size)
+    length_penalty_formula: str = "gnmt"  # "hf" for a converted model: generate()'s |Y|^α
 
     @property
     def decode_config(self) -> DecodeConfig:
         beam = 1 if self.sampling is not None else self.beam_size
         return DecodeConfig(beam_size=beam, max_len=self.max_len, length_penalty=self.length_penalty,
                             sampling=self.sampling, forced_eos=self.forced_eos, forced_bos=self.forced_bos,
-                            no_repeat_ngram=self.no_repeat_ngram)
+                            no_repeat_ngram=self.no_repeat_ngram, length_penalty_formula=self.length_penalty_formula)
 
 
 CACHE_ENTRIES, CACHE_BYTES = 128, 256 * 2**20  # translations shared by every session: at most this many and this much
@@ -237,7 +244,8 @@ def current_request() -> Request:
                    length_penalty=float(s["length_penalty"]), sampling=sampling,
                    forced_eos=default_forced_eos(s["model_name"]),
                    forced_bos=forced_first_piece(s["model_name"], s.get("target_lang")),
-                   no_repeat_ngram=default_no_repeat_ngram(s["model_name"]))
+                   no_repeat_ngram=default_no_repeat_ngram(s["model_name"]),
+                   length_penalty_formula=default_length_penalty_formula(s["model_name"]))
 
 
 @contextmanager

@@ -27,7 +27,14 @@ from safetensors.torch import load as load_safetensors_bytes
 from torch import nn
 
 from .config import ModelConfig, format_bytes
-from .meta import clean_meta, forced_bos_of, forced_eos_of, length_penalty_of, no_repeat_ngram_of
+from .meta import (
+    clean_meta,
+    forced_bos_of,
+    forced_eos_of,
+    length_penalty_formula_of,
+    length_penalty_of,
+    no_repeat_ngram_of,
+)
 from .shapes import expected_shapes
 from .shards import INDEX, SINGLE, ShardError, has_weights, read_index, save_weights
 from .tokenizer import (
@@ -111,6 +118,10 @@ class Checkpoint:
     @property
     def no_repeat_ngram(self) -> int:
         return no_repeat_ngram_of(self.meta)
+
+    @property
+    def length_penalty_formula(self) -> str:
+        return length_penalty_formula_of(self.meta)
 
 
 def save_checkpoint(model: Transformer, tokenizer: TextTokenizer, directory: str | Path,

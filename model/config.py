@@ -26,6 +26,9 @@ MAX_LENGTH_PENALTY = 10.0
 MAX_TOP_K = 100
 MAX_TEMPERATURE = 10.0
 MAX_NO_REPEAT_NGRAM = 16
+# How beam search divides a finished hypothesis' log-prob: GNMT's ((5 + |Y|) / 6)^α (the paper's setup, this
+# project's models) or Hugging Face's |Y|^α (what generate() does, so a converted model's n-best is Hugging Face's).
+LENGTH_PENALTY_FORMULAS = ("gnmt", "hf")
 POSITION_TABLE = 1024  # rows of the position table at least (model.positional.MAX_POSITIONS, tested equal)
 # The options a real translation model (Marian opus-mt) needs beyond the paper; the first of each is the paper's.
 # The FFN's non-linearity; swish is also called SiLU: x * sigmoid(x); gelu_tanh is GELU's tanh approximation (T5 v1.1's
@@ -283,7 +286,8 @@ class DecodeConfig:
     ``forced_bos``: the id every output starts with, also at log-prob 0, as generate() does for forced_bos_token_id
     (BART-large's <s>; mBART's, M2M100's and NLLB's target-language code). ``no_repeat_ngram``: n > 0 rules out
     any piece that would repeat an n-gram already in the hypothesis (its start token included), as generate() does
-    for no_repeat_ngram_size (BART-large-CNN's 3).
+    for no_repeat_ngram_size (BART-large-CNN's 3). ``length_penalty_formula``: "gnmt" ranks finished hypotheses by
+    log P / ((5 + |Y|) / 6)^α, "hf" by log P / |Y|^α as generate() does (a converted model's own rule).
     """
 
     beam_size: int = 1
@@ -294,6 +298,7 @@ class DecodeConfig:
     forced_eos: bool = False
     forced_bos: int | None = None
     no_repeat_ngram: int = 0
+    length_penalty_formula: str = "gnmt"  # one of LENGTH_PENALTY_FORMULAS
 
     def __post_init__(self) -> None:
         for name, high in (("beam_size", MAX_BEAM), ("max_len", POSITION_TABLE - 1), ("top_k", MAX_TOP_K)):
@@ -307,6 +312,9 @@ class DecodeConfig:
             raise ValueError(f"forced_eos must be true or false, got {self.forced_eos!r}")
         if self.forced_bos is not None and (not _is_int(self.forced_bos) or not 0 <= self.forced_bos < MAX_VOCAB_SIZE):
             raise ValueError(f"forced_bos must be a piece id or None, got {self.forced_bos!r}")
+        if self.length_penalty_formula not in LENGTH_PENALTY_FORMULAS:
+            raise ValueError(f"length_penalty_formula must be one of {', '.join(LENGTH_PENALTY_FORMULAS)}, "
+                             f"got {str(self.length_penalty_formula)[:20]!r}")
         if not _is_int(self.no_repeat_ngram) or not 0 <= self.no_repeat_ngram <= MAX_NO_REPEAT_NGRAM:
             raise ValueError(f"no_repeat_ngram must be an integer from 0 (off) to {MAX_NO_REPEAT_NGRAM}, "
                              f"got {self.no_repeat_ngram!r}")

@@ -21,13 +21,14 @@ from .trace import AttentionTrace, HeadMask
 from .transformer import Transformer
 
 
-def length_penalty(length: int, alpha: float) -> float:
-    """GNMT length penalty (Wu et al., 2016): lp(Y) = ((5 + |Y|) / 6) ** alpha.
+def length_penalty(length: int, alpha: float, formula: str = "gnmt") -> float:
+    """GNMT length penalty (Wu et al., 2016): lp(Y) = ((5 + |Y|) / 6) ** alpha; with ``formula`` "hf", Hugging
+    Face's |Y| ** alpha (what generate() divides by, tested equal to its sequences_scores).
 
     Hypotheses are ranked by log P(Y) / lp(Y); alpha = 0 gives lp = 1 (raw log-probability, which
     favours short outputs), larger alpha favours longer ones. |Y| counts generated tokens, EOS included.
     """
-    return ((5.0 + length) / 6.0) ** alpha
+    return float(length) ** alpha if formula == "hf" else ((5.0 + length) / 6.0) ** alpha
 
 
 @dataclass(frozen=True)
@@ -214,10 +215,11 @@ def _step_attention(encoder: AttentionTrace | None, step: AttentionTrace | None)
                                src_mask=encoder.src_mask)
 
 
-def _finished(tokens: tuple[int, ...], log_prob: float, path: tuple[int, ...], eos_id: int, alpha: float
+def _finished(tokens: tuple[int, ...], log_prob: float, path: tuple[int, ...], eos_id: int, config: DecodeConfig
               ) -> Hypothesis:
-    """A completed output, scored by log-prob / length penalty."""
-    return Hypothesis(tokens=tokens, log_prob=log_prob, score=log_prob / length_penalty(len(tokens), alpha),
+    """A completed output, scored by log-prob / length penalty (the config's α and formula)."""
+    lp = length_penalty(len(tokens), config.length_penalty, config.length_penalty_formula)
+    return Hypothesis(tokens=tokens, log_prob=log_prob, score=log_prob / lp,
                       path=path, ended_with_eos=tokens[-1] == eos_id)
 
 
@@ -252,7 +254,7 @@ def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, retur
         ended = token == cfg.eos_id
         done = ended or t + 1 == config.max_len
         finished = (_finished(tuple(beams[0, 1:].tolist()), float(new_score), (0,) * (t + 1), cfg.eos_id,
-                              config.length_penalty),) if done else ()
+                              config),) if done else ()
         yield DecodeStep(step=t, prefixes=prefix, prefix_scores=score, topk_ids=topk_ids, topk_probs=topk_probs,
                          attention=_step_attention(encoder, out.attention),
                          candidates=(Candidate(0, token, float(new_score), "finished" if done else "kept"),),
@@ -317,7 +319,7 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
         candidates = _select(scores[:, None] + selectable, cfg.eos_id, config.beam_size)  # selectable [R, V]
         last = t + 1 == config.max_len
         finished += [_finished((*prefixes[c.row, 1:].tolist(), c.token), c.log_prob, (*paths[c.row], c.row),
-                               cfg.eos_id, config.length_penalty)
+                               cfg.eos_id, config)
                      for c in candidates if c.status == "finished" or (last and c.status == "kept")]
         finished.sort(key=lambda h: h.score, reverse=True)
         kept = [c for c in candidates if c.status == "kept"]

@@ -28,7 +28,8 @@ HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", SINGLE, "pytorch_model.bin
 HF_TOKENIZER_CONFIG = "tokenizer_config.json"
 HF_GENERATION_CONFIG = "generation_config.json"
 # What generate() reads from the generation config, not the model's: how decoding starts and which pieces it forces.
-GENERATION_KEYS = ("decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id", "no_repeat_ngram_size")
+GENERATION_KEYS = ("decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id", "no_repeat_ngram_size",
+                   "length_penalty")
 MAX_SOURCE_WEIGHTS_BYTES = MAX_MODEL_BYTES + 64 * 2**20  # a weights file a model within the config limits can have
 # Our tensor names -> Hugging Face's, per encoder / decoder layer (weight and bias each): Marian, BART and mBART
 # name their layers alike.
@@ -252,10 +253,20 @@ def with_generation_config(folder: Path, hf: dict[str, Any]) -> dict[str, Any]:
 
 
 def generation_meta(hf: dict[str, Any]) -> dict[str, Any]:
-    """The decoding rules a converted checkpoint's meta records from generate()'s keys: no_repeat_ngram_size (the
-    forced pieces are each family's to check)."""
+    """The decoding rules a converted checkpoint's meta records from generate()'s keys (the forced pieces are each
+    family's to check): no_repeat_ngram_size, and beam search's length penalty as generate() applies it, log P /
+    |Y|^α with the config's α (Hugging Face's default 1.0 when it names none; one outside the app's 0-2 is left to
+    the app's default)."""
+    meta: dict[str, Any] = {"length_penalty_formula": "hf"}
     n = hf.get("no_repeat_ngram_size")
-    return {"no_repeat_ngram": n} if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 16 else {}
+    if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 16:
+        meta["no_repeat_ngram"] = n
+    alpha = hf.get("length_penalty", 1.0)
+    if alpha is None:
+        alpha = 1.0
+    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0.0 <= alpha <= 2.0:
+        meta["length_penalty"] = float(alpha)
+    return meta
 
 
 def hf_get(hf: dict[str, Any], defaults: dict[str, Any]) -> Callable[[str], Any]:

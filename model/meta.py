@@ -22,6 +22,12 @@ def length_penalty_of(meta: dict[str, Any]) -> float:
     return float(alpha) if ok else DecodeConfig.length_penalty
 
 
+def length_penalty_formula_of(meta: dict[str, Any]) -> str:
+    """How beam search divides by the length for this model: "hf" (|Y|^α) for a converted model, as generate() does,
+    else GNMT's "gnmt"."""
+    return "hf" if meta.get("length_penalty_formula") == "hf" else "gnmt"
+
+
 def forced_eos_of(meta: dict[str, Any]) -> bool:
     """Whether decoding this model ends a hypothesis that reaches the length limit with EOS, as Hugging Face's
     generate() does for a config that sets forced_eos_token_id (every Marian opus-mt model): recorded as
@@ -57,6 +63,7 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "forced_eos": (bool,),  # EOS forced at the length limit (forced_eos_of)
     "forced_bos": (int,),  # the piece forced first (forced_bos_of)
     "no_repeat_ngram": (int,),  # n-grams never repeated (no_repeat_ngram_of)
+    "length_penalty_formula": (str,),  # "hf" for a converted model (length_penalty_formula_of)
     "family": (str,),  # the Hugging Face model_type a converted model came from ("marian", "bart", "mbart")
     "device": (str,),  # where training ran: "CPU", "CUDA (NVIDIA H100 80GB HBM3)" (model.device.describe)
     "valid_sentences": (int,),  # how many validation sentences each epoch's BLEU/chrF in epochs.csv is on

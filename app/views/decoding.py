@@ -184,10 +184,12 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
                f"{beam} finishes a hypothesis (diamond), the rest are pruned (grey ×). Red: the "
                "best translation's path; blue: the other n-best; pale: kept for a while, then dropped. "
                "The yellow column is the current step; click a node to inspect it.")
-    alpha = request.length_penalty
-    rows = [(tokenizer.decode(h.tokens), len(h.tokens), h.log_prob, length_penalty(len(h.tokens), alpha), h.score,
-             h.ended_with_eos) for h in translation.result.hypotheses]
-    st.markdown(f"**n-best list** · length penalty lp = ((5 + length) / 6)^α with α = {alpha}; "
+    alpha, formula = request.length_penalty, request.length_penalty_formula
+    rows = [(tokenizer.decode(h.tokens), len(h.tokens), h.log_prob, length_penalty(len(h.tokens), alpha, formula),
+             h.score, h.ended_with_eos) for h in translation.result.hypotheses]
+    lp = "length^α (Hugging Face's, as this converted model's generate() ranks them)" if formula == "hf" else \
+        "((5 + length) / 6)^α (GNMT's)"
+    st.markdown(f"**n-best list** · length penalty lp = {lp} with α = {alpha}; "
                 "hypotheses are ranked by score = log-prob / lp.")
     st.dataframe(nbest_frame(rows), key="nbest", width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.3f")

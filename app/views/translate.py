@@ -110,6 +110,18 @@ def placeholder(meta: dict) -> str:
     return f"Type a sentence in {language_name(pair[0])}…" if pair else "Type a sentence…"
 
 
+def length_penalty_help(ckpt: Checkpoint) -> str:
+    """The α slider's help: the formula this model's beam search uses and where its default comes from."""
+    if ckpt.length_penalty_formula == "hf":
+        return ("Only used by beam search (beam size > 1): finished hypotheses are ranked by log-prob / length^α, "
+                "as Hugging Face's generate() ranks them for this converted model. α = 0 ranks by raw log-prob, which "
+                f"favours short outputs. This model's default, {ckpt.length_penalty:g}, is its own config's.")
+    return ("Only used by beam search (beam size > 1): finished hypotheses are ranked by "
+            "log-prob / ((5 + length) / 6)^α. α = 0 ranks by raw log-prob, which favours short outputs. "
+            f"This model's default, {ckpt.length_penalty:g}, is the α that scored best on its validation "
+            "split (the paper chose 0.6 the same way for its models).")
+
+
 def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
     """Sentence, examples and decoding settings; returns the request, whether Translate was pressed, slow motion."""
     tokens = ckpt.tokenizer.language_tokens
@@ -137,10 +149,7 @@ def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
                       "+ 10 pieces; what was reduced is said above the result.")
     c_lp.slider("Length penalty α", 0.0, 2.0, step=0.1, key="length_penalty", persist_state="session",
                 disabled=beam == 1,
-                help="Only used by beam search (beam size > 1): finished hypotheses are ranked by "
-                     "log-prob / ((5 + length) / 6)^α. α = 0 ranks by raw log-prob, which favours short outputs. "
-                     f"This model's default, {ckpt.length_penalty:g}, is the α that scored best on its validation "
-                     "split (the paper chose 0.6 the same way for its models).")
+                help=length_penalty_help(ckpt))
     if beam == 1:
         c_lp.caption("Used only by beam search (beam size > 1).")
     if sampling:

@@ -244,6 +244,23 @@ def test_no_repeat_ngram_equals_generate(pair):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+def test_hugging_faces_length_penalty_equals_generate(pair, alpha):
+    """A converted model ranks finished beams as generate() does, log P / |Y|^α (its meta says so): beam 4's n-best
+    and scores equal generate(length_penalty=α, early_stopping=True)."""
+    hf, ckpt = pair
+    assert ckpt.length_penalty_formula == "hf" and ckpt.length_penalty == 1.0  # Hugging Face's default α
+    for text in EN[:4] + TEXTS:
+        src = torch.tensor(ckpt.tokenizer.encode_source(text))
+        beam = DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=alpha, forced_eos=ckpt.forced_eos,
+                            length_penalty_formula="hf")
+        ours = beam_search(ckpt.model, src, beam, return_attention=False).hypotheses
+        theirs = generate(hf, src, 4, length_penalty=alpha, early_stopping=True)
+        assert [h.tokens for h in ours] == [hf_output(s, 2, 1) for s in theirs.sequences]
+        assert torch.allclose(torch.tensor([h.score for h in ours]), theirs.sequences_scores, atol=1e-4)
+
+
+@pytest.mark.slow
 def test_the_app_pipeline_translates_and_shows_readable_pieces(pair):
     hf, ckpt = pair
     text = EN[0]

@@ -163,7 +163,8 @@ def test_a_folder_converts_round_trips_and_translates(folder, tmp_path, capsys):
     assert "read the weights from model.safetensors" in printed and "en -> de" in printed
     ckpt = load_checkpoint(out)
     assert ckpt.meta == {"converted_from": "opus-mt-en-de", "source_lang": "en", "target_lang": "de",
-                         "forced_eos": False}  # the fixture's config sets forced_eos_token_id null
+                         "forced_eos": False,  # the fixture's config sets forced_eos_token_id null
+                         "length_penalty_formula": "hf", "length_penalty": 1.0}  # generate()'s, its default α
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors", "source.spm", "target.spm",
                                                      "vocab.json"]
     state = hf_state_dict(ckpt.config.vocab_size)
