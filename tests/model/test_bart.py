@@ -27,6 +27,7 @@ from model.inference import prepare_source, translate
 from model.tokenizer import WORD_START, HFTokenizer
 from model.transformer import Transformer, count_parameters
 from tests.bart_helpers import bart_tokenizer, bart_tokenizer_json
+from tests.hf_reference import assert_same_forward
 from tests.marian_helpers import EN
 
 TEXTS = ["The house is small.", "Where is the train?", "Grüße aus Köln!", "Zebra quartz 你好"]
@@ -171,24 +172,13 @@ def test_the_converted_config_says_what_the_family_does(pair):
 
 @pytest.mark.slow
 def test_logits_and_every_attention_equal_hugging_faces(pair):
-    """A padded batch of two sources; the decoder reads </s> (its start) and four pieces."""
+    """A padded batch of two sources; the decoder reads </s> (its start) and four pieces. M2M100 gives a padding
+    position the zero vector, not its position's row: the padded query rows of its encoder (masked as keys
+    everywhere, never drawn) differ there; every other weight is the same."""
     hf, ckpt = pair
-    rows = [ckpt.tokenizer.encode_source(text) for text in TEXTS[:2]]
-    src = torch.tensor([r + [1] * (max(map(len, rows)) - len(r)) for r in rows])  # [2, S]
     tgt = torch.tensor([[2, 0, 7, 9, 30], [2, 0, 11, 4, 8]])  # [2, T]
-    with torch.no_grad():
-        theirs = hf(input_ids=src, attention_mask=(src != 1).long(), decoder_input_ids=tgt, output_attentions=True)
-        logits, trace = ckpt.model(src, tgt, return_attention=True)
-    assert torch.allclose(logits, theirs.logits, atol=1e-4)
-    # M2M100 gives a padding position the zero vector, not its position's row: the padded query rows of the encoder
-    # (masked as keys everywhere, never drawn) differ there; every other weight is the same.
-    real = (src != 1)[:, None, :, None] if ckpt.meta["family"] == "m2m_100" else torch.ones(1, 1, 1, 1, dtype=bool)
-    for kind, reference in (("enc_self", theirs.encoder_attentions), ("dec_self", theirs.decoder_attentions),
-                            ("cross", theirs.cross_attentions)):
-        assert len(getattr(trace, kind)) == len(reference) == 2
-        for ours, expected in zip(getattr(trace, kind), reference, strict=True):  # [B, H, Q, K] per layer
-            rows = real if kind == "enc_self" else torch.ones(1, 1, 1, 1, dtype=bool)
-            assert ours.shape == expected.shape and torch.allclose(ours * rows, expected * rows, atol=1e-5)
+    real = (lambda src: (src != 1)[:, None, :, None]) if ckpt.meta["family"] == "m2m_100" else None
+    assert_same_forward(hf, ckpt, TEXTS[:2], tgt, pad=1, logits_atol=1e-4, enc_rows=real)
 
 
 def generate(hf, src: torch.Tensor, beams: int, **options):

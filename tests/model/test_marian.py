@@ -26,6 +26,7 @@ from model.marian import convert_marian, hf_names, languages
 from model.positional import sinusoidal_encoding
 from model.shards import save_weights
 from model.transformer import Transformer, count_parameters
+from tests.hf_reference import assert_same_forward
 from tests.marian_helpers import DE, EN, marian_vocab, train_spm
 
 TEXTS = ["The house is small.", "Where is the train?", "Zebra quartz!"]  # the last has pieces vocab.json lacks
@@ -357,18 +358,8 @@ def test_logits_and_every_attention_equal_hugging_faces(pair):
     """A padded batch of two sources; the decoder reads <pad> (its start) and four pieces."""
     hf, ckpt, _ = pair
     pad = ckpt.config.pad_id
-    rows = [ckpt.tokenizer.encode_source(text) for text in TEXTS[:2]]
-    src = torch.tensor([r + [pad] * (max(map(len, rows)) - len(r)) for r in rows])  # [2, S]
     tgt = torch.tensor([[pad, 5, 7, 9, 3], [pad, 11, 4, 0, 8]])  # [2, T]
-    with torch.no_grad():
-        theirs = hf(input_ids=src, attention_mask=(src != pad).long(), decoder_input_ids=tgt, output_attentions=True)
-        logits, trace = ckpt.model(src, tgt, return_attention=True)
-    assert torch.allclose(logits, theirs.logits, atol=1e-5)
-    for kind, reference in (("enc_self", theirs.encoder_attentions), ("dec_self", theirs.decoder_attentions),
-                            ("cross", theirs.cross_attentions)):
-        assert len(getattr(trace, kind)) == len(reference) == 2
-        for ours, expected in zip(getattr(trace, kind), reference, strict=True):  # [B, H, Q, K] per layer
-            assert ours.shape == expected.shape and torch.allclose(ours, expected, atol=1e-5)
+    assert_same_forward(hf, ckpt, TEXTS[:2], tgt, pad)
 
 
 def hf_output(sequence: torch.Tensor, pad: int) -> tuple[int, ...]:

@@ -23,6 +23,7 @@ from model.decoding import beam_search, greedy_decode
 from model.relative_position import relative_buckets
 from model.transformer import Transformer, count_parameters
 from tests.bart_helpers import t5_tokenizer, t5_tokenizer_json
+from tests.hf_reference import assert_same_forward
 from tests.marian_helpers import EN
 
 TEXTS = ["The house is small.", "Where is the train?", "Zebra quartz!"]
@@ -123,18 +124,8 @@ def test_the_converted_config_says_what_t5_does(pair):
 def test_logits_and_every_attention_equal_hugging_faces(pair):
     """A padded batch of two sources; the decoder reads <pad> (its start) and four pieces."""
     hf, ckpt = pair
-    rows = [ckpt.tokenizer.encode_source(text) for text in TEXTS[:2]]
-    src = torch.tensor([r + [0] * (max(map(len, rows)) - len(r)) for r in rows])  # [2, S]
     tgt = torch.tensor([[0, 5, 7, 9, 3], [0, 11, 4, 1, 8]])  # [2, T]
-    with torch.no_grad():
-        theirs = hf(input_ids=src, attention_mask=(src != 0).long(), decoder_input_ids=tgt, output_attentions=True)
-        logits, trace = ckpt.model(src, tgt, return_attention=True)
-    assert torch.allclose(logits, theirs.logits, atol=1e-4)
-    for kind, reference in (("enc_self", theirs.encoder_attentions), ("dec_self", theirs.decoder_attentions),
-                            ("cross", theirs.cross_attentions)):
-        assert len(getattr(trace, kind)) == len(reference) == 2
-        for ours, expected in zip(getattr(trace, kind), reference, strict=True):  # [B, H, Q, K] per layer
-            assert ours.shape == expected.shape and torch.allclose(ours, expected, atol=1e-5)
+    assert_same_forward(hf, ckpt, TEXTS[:2], tgt, pad=0, logits_atol=1e-4)
 
 
 @pytest.mark.slow
