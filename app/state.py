@@ -54,6 +54,7 @@ DEFAULTS = {
     "slide": 1,  # lecture slide, from 1
     "presenter": False,
     "image_format": "png",
+    "target_lang": None,  # a multilingual model's target language code (mBART-50, M2M100, NLLB); None: one language
 }
 
 
@@ -64,6 +65,7 @@ class LinkLimits:
     models: tuple[str, ...]
     layers: Mapping[str, int] | None  # layers per attention kind (None: the model could not be read)
     n_heads: int | None
+    languages: tuple[str, ...] = ()  # the target-language codes a multilingual model forces first
 
 
 Parser = Callable[[str, LinkLimits, dict], object]  # (text, limits, values parsed so far) -> value
@@ -141,6 +143,14 @@ def _head(text: str, limits: LinkLimits, _) -> int:
     return _integer(text, 1, limits.n_heads or 64, "heads, or mean") - 1
 
 
+def _target_language(text: str, limits: LinkLimits, _) -> str:
+    if not limits.languages:
+        raise ValueError("this model translates into one language")
+    if text not in limits.languages:
+        raise ValueError(f"not one of this model's {len(limits.languages)} language codes")
+    return text
+
+
 def _view(text: str, *_) -> str:
     for view in VIEWS:
         if text.strip().lower() == view_slug(view):
@@ -175,6 +185,7 @@ URL_PARAMS: dict[str, UrlParam] = {  # parsed in this order: the model first, th
     "slide": UrlParam(key="slide", parse=lambda t, *_: _integer(t, 1, len(SLIDES), "slides"), show=str,
                       pages=("lecture",)),
     "presenter": UrlParam(key="presenter", parse=_flag, show=lambda v: "1" if v else "0"),
+    "to": UrlParam(key="target_lang", parse=_target_language, show=str),
 }
 ALIASES = {"model_name": "model"}  # links made before the table existed
 
@@ -217,12 +228,13 @@ def model_limits(model_name: str) -> LinkLimits:
     if model_name not in models:
         return LinkLimits(models=models, layers=None, n_heads=None)
     try:
-        cfg = load_model(model_name).config
+        ckpt = load_model(model_name)
     except Exception:  # a broken model is reported by the pages; the link check just skips the sizes
         log.exception("reading model %r for a link failed", model_name)
         return LinkLimits(models=models, layers=None, n_heads=None)
+    cfg = ckpt.config
     layers = {"enc_self": cfg.n_encoder_layers, "dec_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
-    return LinkLimits(models=models, layers=layers, n_heads=cfg.n_heads)
+    return LinkLimits(models=models, layers=layers, n_heads=cfg.n_heads, languages=ckpt.tokenizer.target_languages)
 
 
 def init_state() -> None:

@@ -15,10 +15,11 @@ from app.translation import store
 
 DECODING = "app/views/decoding.py"
 LECTURE = "app/views/lecture.py"
-LIMITS = {"en-de": LinkLimits(models=("en-de", "reverse"), layers={"enc_self": 3, "dec_self": 3, "cross": 3},
-                              n_heads=8),
-          "reverse": LinkLimits(models=("en-de", "reverse"), layers={"enc_self": 2, "dec_self": 2, "cross": 2},
-                                n_heads=4)}
+MODELS = ("en-de", "reverse", "mbart-50")  # the last: a converted multilingual model under pretrained/
+LIMITS = {"en-de": LinkLimits(models=MODELS, layers={"enc_self": 3, "dec_self": 3, "cross": 3}, n_heads=8),
+          "reverse": LinkLimits(models=MODELS, layers={"enc_self": 2, "dec_self": 2, "cross": 2}, n_heads=4),
+          "mbart-50": LinkLimits(models=MODELS, layers={"enc_self": 2, "dec_self": 2, "cross": 2}, n_heads=4,
+                                 languages=("de_DE", "en_XX", "fr_XX"))}
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +31,7 @@ def forget_translations():
 
 
 def limits_of(model: str) -> LinkLimits:
-    return LIMITS.get(model, LinkLimits(models=("en-de", "reverse"), layers=None, n_heads=None))
+    return LIMITS.get(model, LinkLimits(models=MODELS, layers=None, n_heads=None))
 
 
 def test_a_full_link_sets_every_value():
@@ -63,6 +64,8 @@ def test_a_full_link_sets_every_value():
     ({"model": "gpt-9"}, "no such model here"),
     ({"text": "x" * 9000}, "longer than 8000 characters"),
     ({"zzz": "1"}, "zzz: unknown"),
+    ({"to": "fr_XX"}, "this model translates into one language"),  # en-de, the default model
+    ({"model": "mbart-50", "to": "xx_YY"}, "not one of this model's 3 language codes"),
 ])
 def test_an_invalid_or_unknown_parameter_is_ignored_with_a_reason(params, reason):
     values, notes = parse_link(params, limits_of)
@@ -90,11 +93,12 @@ def test_every_url_param_names_a_default_and_writes_what_it_reads():
     examples = {"model": "reverse", "text": "a b", "beam": "2", "max_len": "9", "penalty": "0.3", "kind": "dec_self",
                 "layer": "2", "head": "mean", "view": "model-view", "words": "1", "step": "4", "slide": "2",
                 "presenter": "1", "sample": "1", "temperature": "0.7", "topk": "5", "topp": "0.85", "seed": "42",
-                "sentence": "3"}
+                "sentence": "3", "to": "de_DE"}
     assert set(examples) == set(URL_PARAMS)
     for name, param in URL_PARAMS.items():
         assert param.key in DEFAULTS
-        value = parse_link({name: examples[name]}, limits_of)[0][param.key]
+        model = {"model": "mbart-50"} if name == "to" else {}  # a target language needs a multilingual model
+        value = parse_link({**model, name: examples[name]}, limits_of)[0][param.key]
         assert param.show(value) == examples[name], name  # what a link says is what the URL is written as
     assert [view_slug(v) for v in VIEWS] == ["heatmap", "head-view", "model-view"]
 
