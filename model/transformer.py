@@ -26,7 +26,9 @@ class Embeddings(nn.Module):
     One token matrix is shared by encoder and decoder, and is also the pre-softmax output layer (section 3.4), which
     is why the vocabulary is joint. The paper's sinusoids are one fixed table for both stacks; BART's family instead
     learns a table per stack (read from row position + position_offset), may leave the sqrt(d_model) scale out, and
-    normalises each stack's sum with a LayerNorm of its own (config.scale_embedding, config.layernorm_embedding).
+    normalises each stack's sum with a LayerNorm of its own (config.scale_embedding, config.layernorm_embedding);
+    M2M100 reads fairseq's sinusoids from row position + 2; T5 adds nothing here (its self-attentions add a relative
+    bias to their scores instead, model.relative_position).
     """
 
     def __init__(self, config: ModelConfig) -> None:
