@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -18,13 +19,7 @@ from model.checkpoint import (
     read_config,
 )
 from model.device import describe, resolve_device
-from model.meta import (
-    forced_bos_of,
-    forced_eos_of,
-    length_penalty_formula_of,
-    length_penalty_of,
-    no_repeat_ngram_of,
-)
+from model.meta import decode_rules_of, forced_bos_of, length_penalty_of
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = {
@@ -78,20 +73,21 @@ def default_length_penalty(name: str) -> float:
     return length_penalty_of(model_meta(name))
 
 
-def default_forced_eos(name: str) -> bool:
-    """Whether the model's own rule ends a hypothesis at the length limit with EOS (a converted Marian model)."""
-    return forced_eos_of(model_meta(name))
-
-
-def default_length_penalty_formula(name: str) -> str:
-    """How beam search divides by the length for the model: Hugging Face's |Y|^α for a converted one (as generate()
-    does), GNMT's ((5 + |Y|) / 6)^α for this project's."""
-    return length_penalty_formula_of(model_meta(name))
-
-
-def default_no_repeat_ngram(name: str) -> int:
-    """The n-gram size the model's own config never repeats (generate()'s no_repeat_ngram_size), else 0."""
-    return no_repeat_ngram_of(model_meta(name))
+def decode_rules(name: str, target_language: str | None) -> dict[str, Any]:
+    """The decoding rules the model brings (model.meta.decode_rules_of: forced EOS, the forced first piece, no
+    repeated n-gram, the length-penalty formula), the forced first piece being the chosen target language's code for a
+    multilingual fairseq model (its default when none of its codes is chosen). A model that cannot be loaded keeps
+    its meta's rules: the pages report it."""
+    rules = decode_rules_of(model_meta(name))
+    try:
+        ckpt = load_model(name)
+    except (CheckpointError, OSError):
+        return rules
+    codes = ckpt.tokenizer.target_languages
+    if codes:
+        chosen = target_language if target_language in codes else default_target_language(ckpt)
+        rules["forced_bos"] = ckpt.tokenizer.piece_id(chosen)
+    return rules
 
 
 def default_target_language(ckpt: Checkpoint) -> str | None:
@@ -105,16 +101,6 @@ def default_target_language(ckpt: Checkpoint) -> str | None:
     if own is not None and ckpt.tokenizer.id_to_piece(own) in codes:
         return ckpt.tokenizer.id_to_piece(own)
     return next((code for code in codes if code.strip("_").startswith("de")), codes[0])
-
-
-def forced_first_piece(name: str, target_language: str | None) -> int | None:
-    """The piece decoding forces first: the chosen target language's code for a multilingual fairseq model (its
-    default when none of its codes is chosen), else the model's own rule (BART-large's <s>), else None."""
-    ckpt = load_model(name)
-    codes = ckpt.tokenizer.target_languages
-    if codes:
-        return ckpt.tokenizer.piece_id(target_language if target_language in codes else default_target_language(ckpt))
-    return forced_bos_of(ckpt.meta)
 
 
 def load_model(name: str) -> Checkpoint:

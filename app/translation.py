@@ -27,13 +27,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app.cancel import session_stop_signal
-from app.resources import (
-    default_forced_eos,
-    default_length_penalty_formula,
-    default_no_repeat_ngram,
-    forced_first_piece,
-    load_model,
-)
+from app.resources import decode_rules, load_model
 from app.sentences import sentence_of
 from model.budget import Plan
 from model.checkpoint import Checkpoint
@@ -184,11 +178,12 @@ class Request:
     max_len: int = 60
     length_penalty: float = 0.6
     sampling: Sampling | None = None  # draw each piece instead of searching (then the beam is 1)
-    forced_eos: bool = False  # the model's own rule (model.meta.forced_eos_of): EOS at the length limit
-    # The piece forced first: the chosen target language of mBART-50, M2M100 or NLLB, or BART-large's <s>
+    # The model's own rules (app.resources.decode_rules): EOS at the length limit, the piece forced first (the chosen
+    # target language of mBART-50, M2M100 or NLLB, or BART-large's <s>), no repeated n-gram, generate()'s |Y|^α.
+    forced_eos: bool = False
     forced_bos: int | None = None
-    no_repeat_ngram: int = 0  # the model's own rule (generate()'s no_repeat_ngram_size)
-    length_penalty_formula: str = "gnmt"  # "hf" for a converted model: generate()'s |Y|^α
+    no_repeat_ngram: int = 0
+    length_penalty_formula: str = "gnmt"
 
     @property
     def decode_config(self) -> DecodeConfig:
@@ -242,10 +237,7 @@ def current_request() -> Request:
     text = sentence_of(s["text"], int(s.get("sentence", 0)))  # a paragraph is translated sentence by sentence
     return Request(model_name=s["model_name"], text=text, beam_size=int(s["beam_size"]), max_len=int(s["max_len"]),
                    length_penalty=float(s["length_penalty"]), sampling=sampling,
-                   forced_eos=default_forced_eos(s["model_name"]),
-                   forced_bos=forced_first_piece(s["model_name"], s.get("target_lang")),
-                   no_repeat_ngram=default_no_repeat_ngram(s["model_name"]),
-                   length_penalty_formula=default_length_penalty_formula(s["model_name"]))
+                   **decode_rules(s["model_name"], s.get("target_lang")))
 
 
 @contextmanager

@@ -104,8 +104,7 @@ def translate_command(args: argparse.Namespace) -> int:
         alpha = ckpt.length_penalty if args.length_penalty is None else args.length_penalty
         sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed) if args.sample else None
         decode = DecodeConfig(beam_size=args.beam, max_len=args.max_len, length_penalty=alpha, sampling=sampling,
-                              forced_eos=ckpt.forced_eos, forced_bos=ckpt.forced_bos,
-                              no_repeat_ngram=ckpt.no_repeat_ngram, length_penalty_formula=ckpt.length_penalty_formula)
+                              **ckpt.decode_rules)
         if args.json:  # priced before any work: a file too large to be useful is refused, not written
             budget = DEFAULT_BUDGET
             json_bytes = planned(ckpt.model, ckpt.tokenizer, args.text, decode, budget)[1].cost.json_bytes

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import MAX_TOKENIZER_BYTES, CheckpointError, save_checkpoint
+from .checkpoint import CheckpointError, save_checkpoint
 from .config import ModelConfig
 from .hf_folder import (
     ACTIVATIONS,
@@ -34,11 +34,11 @@ from .hf_folder import (
     hf_get,
     layer_names,
     open_folder,
-    read_bytes,
+    read_tokenizer_json,
     read_weights,
     rename_weights,
 )
-from .tokenizer import HF_TOKENIZER_FILE, HFTokenizer, TokenizerError
+from .tokenizer import HF_TOKENIZER_FILE
 from .transformer import SIDES, Transformer
 
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding's offset: rows 0 and 1 of each table are never read
@@ -50,7 +50,6 @@ HF_DEFAULTS: dict[str, Any] = {
     "eos_token_id": 2, "decoder_start_token_id": None, "forced_eos_token_id": 2, "forced_bos_token_id": None,
     "tie_word_embeddings": True,
 }
-UNK = "<unk>"
 
 
 @dataclass(frozen=True)
@@ -143,28 +142,13 @@ def hf_names(config: ModelConfig) -> dict[str, str]:
     return names
 
 
-def read_hf_tokenizer(folder: Path, hf: dict[str, Any]) -> HFTokenizer:
-    """tokenizer.json, with the special ids of config.json (its <unk> piece looked up in the file)."""
-    get = _get(hf)
-    data = read_bytes(folder / HF_TOKENIZER_FILE, MAX_TOKENIZER_BYTES)
-    try:
-        probe = HFTokenizer(data, pad_id=get("pad_token_id"), unk_id=0, bos_id=get("eos_token_id"),
-                            eos_id=get("eos_token_id"))
-        unk_id = probe.tk.token_to_id(UNK)
-        if unk_id is None:
-            raise CheckpointError(f"{HF_TOKENIZER_FILE} has no {UNK} piece")
-        return HFTokenizer(data, pad_id=get("pad_token_id"), unk_id=unk_id,
-                           bos_id=get("decoder_start_token_id"), eos_id=get("eos_token_id"))
-    except TokenizerError as exc:
-        raise CheckpointError(str(exc)) from None
-
-
 def convert_bart(folder: str | Path, out: str | Path) -> Conversion:
     """Read a Hugging Face BART, mBART or M2M100/NLLB folder and write this project's checkpoint to ``out`` (a new or
     empty directory)."""
     folder, out, hf_config = open_folder(folder, out)
     _refuse_unsupported(hf_config)
-    tokenizer = read_hf_tokenizer(folder, hf_config)
+    get = _get(hf_config)
+    tokenizer = read_tokenizer_json(folder, get("pad_token_id"), get("decoder_start_token_id"), get("eos_token_id"))
     config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=True)
     check_size(config)
     if tokenizer.vocab_size != config.vocab_size:

@@ -27,14 +27,7 @@ from safetensors.torch import load as load_safetensors_bytes
 from torch import nn
 
 from .config import ModelConfig, format_bytes
-from .meta import (
-    clean_meta,
-    forced_bos_of,
-    forced_eos_of,
-    length_penalty_formula_of,
-    length_penalty_of,
-    no_repeat_ngram_of,
-)
+from .meta import clean_meta, decode_rules_of, forced_eos_of, length_penalty_of
 from .shapes import expected_shapes
 from .shards import INDEX, SINGLE, ShardError, has_weights, read_index, save_weights
 from .tokenizer import (
@@ -112,16 +105,9 @@ class Checkpoint:
         return forced_eos_of(self.meta)
 
     @property
-    def forced_bos(self) -> int | None:
-        return forced_bos_of(self.meta)
-
-    @property
-    def no_repeat_ngram(self) -> int:
-        return no_repeat_ngram_of(self.meta)
-
-    @property
-    def length_penalty_formula(self) -> str:
-        return length_penalty_formula_of(self.meta)
+    def decode_rules(self) -> dict[str, Any]:
+        """The decoding rules this model brings (model.meta.decode_rules_of), as DecodeConfig's keyword arguments."""
+        return decode_rules_of(self.meta)
 
 
 def save_checkpoint(model: Transformer, tokenizer: TextTokenizer, directory: str | Path,

@@ -19,10 +19,11 @@ from typing import Any
 import torch
 from safetensors import SafetensorError, safe_open
 
-from .checkpoint import MAX_CONFIG_BYTES, MAX_WEIGHTS_BYTES, CheckpointError
+from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, MAX_WEIGHTS_BYTES, CheckpointError
 from .config import MAX_MODEL_BYTES, ModelConfig, format_bytes
 from .shapes import expected_shapes
 from .shards import INDEX, SINGLE, ShardError, has_weights, read_index
+from .tokenizer import HF_TOKENIZER_FILE, HFTokenizer, TokenizerError
 
 HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", SINGLE, "pytorch_model.bin"
 HF_TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -267,6 +268,15 @@ def generation_meta(hf: dict[str, Any]) -> dict[str, Any]:
     if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0.0 <= alpha <= 2.0:
         meta["length_penalty"] = float(alpha)
     return meta
+
+
+def read_tokenizer_json(folder: Path, pad_id: int, bos_id: int, eos_id: int) -> HFTokenizer:
+    """The folder's tokenizer.json with config.json's special ids (its <unk> is the file's own piece)."""
+    data = read_bytes(folder / HF_TOKENIZER_FILE, MAX_TOKENIZER_BYTES)
+    try:
+        return HFTokenizer(data, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
+    except TokenizerError as exc:
+        raise CheckpointError(str(exc)) from None
 
 
 def hf_get(hf: dict[str, Any], defaults: dict[str, Any]) -> Callable[[str], Any]:

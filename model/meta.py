@@ -48,6 +48,14 @@ def forced_bos_of(meta: dict[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def decode_rules_of(meta: dict[str, Any]) -> dict[str, Any]:
+    """The decoding rules a model brings along, as DecodeConfig's keyword arguments: EOS forced at the length limit,
+    the piece forced first, the n-gram never repeated, and the length-penalty formula (its α is length_penalty_of's,
+    a default the user may change)."""
+    return {"forced_eos": forced_eos_of(meta), "forced_bos": forced_bos_of(meta),
+            "no_repeat_ngram": no_repeat_ngram_of(meta), "length_penalty_formula": length_penalty_formula_of(meta)}
+
+
 Number = (int, float)
 # Training facts the app and the model card read from meta, with the types they need. A checkpoint's
 # meta is free-form JSON (an uploaded one says whatever its author wrote), so anything else is dropped.

@@ -40,12 +40,23 @@ class RelativePositionBias(nn.Module):
         super().__init__()
         self.table = nn.Embedding(n_buckets, n_heads)  # [buckets, H]
         self.n_buckets, self.max_distance, self.bidirectional = n_buckets, max_distance, bidirectional
+        self._last: tuple[tuple, torch.Tensor] | None = None
 
     def forward(self, n_queries: int, n_keys: int) -> torch.Tensor:
         """The bias of queries at the last ``n_queries`` of ``n_keys`` positions (a decoding step's one query is the
-        newest position) -> [1, H, Q, K]."""
-        device = self.table.weight.device
-        query = torch.arange(n_keys - n_queries, n_keys, device=device)[:, None]  # [Q, 1]
-        key = torch.arange(n_keys, device=device)[None, :]  # [1, K]
-        buckets = relative_buckets(key - query, self.bidirectional, self.n_buckets, self.max_distance)  # [Q, K]
-        return self.table(buckets).permute(2, 0, 1)[None]  # [1, H, Q, K]
+        newest position) -> [1, H, Q, K]. Every layer of the stack asks for the same one in a pass or a step: without
+        gradients (decoding, the pages) it is computed once and kept until the shape or the table changes; with them
+        (training) it is computed afresh, since a kept one's graph may already have been freed by a backward pass."""
+        weight = self.table.weight
+        key = (n_queries, n_keys, weight.device, weight._version, weight.data_ptr())
+        if torch.is_grad_enabled():
+            self._last = None
+        elif self._last is not None and self._last[0] == key:
+            return self._last[1]
+        query = torch.arange(n_keys - n_queries, n_keys, device=weight.device)[:, None]  # [Q, 1]
+        keys = torch.arange(n_keys, device=weight.device)[None, :]  # [1, K]
+        buckets = relative_buckets(keys - query, self.bidirectional, self.n_buckets, self.max_distance)  # [Q, K]
+        bias = self.table(buckets).permute(2, 0, 1)[None]  # [1, H, Q, K]
+        if not torch.is_grad_enabled():
+            self._last = (key, bias)
+        return bias

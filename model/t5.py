@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from .checkpoint import MAX_TOKENIZER_BYTES, CheckpointError, save_checkpoint
+from .checkpoint import CheckpointError, save_checkpoint
 from .config import ModelConfig
 from .hf_folder import (
     HF_CONFIG,
@@ -29,11 +29,11 @@ from .hf_folder import (
     generation_meta,
     hf_get,
     open_folder,
-    read_bytes,
+    read_tokenizer_json,
     read_weights,
     rename_weights,
 )
-from .tokenizer import HF_TOKENIZER_FILE, HFTokenizer, TokenizerError
+from .tokenizer import HF_TOKENIZER_FILE
 from .transformer import Transformer
 
 # Hugging Face's T5Config defaults: an absent key means this value.
@@ -49,7 +49,6 @@ FEED_FORWARD = {"relu": (False, "relu"), "gated-gelu": (True, "gelu_tanh"), "gel
                 "gated-silu": (True, "swish"), "gated-relu": (True, "relu")}
 TIED = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
 ATTENTION = {"w_q": "q", "w_k": "k", "w_v": "v", "w_o": "o"}
-UNK = "<unk>"
 
 
 def t5_config(hf: dict[str, Any], unk_id: int, tied: bool = True) -> ModelConfig:
@@ -109,26 +108,13 @@ def hf_names(config: ModelConfig) -> dict[str, str]:
     return names
 
 
-def read_t5_tokenizer(folder: Path, hf: dict[str, Any]) -> HFTokenizer:
-    """tokenizer.json with config.json's special ids (its <unk> piece looked up in the file)."""
-    get = hf_get(hf, HF_DEFAULTS)
-    data = read_bytes(folder / HF_TOKENIZER_FILE, MAX_TOKENIZER_BYTES)
-    try:
-        ids = {"pad_id": get("pad_token_id"), "bos_id": get("decoder_start_token_id"), "eos_id": get("eos_token_id")}
-        unk_id = HFTokenizer(data, unk_id=0, **ids).tk.token_to_id(UNK)
-        if unk_id is None:
-            raise CheckpointError(f"{HF_TOKENIZER_FILE} has no {UNK} piece")
-        return HFTokenizer(data, unk_id=unk_id, **ids)
-    except TokenizerError as exc:
-        raise CheckpointError(str(exc)) from None
-
-
 def convert_t5(folder: str | Path, out: str | Path) -> Conversion:
     """Read a Hugging Face T5 folder and write this project's checkpoint to ``out`` (a new or empty directory)."""
     folder, out, hf_config = open_folder(folder, out)
     if hf_config.get("model_type") != "t5":
         raise CheckpointError(f"{HF_CONFIG}: model_type is {str(hf_config.get('model_type'))[:40]!r}, not 't5'")
-    tokenizer = read_t5_tokenizer(folder, hf_config)
+    get = hf_get(hf_config, HF_DEFAULTS)
+    tokenizer = read_tokenizer_json(folder, get("pad_token_id"), get("decoder_start_token_id"), get("eos_token_id"))
     config = t5_config(hf_config, tokenizer.unk_id)
     check_size(config)
     if tokenizer.vocab_size > config.vocab_size:  # T5's embedding has spare rows (32128 for 32100 pieces)
@@ -143,7 +129,7 @@ def convert_t5(folder: str | Path, out: str | Path) -> Conversion:
     model.load_state_dict(rename_weights(hf_weights, hf_names(config), config, file, set(),
                                          "T5ForConditionalGeneration", tied))
     meta = {"converted_from": folder.resolve().name[:100], "family": "t5",
-            "forced_eos": hf_get(hf_config, HF_DEFAULTS)("forced_eos_token_id") is not None}
+            "forced_eos": get("forced_eos_token_id") is not None}
     meta.update(generation_meta(hf_config))
     save_checkpoint(model, tokenizer, out, meta=meta)
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,

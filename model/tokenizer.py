@@ -129,6 +129,8 @@ class MarianTokenizer:
     Source text may begin with a target-language token such as ">>fra<<" (multilingual models), kept as one piece.
     """
 
+    target_languages: tuple[str, ...] = ()  # chosen by a token in the source text instead (language_tokens)
+
     def __init__(self, source_proto: bytes, target_proto: bytes, vocab_json: bytes) -> None:
         self.source = _load_sentencepiece(source_proto, MARIAN_FILES[0])
         self.target = _load_sentencepiece(target_proto, MARIAN_FILES[1])
@@ -136,7 +138,6 @@ class MarianTokenizer:
         self.id_pieces = sorted(self.vocab, key=self.vocab.__getitem__)
         self.eos_id, self.unk_id, self.pad_id = (self.vocab[MARIAN_SPECIALS[k]] for k in ("eos", "unk", "pad"))
         self.bos_id = self.pad_id
-        self.target_languages: tuple[str, ...] = ()  # chosen by a token in the source text instead (language_tokens)
         self._files = dict(zip(MARIAN_FILES, (source_proto, target_proto, vocab_json), strict=True))
         # The target languages a multilingual model can be asked for (">>fra<<", ...), sorted; () for one language.
         self.language_tokens = tuple(sorted(piece for piece in self.vocab if LANGUAGE_TOKEN.fullmatch(piece)))
@@ -186,12 +187,17 @@ class HFTokenizer:
     "▁Grüße"); a piece that is part of a character shows its bytes as <0xNN>.
     """
 
-    def __init__(self, tokenizer_json: bytes, *, pad_id: int, unk_id: int, bos_id: int, eos_id: int) -> None:
+    def __init__(self, tokenizer_json: bytes, *, pad_id: int, bos_id: int, eos_id: int, unk_id: int | None = None
+                 ) -> None:
         try:
             self.tk = tokenizers.Tokenizer.from_str(tokenizer_json.decode("utf-8"))
         except Exception as exc:  # UnicodeDecodeError, or the bare Exception the Rust side raises on a bad file
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
             raise TokenizerError(f"{HF_TOKENIZER_FILE}: not a tokenizers file ({reason})") from None
+        if unk_id is None:  # a converter's: the file's own <unk> piece (the config names none)
+            unk_id = self.tk.token_to_id("<unk>")
+            if unk_id is None:
+                raise TokenizerError(f"{HF_TOKENIZER_FILE} has no <unk> piece")
         self.pad_id, self.unk_id, self.bos_id, self.eos_id = pad_id, unk_id, bos_id, eos_id
         self.tokenizer_json = tokenizer_json
         self.byte_level = isinstance(self.tk.decoder, tokenizers.decoders.ByteLevel)

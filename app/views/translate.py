@@ -112,7 +112,7 @@ def placeholder(meta: dict) -> str:
 
 def length_penalty_help(ckpt: Checkpoint) -> str:
     """The α slider's help: the formula this model's beam search uses and where its default comes from."""
-    if ckpt.length_penalty_formula == "hf":
+    if ckpt.decode_rules["length_penalty_formula"] == "hf":
         return ("Only used by beam search (beam size > 1): finished hypotheses are ranked by log-prob / length^α, "
                 "as Hugging Face's generate() ranks them for this converted model. α = 0 ranks by raw log-prob, which "
                 f"favours short outputs. This model's default, {ckpt.length_penalty:g}, is its own config's.")

@@ -166,7 +166,7 @@ def test_the_converted_config_says_what_the_family_does(pair):
                 "m2m_100": ("fairseq", False, "relu", True, False)}[family]
     assert (c.positional_layout, c.layernorm_embedding, c.activation, c.norm_first, c.final_logits_bias) == expected
     assert c.position_offset == 2 and c.tokenizer == "hf" and c.scale_embedding == (family != "bart")
-    assert c.decoder_start_id == c.bos_id == c.eos_id == 2 and ckpt.forced_bos is None
+    assert c.decoder_start_id == c.bos_id == c.eos_id == 2 and ckpt.decode_rules["forced_bos"] is None
     assert ckpt.forced_eos == (family != "m2m_100")  # as generation_config.json says (M2M100's forces nothing)
 
 
@@ -239,7 +239,7 @@ def test_hugging_faces_length_penalty_equals_generate(pair, alpha):
     """A converted model ranks finished beams as generate() does, log P / |Y|^α (its meta says so): beam 4's n-best
     and scores equal generate(length_penalty=α, early_stopping=True)."""
     hf, ckpt = pair
-    assert ckpt.length_penalty_formula == "hf" and ckpt.length_penalty == 1.0  # Hugging Face's default α
+    assert ckpt.decode_rules["length_penalty_formula"] == "hf" and ckpt.length_penalty == 1.0  # Hugging Face's default α
     for text in EN[:4] + TEXTS:
         src = torch.tensor(ckpt.tokenizer.encode_source(text))
         beam = DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=alpha, forced_eos=ckpt.forced_eos,
@@ -323,8 +323,9 @@ def test_generation_config_json_says_which_pieces_are_forced_as_generate_reads_i
     (folder / "generation_config.json").write_text(json.dumps({"decoder_start_token_id": 2, "forced_bos_token_id": 0,
                                                                 "no_repeat_ngram_size": 3}))
     ckpt = load_checkpoint(convert(folder, tmp_path / "b").path)
-    assert ckpt.forced_bos == 0 and not ckpt.forced_eos and ckpt.no_repeat_ngram == 3
-    assert DecodeConfig(forced_bos=ckpt.forced_bos).forced_bos == 0
+    rules = ckpt.decode_rules
+    assert rules["forced_bos"] == 0 and not ckpt.forced_eos and rules["no_repeat_ngram"] == 3
+    assert DecodeConfig(**rules).forced_bos == 0
 
 
 def test_a_model_id_is_found_in_hugging_faces_cache_without_a_download(folder, tmp_path, monkeypatch, capsys):

@@ -20,7 +20,7 @@ from model.checkpoint import CheckpointError, load_checkpoint
 from model.config import DecodeConfig, ModelConfig
 from model.convert import convert
 from model.decoding import beam_search, greedy_decode
-from model.relative_position import relative_buckets
+from model.relative_position import RelativePositionBias, relative_buckets
 from model.transformer import Transformer, count_parameters
 from tests.bart_helpers import t5_tokenizer, t5_tokenizer_json
 from tests.hf_reference import assert_same_forward
@@ -68,6 +68,24 @@ def test_t5_options_are_counted_and_a_step_equals_the_teacher_forced_pass():
             out = model.step(state, tgt[:, t:t + 1])
             state = out.state
             torch.testing.assert_close(out.log_probs, full[:, t], atol=1e-5, rtol=1e-5)
+
+
+def test_a_stack_computes_its_relative_bias_once_per_pass_and_follows_its_table():
+    """Every self-attention of a stack reads the same bias: while decoding (no gradients) one lookup serves them all,
+    and a changed table (an edit) or another shape gives a fresh one; while training every call builds its own, so
+    that two backward passes never share a graph."""
+    bias = RelativePositionBias(8, 16, n_heads=2, bidirectional=True)
+    with torch.no_grad():
+        first = bias(5, 5)
+        assert bias(5, 5) is first and bias(1, 6).shape == (1, 2, 1, 6)
+        bias.table.weight.add_(1.0)
+        changed = bias(5, 5)
+    torch.testing.assert_close(changed, first + 1.0)
+    buckets = relative_buckets(torch.arange(5)[None] - torch.arange(5)[:, None], True, 8, 16)  # [Q, K]
+    torch.testing.assert_close(changed, bias.table.weight[buckets].permute(2, 0, 1)[None].detach())
+    for _ in range(2):  # two training passes, each with its own backward
+        bias(5, 5).sum().backward()
+    assert bias.table.weight.grad is not None
 
 
 # ---------------------------------------------------------------- equivalence with Hugging Face (transformers)
