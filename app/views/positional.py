@@ -111,7 +111,7 @@ def learned_panel(ckpt) -> None:
 
 
 @st.fragment
-def relative_panel_t5(ckpt) -> None:
+def position_bias_panel(ckpt) -> None:
     """T5: no position code; the bias each head adds to a score, by the offset between key and query."""
     config = ckpt.config
     side = st.segmented_control("Stack", ["encoder", "decoder"], default="encoder", key="pe_side",
@@ -168,7 +168,7 @@ def render() -> None:
                 "buckets; Shaw et al., 2018, had the idea). Order enters the scores directly, not the embeddings. "
                 "The paper's sinusoids are on the lecture's positional-encoding slide.", icon=":material/push_pin:")
         st.latex(r"\mathrm{score}(q_i, k_j) = q_i \cdot k_j + b_h\big(\mathrm{bucket}(j - i)\big)")
-        relative_panel_t5(ckpt)
+        position_bias_panel(ckpt)
         translation = require_translation()
         if translation is not None:
             embedding_panel(ckpt, translation)
