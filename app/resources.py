@@ -19,7 +19,8 @@ from model.checkpoint import (
     read_config,
 )
 from model.device import describe, resolve_device
-from model.meta import decode_rules_of, forced_bos_of, length_penalty_of
+from model.inference import decode_rules as model_decode_rules
+from model.meta import decode_rules_of, length_penalty_of
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = {
@@ -74,33 +75,14 @@ def default_length_penalty(name: str) -> float:
 
 
 def decode_rules(name: str, target_language: str | None) -> dict[str, Any]:
-    """The decoding rules the model brings (model.meta.decode_rules_of: forced EOS, the forced first piece, no
-    repeated n-gram, the length-penalty formula), the forced first piece being the chosen target language's code for a
-    multilingual fairseq model (its default when none of its codes is chosen). A model that cannot be loaded keeps
-    its meta's rules: the pages report it."""
-    rules = decode_rules_of(model_meta(name))
+    """The decoding rules the model brings (model.inference.decode_rules: forced EOS, the forced first piece, no
+    repeated n-gram, the length-penalty formula), a multilingual model's forced first piece being the chosen target
+    language's code. A model that cannot be loaded keeps its meta's rules: the pages report it."""
     try:
         ckpt = load_model(name)
     except (CheckpointError, OSError):
-        return rules
-    codes = ckpt.tokenizer.target_languages
-    if codes:
-        chosen = target_language if target_language in codes else default_target_language(ckpt)
-        rules["forced_bos"] = ckpt.tokenizer.piece_id(chosen)
-    return rules
-
-
-def default_target_language(ckpt: Checkpoint) -> str | None:
-    """The target language a multilingual fairseq model (mBART-50, M2M100, NLLB) translates into until one is chosen:
-    the one its own config forces, else German (the examples are English -> German), else its first; None for a
-    model with one target language."""
-    codes = ckpt.tokenizer.target_languages
-    if not codes:
-        return None
-    own = forced_bos_of(ckpt.meta)
-    if own is not None and ckpt.tokenizer.id_to_piece(own) in codes:
-        return ckpt.tokenizer.id_to_piece(own)
-    return next((code for code in codes if code.strip("_").startswith("de")), codes[0])
+        return decode_rules_of(model_meta(name))
+    return model_decode_rules(ckpt.tokenizer, ckpt.meta, target_language)
 
 
 def load_model(name: str) -> Checkpoint:

@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --sample: draw only among the most probable pieces that together reach p (1 = all)")
     tr.add_argument("--seed", type=bounded(int, 0, 2**63 - 1), default=0, help="with --sample: the same seed gives "
                     "the same sample")
+    tr.add_argument("--to", help="a multilingual model's target language code (mBART-50's de_DE, NLLB's deu_Latn, "
+                    "M2M100's __de__); default: the one its config forces, else German, else its first")
     tr.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     tr.add_argument("--json", help="write pieces, steps and attention to this file (at most "
                                    f"{DEFAULT_BUDGET.max_json_bytes // 2**20} MB: a longer decode is refused)")
@@ -91,7 +93,7 @@ def translate_command(args: argparse.Namespace) -> int:
     from .checkpoint import CheckpointError, load_checkpoint
     from .config import DecodeConfig, Sampling
     from .device import resolve_device
-    from .inference import InputError, beyond_training, planned, translate
+    from .inference import InputError, beyond_training, decode_rules, planned, translate
     from .positional import MAX_POSITIONS
     from .serialize import translation_to_dict
 
@@ -103,8 +105,13 @@ def translate_command(args: argparse.Namespace) -> int:
         ckpt = load_checkpoint(args.checkpoint, device)
         alpha = ckpt.length_penalty if args.length_penalty is None else args.length_penalty
         sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed) if args.sample else None
+        codes = ckpt.tokenizer.target_languages
+        if args.to is not None and args.to not in codes:
+            raise ValueError(f"--to {args.to[:40]!r}: " + (f"not one of this model's {len(codes)} language codes "
+                             f"({', '.join(codes[:8])}{', ...' if len(codes) > 8 else ''})" if codes else
+                             "this model translates into one language"))
         decode = DecodeConfig(beam_size=args.beam, max_len=args.max_len, length_penalty=alpha, sampling=sampling,
-                              **ckpt.decode_rules)
+                              **decode_rules(ckpt.tokenizer, ckpt.meta, args.to))
         if args.json:  # priced before any work: a file too large to be useful is refused, not written
             budget = DEFAULT_BUDGET
             json_bytes = planned(ckpt.model, ckpt.tokenizer, args.text, decode, budget)[1].cost.json_bytes
@@ -154,6 +161,10 @@ def convert_command(args: argparse.Namespace) -> int:
         print(f"read the weights from {done.weights_file}")
     cfg = done.config
     languages = f"{done.source_lang} -> {done.target_lang}" if done.source_lang else "languages unknown"
+    codes = done.target_languages
+    if codes:
+        languages = f"{len(codes)} target languages ({', '.join(codes[:6])}{', ...' if len(codes) > 6 else ''}; choose "
+        languages += "one with translate --to)"
     print(f"wrote {done.path}: {done.family} {languages}, d_model {cfg.d_model}, {cfg.n_heads} heads, "
           f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, d_ff {cfg.d_ff}, {cfg.activation}, vocabulary "
           f"{cfg.vocab_size}{', final logits bias' if cfg.final_logits_bias else ''}")

@@ -167,4 +167,5 @@ def convert_bart(folder: str | Path, out: str | Path) -> Conversion:
     meta.update(generation_meta(hf_config))
     save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
-                      source_lang=None, target_lang=None, family=hf_config["model_type"])
+                      source_lang=None, target_lang=None, family=hf_config["model_type"],
+                      target_languages=tokenizer.target_languages)

@@ -59,6 +59,7 @@ class Conversion:
     source_lang: str | None
     target_lang: str | None
     family: str = "marian"  # the model_type it was converted from
+    target_languages: tuple[str, ...] = ()  # a multilingual model's language codes (translate --to)
 
 
 def read_bytes(path: Path, limit: int) -> bytes:

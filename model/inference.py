@@ -11,6 +11,7 @@ import torch
 from .budget import DEFAULT_BUDGET, Budget, Plan, plan_decode
 from .config import DecodeConfig
 from .decoding import DecodeResult, DecodeStep, decode_steps
+from .meta import decode_rules_of, forced_bos_of
 from .positional import MAX_POSITIONS
 from .tokenizer import BYTE_PIECE, TextTokenizer, clean_text
 from .trace import AttentionTrace, HeadMask
@@ -133,6 +134,31 @@ def beyond_training(model: Transformer, length: int) -> bool:
     """Whether a sequence of ``length`` positions is longer than the model was built for (its config's
     max_len): it still runs, on positions it never saw, so the UI says so."""
     return length > model.config.max_len
+
+
+def target_language(tokenizer: TextTokenizer, meta: dict, chosen: str | None = None) -> str | None:
+    """The code a multilingual fairseq model (mBART-50, M2M100, NLLB) translates into: ``chosen`` when the model has
+    it, else the one its own config forces, else German (the examples are English -> German), else its first; None
+    for a model with one target language."""
+    codes = tokenizer.target_languages
+    if not codes:
+        return None
+    if chosen in codes:
+        return chosen
+    own = forced_bos_of(meta)
+    if own is not None and tokenizer.id_to_piece(own) in codes:
+        return tokenizer.id_to_piece(own)
+    return next((code for code in codes if code.strip("_").startswith("de")), codes[0])
+
+
+def decode_rules(tokenizer: TextTokenizer, meta: dict, chosen: str | None = None) -> dict:
+    """The decoding rules a model brings (model.meta.decode_rules_of), the piece forced first being the target
+    language's code for a multilingual model (target_language): DecodeConfig's keyword arguments."""
+    rules = decode_rules_of(meta)
+    code = target_language(tokenizer, meta, chosen)
+    if code is not None:
+        rules["forced_bos"] = tokenizer.piece_id(code)
+    return rules
 
 
 def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str | None = None) -> torch.Tensor:

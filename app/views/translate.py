@@ -25,7 +25,7 @@ from app.explorer import attention_explorer, clamp_state, pieces_html
 from app.language_check import looks_like
 from app.page import budget_notes
 from app.quality import quality_note
-from app.resources import default_target_language, load_model, model_label
+from app.resources import load_model, model_label
 from app.sentences import split_sentences
 from app.state import DEFAULTS, MAX_SEED, sync_url
 from app.translation import (
@@ -42,7 +42,15 @@ from app.translation import (
 )
 from model.budget import DEFAULT_BUDGET
 from model.checkpoint import Checkpoint
-from model.inference import UNTRUSTED_UNKNOWN_SHARE, InputError, Translation, finish, stream, unknown_share
+from model.inference import (
+    UNTRUSTED_UNKNOWN_SHARE,
+    InputError,
+    Translation,
+    finish,
+    stream,
+    target_language,
+    unknown_share,
+)
 from model.positional import MAX_POSITIONS
 
 log = logging.getLogger("attention_explorer")
@@ -84,7 +92,7 @@ def forced_language_ui(ckpt: Checkpoint) -> None:
     if not codes:
         return
     if st.session_state.get("target_lang") not in codes:
-        st.session_state["target_lang"] = default_target_language(ckpt)
+        st.session_state["target_lang"] = target_language(ckpt.tokenizer, ckpt.meta)
     st.selectbox("Translate into", codes, key="target_lang", format_func=code_language, persist_state="session",
                  help=f"This model translates into {len(codes)} languages. Decoding forces the chosen language's "
                       "code as the first output piece (as Hugging Face's generate() does with forced_bos_token_id): "

@@ -26,7 +26,7 @@ from model.decoding import beam_search, greedy_decode, repeated_ngram_pieces
 from model.inference import prepare_source, translate
 from model.tokenizer import WORD_START, HFTokenizer
 from model.transformer import Transformer, count_parameters
-from tests.bart_helpers import bart_tokenizer, bart_tokenizer_json
+from tests.bart_helpers import bart_checkpoint, bart_tokenizer, bart_tokenizer_json
 from tests.hf_reference import assert_same_forward
 from tests.marian_helpers import EN
 
@@ -344,6 +344,21 @@ def test_a_model_id_is_found_in_hugging_faces_cache_without_a_download(folder, t
     assert "wrote" in capsys.readouterr().out and load_checkpoint(tmp_path / "out").meta["family"] == "bart"
     assert cli_main(["convert", "someone/absent", "--out", str(tmp_path / "other")]) == 2
     assert f"nor a model of that name in Hugging Face's cache, {tmp_path / 'hub'}" in capsys.readouterr().err
+
+
+def test_the_cli_translates_a_multilingual_model_into_the_language_asked_for(tmp_path, capsys):
+    """`translate --to fr_XX` forces that code first; without --to, German (the app's default too); a code the model
+    lacks is refused in one line naming its codes."""
+    path = bart_checkpoint(tmp_path / "mbart-50", "mbart", languages=("en_XX", "de_DE", "fr_XX"))
+    for to, first in (("fr_XX", "fr_XX"), (None, "de_DE")):
+        out = tmp_path / f"{to}.json"
+        args = ["translate", "The house is small.", "--checkpoint", str(path), "--max-len", "4", "--json", str(out)]
+        assert cli_main(args + (["--to", to] if to else [])) == 0
+        assert json.loads(out.read_text())["translation"]["pieces"][0] == first
+    capsys.readouterr()
+    assert cli_main(["translate", "x", "--checkpoint", str(path), "--to", "xx_YY"]) == 2
+    assert capsys.readouterr().err == ("error: --to 'xx_YY': not one of this model's 3 language codes "
+                                       "(de_DE, en_XX, fr_XX)\n")
 
 
 def test_a_folder_without_weights_or_tokenizer_is_refused(folder, tmp_path):
