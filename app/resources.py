@@ -23,6 +23,7 @@ from model.inference import decode_rules as model_decode_rules
 from model.meta import decode_rules_of, length_penalty_of
 
 ROOT = Path(__file__).resolve().parent.parent
+PRETRAINED = ROOT / "pretrained"  # where converted models are listed from and written to (tests point it elsewhere)
 MODELS = {
     "en-de": ROOT / "pretrained" / "en-de",
     "reverse": ROOT / "pretrained" / "reverse",
@@ -35,12 +36,13 @@ log = logging.getLogger("attention_explorer")
 
 @st.cache_data(ttl=10, show_spinner=False)  # the sidebar asks on every run (and once per option label)
 def converted_models() -> dict[str, tuple[Path, dict]]:
-    """Checkpoints a user put under pretrained/ (e.g. `python -m model convert-marian DIR --out pretrained/NAME`):
-    directory name -> (path, meta), for every other directory holding a Transformer checkpoint (only config.json is
-    read here)."""
+    """Checkpoints a user put under pretrained/ (`python -m model convert DIR --out pretrained/NAME`, or the sidebar's
+    converter, app.hf_convert): directory name -> (path, meta), for every other directory holding a Transformer
+    checkpoint (only config.json is read here); a hidden one is a conversion still being written."""
     found = {}
-    for path in sorted((ROOT / "pretrained").iterdir()):
-        if path.is_dir() and path.name not in MODELS and path.name not in NOT_TRANSLATION:
+    for path in sorted(PRETRAINED.iterdir()):
+        if path.is_dir() and path.name not in MODELS and path.name not in NOT_TRANSLATION \
+                and not path.name.startswith("."):
             peeked = peek_checkpoint(path)
             if peeked is not None:
                 found[path.name] = (path, peeked[1])

@@ -1,4 +1,5 @@
-"""The sidebar every page shares: which model, which device, how figures download, your own checkpoint."""
+"""The sidebar every page shares: which model, which device, how figures download, your own checkpoint, a Hugging
+Face model converted (app.hf_convert)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -6,6 +7,7 @@ import streamlit as st
 from app.browser import link_box
 from app.escape import md
 from app.examples import first_sentence, is_example, leading_token, with_token
+from app.hf_convert import convert_ui
 from app.presenter import apply_presenter
 from app.resources import MODELS, converted_models, device_label, load_model, log, model_label
 from app.state import DEFAULTS, init_state, link_notice, share_link
@@ -71,11 +73,12 @@ def render_sidebar() -> None:
                      help="Translation models are listed by their languages (as their checkpoints record them); the "
                           "letter-reversal model has a known correct attention pattern (each output letter must look "
                           "at its mirror position). Models converted into pretrained/ (python -m model "
-                          "convert-marian) appear here too.")
+                          "convert, or *Open a Hugging Face model* below) appear here too.")
         st.caption(f"Running on **{device_label()}**")
         st.radio("Figure download format", ["png", "svg"], key="image_format", horizontal=True,
                  help="What the camera icon in each chart's toolbar saves.")
         _upload_ui()
+        convert_ui()
         st.toggle("Presenter mode", key="presenter",
                   help="For a projector: large text and figures that fit a 1280×720 screen, high-contrast colours, "
                        "this sidebar folded away (open it again with the arrow at the top left).")

@@ -28,7 +28,13 @@ from .hf_folder import (
     ACTIVATIONS,
     HF_CONFIG,
     HF_PICKLE,
+    MAP_WEIGHTS,
+    READ_CONFIG,
+    READ_TOKENIZER,
+    READ_WEIGHTS,
+    WRITE,
     Conversion,
+    Progress,
     check_size,
     generation_meta,
     hf_get,
@@ -37,6 +43,8 @@ from .hf_folder import (
     read_tokenizer_json,
     read_weights,
     rename_weights,
+    report,
+    source_name,
 )
 from .tokenizer import HF_TOKENIZER_FILE
 from .transformer import SIDES, Transformer
@@ -142,29 +150,34 @@ def hf_names(config: ModelConfig) -> dict[str, str]:
     return names
 
 
-def convert_bart(folder: str | Path, out: str | Path) -> Conversion:
+def convert_bart(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
     """Read a Hugging Face BART, mBART or M2M100/NLLB folder and write this project's checkpoint to ``out`` (a new or
-    empty directory)."""
+    empty directory), telling ``progress`` each stage as it starts."""
+    report(progress, READ_CONFIG)
     folder, out, hf_config = open_folder(folder, out)
     _refuse_unsupported(hf_config)
     get = _get(hf_config)
+    report(progress, READ_TOKENIZER)
     tokenizer = read_tokenizer_json(folder, get("pad_token_id"), get("decoder_start_token_id"), get("eos_token_id"))
     config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=True)
     check_size(config)
     if tokenizer.vocab_size != config.vocab_size:
         raise CheckpointError(f"vocabulary mismatch: {HF_TOKENIZER_FILE} has {tokenizer.vocab_size} pieces, "
                               f"{HF_CONFIG} says vocab_size {config.vocab_size}")
+    report(progress, READ_WEIGHTS)
     hf_weights, file = read_weights(folder)
+    report(progress, MAP_WEIGHTS)
     if "final_logits_bias" not in hf_weights:  # HF then adds zeros: the same as no bias
         config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=False)
     model = Transformer(config)
     model.load_state_dict(rename_weights(hf_weights, hf_names(config), config, file, set(),
                                          _family(hf_config).architecture))
     forced_bos = hf_config.get("forced_bos_token_id")
-    meta = {"converted_from": folder.resolve().name[:100], "family": hf_config["model_type"],
+    meta = {"converted_from": source_name(folder), "family": hf_config["model_type"],
             "forced_eos": _get(hf_config)("forced_eos_token_id") is not None,
             "forced_bos": forced_bos if isinstance(forced_bos, int) and 0 <= forced_bos < config.vocab_size else None}
     meta.update(generation_meta(hf_config))
+    report(progress, WRITE)
     save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
                       source_lang=None, target_lang=None, family=hf_config["model_type"],

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from .bart import convert_bart
 from .checkpoint import CheckpointError
-from .hf_folder import HF_CONFIG, Conversion, hub_cache, read_json, resolve_folder
+from .hf_folder import HF_CONFIG, Conversion, Progress, hub_cache, read_json, resolve_folder
 from .marian import convert_marian
 from .t5 import convert_t5
 
-CONVERTERS: dict[str, Callable[[str | Path, str | Path], Conversion]] = {
+CONVERTERS: dict[str, Callable[..., Conversion]] = {  # each (folder, out, progress=None)
     "marian": convert_marian, "bart": convert_bart, "mbart": convert_bart, "m2m_100": convert_bart, "t5": convert_t5}
 
 
@@ -35,7 +35,8 @@ def model_type(folder: Path) -> str:
     return found
 
 
-def convert(folder: str | Path, out: str | Path) -> Conversion:
-    """Convert the folder with its family's converter (refused with a one-line CheckpointError otherwise)."""
+def convert(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
+    """Convert the folder with its family's converter (refused with a one-line CheckpointError otherwise), telling
+    ``progress`` (when given) each of model.hf_folder.STAGES as it starts."""
     folder = resolve_folder(folder)
-    return CONVERTERS[model_type(folder)](folder, out)
+    return CONVERTERS[model_type(folder)](folder, out, progress=progress)

@@ -4,7 +4,9 @@ Nothing is downloaded: the folder is one the user already has, and transformers 
 from model.safetensors (or its shards, model.safetensors.index.json) when present, else from pytorch_model.bin, a
 pickle, loaded only with torch.load(weights_only=True), whose restricted unpickler rebuilds tensors and refuses any
 other object. Every refusal is a one-line CheckpointError naming the file and the reason. The family converters
-(model.marian, model.bart) say what their config means and which of their tensors go where.
+(model.marian, model.bart, model.t5) say what their config means and which of their tensors go where, and tell an
+optional progress callback each of STAGES as it starts (a large model takes minutes). cached_models lists what
+Hugging Face's cache already holds, so a model can be picked by its id.
 """
 from __future__ import annotations
 
@@ -31,6 +33,11 @@ HF_GENERATION_CONFIG = "generation_config.json"
 # What generate() reads from the generation config, not the model's: how decoding starts and which pieces it forces.
 GENERATION_KEYS = ("decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id", "no_repeat_ngram_size",
                    "length_penalty")
+# What a converter does, in order: a progress callback (Progress) is told each stage as it starts.
+STAGES = (READ_CONFIG, READ_TOKENIZER, READ_WEIGHTS, MAP_WEIGHTS, WRITE) = (
+    "reading config.json", "reading the tokenizer", "reading the weights",
+    "converting the weights (names and shapes checked)", "writing the checkpoint")
+Progress = Callable[[str], None]
 MAX_SOURCE_WEIGHTS_BYTES = MAX_MODEL_BYTES + 64 * 2**20  # a weights file a model within the config limits can have
 # Our tensor names -> Hugging Face's, per encoder / decoder layer (weight and bias each): Marian, BART and mBART
 # name their layers alike.
@@ -60,6 +67,12 @@ class Conversion:
     target_lang: str | None
     family: str = "marian"  # the model_type it was converted from
     target_languages: tuple[str, ...] = ()  # a multilingual model's language codes (translate --to)
+
+
+def report(progress: Progress | None, stage: str) -> None:
+    """Tell the caller's progress callback (the app's progress bar) that ``stage`` of STAGES starts."""
+    if progress is not None:
+        progress(stage)
 
 
 def read_bytes(path: Path, limit: int) -> bytes:
@@ -235,12 +248,73 @@ def resolve_folder(name: str | Path) -> Path:
     path = Path(name)
     if path.is_dir() or not MODEL_ID.fullmatch(str(name)):
         return path
-    repo = hub_cache() / f"models--{str(name).replace('/', '--')}"
+    return _snapshot(hub_cache() / f"{CACHE_PREFIX}{str(name).replace('/', '--')}") or path
+
+
+CACHE_PREFIX = "models--"  # the hub cache's folder of one model: models--owner--name
+MAX_CACHED_MODELS = 500  # folders of the cache looked at when listing it
+COMMIT = re.compile(r"[0-9A-Za-z_-]{1,64}")  # what refs/main may name: a folder of snapshots/, nothing above it
+
+
+def _snapshot(repo: Path) -> Path | None:
+    """The snapshot of a cached model's folder that refs/main names, else its only one; None when neither."""
     ref = repo / "refs" / "main"
-    if ref.is_file() and (repo / "snapshots" / ref.read_text().strip()).is_dir():
-        return repo / "snapshots" / ref.read_text().strip()
+    commit = ref.read_text(errors="replace").strip() if ref.is_file() and ref.stat().st_size <= 100 else ""
+    if COMMIT.fullmatch(commit) and (repo / "snapshots" / commit).is_dir():
+        return repo / "snapshots" / commit
     snapshots = sorted((repo / "snapshots").iterdir()) if (repo / "snapshots").is_dir() else []
-    return snapshots[0] if len(snapshots) == 1 else path
+    return snapshots[0] if len(snapshots) == 1 else None
+
+
+def hub_id(folder: Path) -> str | None:
+    """The model id ("facebook/bart-base") of a snapshot in Hugging Face's cache (…/models--facebook--bart-base/
+    snapshots/<commit>), None for any other folder."""
+    parts = folder.resolve().parts
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith(CACHE_PREFIX):
+        return parts[-3][len(CACHE_PREFIX):].replace("--", "/", 1)
+    return None
+
+
+def source_name(folder: Path) -> str:
+    """What a converted checkpoint's meta says it was converted from: the model id of a cached snapshot (its folder
+    name is a commit hash), else the folder's name."""
+    return (hub_id(folder) or folder.resolve().name)[:100]
+
+
+def model_type_of(folder: Path) -> str | None:
+    """config.json's model_type, None when the folder has no readable config.json or it names none (for listing:
+    the converter says why when asked to convert)."""
+    try:
+        found = read_json(folder / HF_CONFIG).get("model_type")
+    except (CheckpointError, OSError):
+        return None
+    return found[:40] if isinstance(found, str) else None
+
+
+@dataclass(frozen=True)
+class CachedModel:
+    """A model in Hugging Face's cache: its id, the snapshot a conversion reads and config.json's model_type."""
+
+    model_id: str
+    folder: Path
+    model_type: str | None
+
+
+def cached_models() -> list[CachedModel]:
+    """Every model in Hugging Face's cache (hub_cache()) with a snapshot holding config.json, by id (datasets, spaces
+    and half-downloaded models left out). Only config.json is read: nothing is downloaded or converted."""
+    root = hub_cache()
+    try:
+        repos = sorted(path for path in root.iterdir() if path.name.startswith(CACHE_PREFIX))[:MAX_CACHED_MODELS]
+    except OSError:  # no cache (yet), or not readable
+        return []
+    found = []
+    for repo in repos:
+        snapshot = _snapshot(repo) if repo.is_dir() else None
+        if snapshot is not None and (snapshot / HF_CONFIG).is_file():
+            found.append(CachedModel(model_id=repo.name[len(CACHE_PREFIX):].replace("--", "/", 1), folder=snapshot,
+                                     model_type=model_type_of(snapshot)))
+    return found
 
 
 def with_generation_config(folder: Path, hf: dict[str, Any]) -> dict[str, Any]:

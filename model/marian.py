@@ -24,15 +24,23 @@ from .hf_folder import (
     HF_CONFIG,
     HF_PICKLE,
     HF_TOKENIZER_CONFIG,
+    MAP_WEIGHTS,
+    READ_CONFIG,
+    READ_TOKENIZER,
+    READ_WEIGHTS,
+    WRITE,
     Conversion,
+    Progress,
     check_size,
     generation_meta,
+    hub_id,
     layer_names,
     open_folder,
     read_bytes,
     read_json,
     read_weights,
     rename_weights,
+    report,
     tied_embedding,
 )
 from .positional import sinusoidal_encoding
@@ -168,20 +176,26 @@ def languages(folder: Path) -> tuple[str | None, str | None]:
 
 
 def _model_name(folder: Path) -> str:
-    """The folder's model name for the meta: opus-mt-XX-YY when a part of its path says so, else its name."""
+    """The folder's model name for the meta: the model id of a snapshot in Hugging Face's cache, else opus-mt-XX-YY
+    when a part of its path says so, else its name."""
     match = next((p for p in reversed(folder.resolve().parts) if FOLDER_NAME.search(p)), folder.resolve().name)
-    return match.split("--")[-1][:100]
+    return (hub_id(folder) or match.split("--")[-1])[:100]
 
 
-def convert_marian(folder: str | Path, out: str | Path) -> Conversion:
-    """Read a Hugging Face Marian folder and write this project's checkpoint to ``out`` (a new or empty directory)."""
+def convert_marian(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
+    """Read a Hugging Face Marian folder and write this project's checkpoint to ``out`` (a new or empty directory),
+    telling ``progress`` each stage as it starts."""
+    report(progress, READ_CONFIG)
     folder, out, hf_config = open_folder(folder, out, "Marian")
     _refuse_unsupported(hf_config)
+    report(progress, READ_TOKENIZER)
     tokenizer = read_marian_tokenizer(folder)
     config = marian_config(hf_config, tokenizer.unk_id, final_logits_bias=True)
     check_size(config)
     _check_vocabulary(tokenizer, config)
+    report(progress, READ_WEIGHTS)
     hf_weights, file = read_weights(folder)
+    report(progress, MAP_WEIGHTS)
     embedding = tied_embedding(hf_weights, file)
     if embedding.dim() != 2 or embedding.size(0) != tokenizer.vocab_size:
         raise CheckpointError(f"vocabulary mismatch: {MARIAN_FILES[2]} has {tokenizer.vocab_size} pieces, the "
@@ -195,6 +209,7 @@ def convert_marian(folder: str | Path, out: str | Path) -> Conversion:
             # generate() ends a hypothesis at the length limit with </s> when the config says so (Marian's default)
             "forced_eos": hf_config.get("forced_eos_token_id", HF_DEFAULTS["forced_eos_token_id"]) is not None}
     meta.update(generation_meta(hf_config))
+    report(progress, WRITE)
     save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
                       source_lang=source_lang, target_lang=target_lang)

@@ -24,7 +24,13 @@ from .config import ModelConfig
 from .hf_folder import (
     HF_CONFIG,
     HF_PICKLE,
+    MAP_WEIGHTS,
+    READ_CONFIG,
+    READ_TOKENIZER,
+    READ_WEIGHTS,
+    WRITE,
     Conversion,
+    Progress,
     check_size,
     generation_meta,
     hf_get,
@@ -32,6 +38,8 @@ from .hf_folder import (
     read_tokenizer_json,
     read_weights,
     rename_weights,
+    report,
+    source_name,
 )
 from .tokenizer import HF_TOKENIZER_FILE
 from .transformer import Transformer
@@ -108,19 +116,24 @@ def hf_names(config: ModelConfig) -> dict[str, str]:
     return names
 
 
-def convert_t5(folder: str | Path, out: str | Path) -> Conversion:
-    """Read a Hugging Face T5 folder and write this project's checkpoint to ``out`` (a new or empty directory)."""
+def convert_t5(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
+    """Read a Hugging Face T5 folder and write this project's checkpoint to ``out`` (a new or empty directory), telling
+    ``progress`` each stage as it starts."""
+    report(progress, READ_CONFIG)
     folder, out, hf_config = open_folder(folder, out)
     if hf_config.get("model_type") != "t5":
         raise CheckpointError(f"{HF_CONFIG}: model_type is {str(hf_config.get('model_type'))[:40]!r}, not 't5'")
     get = hf_get(hf_config, HF_DEFAULTS)
+    report(progress, READ_TOKENIZER)
     tokenizer = read_tokenizer_json(folder, get("pad_token_id"), get("decoder_start_token_id"), get("eos_token_id"))
     config = t5_config(hf_config, tokenizer.unk_id)
     check_size(config)
     if tokenizer.vocab_size > config.vocab_size:  # T5's embedding has spare rows (32128 for 32100 pieces)
         raise CheckpointError(f"vocabulary mismatch: {HF_TOKENIZER_FILE} has {tokenizer.vocab_size} pieces, "
                               f"{HF_CONFIG} says vocab_size {config.vocab_size}")
+    report(progress, READ_WEIGHTS)
     hf_weights, file = read_weights(folder)
+    report(progress, MAP_WEIGHTS)
     head, shared = hf_weights.get("lm_head.weight"), hf_weights.get(TIED[0])
     untied = head is not None and (shared is None or head.shape != shared.shape or not torch.equal(head, shared))
     config = t5_config(hf_config, tokenizer.unk_id, tied=not untied)
@@ -128,9 +141,10 @@ def convert_t5(folder: str | Path, out: str | Path) -> Conversion:
     tied = TIED if untied else (*TIED, "lm_head.weight")
     model.load_state_dict(rename_weights(hf_weights, hf_names(config), config, file, set(),
                                          "T5ForConditionalGeneration", tied))
-    meta = {"converted_from": folder.resolve().name[:100], "family": "t5",
+    meta = {"converted_from": source_name(folder), "family": "t5",
             "forced_eos": get("forced_eos_token_id") is not None}
     meta.update(generation_meta(hf_config))
+    report(progress, WRITE)
     save_checkpoint(model, tokenizer, out, meta=meta)
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
                       source_lang=None, target_lang=None, family="t5")

@@ -2,15 +2,20 @@
 
 BART's tokenizer layout (byte-level BPE without a prefix space; <s> 0, <pad> 1, </s> 2, <unk> 3; "<s> ... </s>"
 around a source) trained here with the tokenizers package, and ``bart_checkpoint``: a converted BART, mBART or M2M100 (NLLB)
-checkpoint as `python -m model convert` writes it, with random weights.
+checkpoint as `python -m model convert` writes it, with random weights. ``bart_folder`` is the other side: a Hugging
+Face BART folder as save_pretrained writes it (random weights under Hugging Face's names), and ``cache_model`` puts a
+folder into a Hugging Face cache as the hub's libraries lay it out.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
+from model.bart import bart_config, hf_names
 from model.checkpoint import save_checkpoint
 from model.config import ModelConfig
 from model.tokenizer import HFTokenizer
@@ -106,3 +111,41 @@ def t5_checkpoint(directory: Path, n_heads: int = 3, n_layers: int = 2, d_model:
     torch.manual_seed(seed)
     model = Transformer(config).eval()
     return save_checkpoint(model, tokenizer, directory, meta={"converted_from": "tiny-flan-t5", "family": "t5"})
+
+
+def write_bart_weights(folder: Path) -> None:
+    """Random weights under Hugging Face's names for the folder's config.json, without transformers."""
+    hf = json.loads((folder / "config.json").read_text())
+    config = bart_config(hf, 3, final_logits_bias=True)
+    ours = Transformer(config).state_dict()
+    save_file({theirs: ours[name].clone() for name, theirs in hf_names(config).items()},
+              str(folder / "model.safetensors"))
+
+
+def bart_folder(folder: Path, **config: object) -> Path:
+    """A tiny Hugging Face BART folder (config.json with ``config``'s changes, tokenizer.json, random weights in
+    model.safetensors), as `python -m model convert` reads it; no weights when config changes model_type."""
+    data = bart_tokenizer_json()
+    hf = {"model_type": "bart", "vocab_size": bart_tokenizer(data).vocab_size, "d_model": 16, "encoder_layers": 2,
+          "decoder_layers": 2, "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32,
+          "decoder_ffn_dim": 32, "max_position_embeddings": 40, "activation_function": "gelu", "pad_token_id": 1,
+          "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2, "forced_eos_token_id": 2, **config}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(hf))
+    (folder / "tokenizer.json").write_bytes(data)
+    if hf["model_type"] == "bart":
+        write_bart_weights(folder)
+    return folder
+
+
+def cache_model(cache: Path, model_id: str, source: Path, commit: str = "0123abcd") -> Path:
+    """``source``'s files as the snapshot of ``model_id`` in the Hugging Face cache ``cache``
+    (models--owner--name/snapshots/<commit>/ and refs/main naming it); the snapshot's path."""
+    repo = cache / f"models--{model_id.replace('/', '--')}"
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    for file in source.iterdir():  # the cache holds links to blobs; a copy reads the same
+        (snapshot / file.name).write_bytes(file.read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    return snapshot

@@ -15,10 +15,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from safetensors.torch import save_file
 
 from model.__main__ import main as cli_main
-from model.bart import bart_config, hf_names
 from model.checkpoint import CheckpointError, load_checkpoint
 from model.config import DecodeConfig, ModelConfig
 from model.convert import convert
@@ -26,7 +24,7 @@ from model.decoding import beam_search, greedy_decode, repeated_ngram_pieces
 from model.inference import prepare_source, translate
 from model.tokenizer import WORD_START, HFTokenizer
 from model.transformer import Transformer, count_parameters
-from tests.bart_helpers import bart_checkpoint, bart_tokenizer, bart_tokenizer_json
+from tests.bart_helpers import bart_checkpoint, bart_tokenizer, bart_tokenizer_json, cache_model, write_bart_weights
 from tests.hf_reference import assert_same_forward
 from tests.marian_helpers import EN
 
@@ -295,15 +293,6 @@ def test_unsupported_configs_are_refused_in_one_line_before_anything_is_written(
     assert not out.exists()
 
 
-def write_weights(folder: Path) -> None:
-    """Random weights under Hugging Face's names for the folder's config.json, without transformers."""
-    hf = json.loads((folder / "config.json").read_text())
-    config = bart_config(hf, 3, final_logits_bias=True)
-    ours = Transformer(config).state_dict()
-    save_file({theirs: ours[name].clone() for name, theirs in hf_names(config).items()},
-              str(folder / "model.safetensors"))
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, 3), max_size=12), st.integers(1, 4))
 def test_the_pieces_no_repeat_ngram_bans_are_those_that_would_repeat_an_ngram(prefix, n):
@@ -318,7 +307,7 @@ def test_the_pieces_no_repeat_ngram_bans_are_those_that_would_repeat_an_ngram(pr
 def test_generation_config_json_says_which_pieces_are_forced_as_generate_reads_it(folder, tmp_path):
     """generate() takes decoder_start, forced BOS and forced EOS from generation_config.json when the folder has one:
     a forced piece it does not name is not forced, whatever config.json says (forced_eos_token_id 2 here)."""
-    write_weights(folder)
+    write_bart_weights(folder)
     assert load_checkpoint(convert(folder, tmp_path / "a").path).forced_eos  # config.json alone: EOS forced
     (folder / "generation_config.json").write_text(json.dumps({"decoder_start_token_id": 2, "forced_bos_token_id": 0,
                                                                 "no_repeat_ngram_size": 3}))
@@ -331,17 +320,13 @@ def test_generation_config_json_says_which_pieces_are_forced_as_generate_reads_i
 def test_a_model_id_is_found_in_hugging_faces_cache_without_a_download(folder, tmp_path, monkeypatch, capsys):
     """`python -m model convert facebook/bart-base --out ...` reads the snapshot refs/main names in the hub cache
     (HF_HUB_CACHE), as transformers would have stored it; an id not in the cache is refused naming the cache."""
-    write_weights(folder)
-    repo = tmp_path / "hub" / "models--someone--tiny-bart"
-    snapshot = repo / "snapshots" / "0123abcd"
-    snapshot.mkdir(parents=True)
-    for file in folder.iterdir():  # the cache holds links to blobs; a copy reads the same
-        (snapshot / file.name).write_bytes(file.read_bytes())
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text("0123abcd")
+    write_bart_weights(folder)
+    cache_model(tmp_path / "hub", "someone/tiny-bart", folder)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     assert cli_main(["convert", "someone/tiny-bart", "--out", str(tmp_path / "out")]) == 0
-    assert "wrote" in capsys.readouterr().out and load_checkpoint(tmp_path / "out").meta["family"] == "bart"
+    meta = load_checkpoint(tmp_path / "out").meta
+    assert "wrote" in capsys.readouterr().out and meta["family"] == "bart"
+    assert meta["converted_from"] == "someone/tiny-bart"  # the model id, not the snapshot's commit
     assert cli_main(["convert", "someone/absent", "--out", str(tmp_path / "other")]) == 2
     assert f"nor a model of that name in Hugging Face's cache, {tmp_path / 'hub'}" in capsys.readouterr().err
 
