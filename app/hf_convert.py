@@ -6,7 +6,8 @@ operator names in ATTENTION_EXPLORER_HF_FOLDERS (paths joined by os.pathsep; uns
 by the server and picked from that list; a folder whose real path leaves its root (a symbolic link) is not listed.
 Nothing is downloaded. A conversion (model.convert) writes into pretrained/<safe name> under a hidden temporary name
 and is renamed when complete, so the model list never shows half a model and a refused conversion leaves nothing
-behind. Converting a large model takes minutes and most of the memory it needs: one runs at a time, server-wide.
+behind. Converting a large model takes minutes and holds its weights in memory twice: one runs at a time,
+server-wide.
 """
 from __future__ import annotations
 
@@ -90,6 +91,7 @@ def folder_sources(roots: list[Path]) -> list[Source]:
 
 @st.cache_data(ttl=10, show_spinner=False)  # every visitor's sidebar asks on every run
 def _listed(cache: str, roots: tuple[str, ...]) -> list[Source]:
+    """The cache's models and the roots' folders; ``cache`` (hub_cache()) keys the cached answer to where it looked."""
     models = [Source(label=m.model_id, folder=m.folder, model_type=m.model_type) for m in cached_models()]
     return models + folder_sources([Path(root) for root in roots])
 
