@@ -112,7 +112,7 @@ def test_the_new_options_default_to_the_paper_and_old_configs_load_unchanged():
     ({"positional_layout": "learned", "position_offset": -1}, "position_offset must be an integer from 0 to 16"),
     ({"layernorm_embedding": 1}, "layernorm_embedding must be true or false, got 1"),
     ({"final_logits_bias": "yes"}, "final_logits_bias must be true or false, got 'yes'"),
-    ({"tokenizer": "bpe"}, "tokenizer must be one of sentencepiece, marian, hf, got 'bpe'"),
+    ({"tokenizer": "bpe"}, "tokenizer must be one of sentencepiece, marian, hf, m2m100, got 'bpe'"),
     ({"decoder_start_id": 0}, "decoder_start_id must equal bos_id (2), got 0"),
     ({"decoder_start_id": 99}, "decoder_start_id must be an id in [0, 10), got 99"),
     ({"bos_id": 0}, "special ids must be distinct"),  # the project's vocabulary has a BOS piece
