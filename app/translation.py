@@ -179,18 +179,21 @@ class Request:
     length_penalty: float = 0.6
     sampling: Sampling | None = None  # draw each piece instead of searching (then the beam is 1)
     # The model's own rules (app.resources.decode_rules): EOS at the length limit, the piece forced first (the chosen
-    # target language of mBART-50, M2M100 or NLLB, or BART-large's <s>), no repeated n-gram, generate()'s |Y|^α.
+    # target language of mBART-50, M2M100 or NLLB, or BART-large's <s>), no repeated n-gram, generate()'s |Y|^α and
+    # its stopping rule.
     forced_eos: bool = False
     forced_bos: int | None = None
     no_repeat_ngram: int = 0
     length_penalty_formula: str = "gnmt"
+    early_stopping: bool | str = True  # when beam search stops (model.beam_stopping)
 
     @property
     def decode_config(self) -> DecodeConfig:
         beam = 1 if self.sampling is not None else self.beam_size
         return DecodeConfig(beam_size=beam, max_len=self.max_len, length_penalty=self.length_penalty,
                             sampling=self.sampling, forced_eos=self.forced_eos, forced_bos=self.forced_bos,
-                            no_repeat_ngram=self.no_repeat_ngram, length_penalty_formula=self.length_penalty_formula)
+                            no_repeat_ngram=self.no_repeat_ngram, length_penalty_formula=self.length_penalty_formula,
+                            early_stopping=self.early_stopping)
 
 
 CACHE_ENTRIES, CACHE_BYTES = 128, 256 * 2**20  # translations shared by every session: at most this many and this much

@@ -19,14 +19,15 @@ from model.checkpoint import (
     tokenizer_files,
 )
 from model.device import resolve_device
-from model.tokenizer import HF_TOKENIZER_FILE, MARIAN_FILES
+from model.tokenizer import HF_TOKENIZER_FILE, M2M100_FILES, MARIAN_FILES
 
 UPLOAD_PREFIX = "upload:"
 ARCHIVE_SUFFIXES = {".zip", ".tar", ".gz", ".tgz", ".bz2", ".tbz2", ".xz", ".txz", ".7z", ".rar", ".zst"}
 # What a checkpoint is uploaded as, for messages: the weights, the config and one of the two tokenizer layouts.
 UPLOAD_FILES = (f"{WEIGHTS}, {CONFIG} and the tokenizer ({TOKENIZER}, Marian's {', '.join(MARIAN_FILES)}, or a "
-                f"converted Hugging Face model's {HF_TOKENIZER_FILE})")
-EXACT_NAMES = (*MARIAN_FILES, HF_TOKENIZER_FILE)  # tokenizer files told from the config by name, not by suffix
+                f"converted Hugging Face model's {HF_TOKENIZER_FILE} or M2M100's {', '.join(M2M100_FILES)})")
+# tokenizer files told from the config by name, not by suffix
+EXACT_NAMES = tuple(dict.fromkeys((*MARIAN_FILES, HF_TOKENIZER_FILE, *M2M100_FILES)))
 BY_SUFFIX = {".safetensors": WEIGHTS, ".json": CONFIG, ".model": TOKENIZER}  # a browser may rename a file "x (1).json"
 
 
@@ -76,7 +77,8 @@ def _check_complete(chosen: dict[str, bytes], folder: Path) -> None:
         raise CheckpointError(f"missing {CONFIG}: upload {UPLOAD_FILES} together")
     config, _ = read_config(folder)
     needed = (WEIGHTS, CONFIG, *tokenizer_files(config))
-    kind = {"marian": f"Marian's {', '.join(MARIAN_FILES)}", "hf": HF_TOKENIZER_FILE}.get(config.tokenizer, TOKENIZER)
+    kind = {"marian": f"Marian's {', '.join(MARIAN_FILES)}", "hf": HF_TOKENIZER_FILE,
+            "m2m100": f"M2M100's {', '.join(M2M100_FILES)}"}.get(config.tokenizer, TOKENIZER)
     missing = [name for name in needed if name not in chosen]
     if missing:
         raise CheckpointError(f"missing {', '.join(missing)}: upload {WEIGHTS}, {CONFIG} and the tokenizer "

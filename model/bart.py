@@ -11,7 +11,9 @@ from row p + pad id + 1.
 Decoding follows the config as generate() does: the decoder starts with decoder_start_token_id (</s> for BART, so
 bos_id = eos_id here), the first piece is forced_bos_token_id when set (BART-large's <s>, mBART-50's target
 language) and the last one at the length limit forced_eos_token_id. The tokenizer is the folder's tokenizer.json
-(byte-level BPE for BART, sentencepiece pieces with language codes for mBART), read by the tokenizers package.
+(byte-level BPE for BART, sentencepiece pieces with language codes for mBART), read by the tokenizers package, or, in
+an M2M100 folder without one (facebook/m2m100_* as save_pretrained writes it), its sentencepiece.bpe.model and
+vocab.json (model.tokenizer.M2M100Tokenizer).
 The converted model computes what BartForConditionalGeneration / MBartForConditionalGeneration compute
 (tests/model/test_bart.py: logits and every attention weight to 1e-5, greedy and beam equal to generate()).
 """
@@ -37,16 +39,18 @@ from .hf_folder import (
     Progress,
     check_size,
     generation_meta,
+    has_m2m100_tokenizer,
     hf_get,
     layer_names,
     open_folder,
+    read_m2m100_tokenizer,
     read_tokenizer_json,
     read_weights,
     rename_weights,
     report,
     source_name,
 )
-from .tokenizer import HF_TOKENIZER_FILE
+from .tokenizer import HF_TOKENIZER_FILE, M2M100_FILES, HFTokenizer, M2M100Tokenizer
 from .transformer import SIDES, Transformer
 
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding's offset: rows 0 and 1 of each table are never read
@@ -115,8 +119,9 @@ def _refuse_unsupported(hf: dict[str, Any]) -> None:
                               f"eos_token_id {str(get('eos_token_id'))[:20]}")
 
 
-def bart_config(hf: dict[str, Any], unk_id: int, final_logits_bias: bool) -> ModelConfig:
-    """The ModelConfig of a BART, mBART or M2M100 config.json; unk_id comes from tokenizer.json."""
+def bart_config(hf: dict[str, Any], unk_id: int, final_logits_bias: bool, tokenizer: str = "hf") -> ModelConfig:
+    """The ModelConfig of a BART, mBART or M2M100 config.json; unk_id comes from the tokenizer (``tokenizer``: its
+    kind, "hf" for tokenizer.json, "m2m100" for M2M100's sentencepiece model and vocab.json)."""
     _refuse_unsupported(hf)
     get, family = _get(hf), _family(hf)
     start, pad = get("decoder_start_token_id"), get("pad_token_id")
@@ -129,7 +134,7 @@ def bart_config(hf: dict[str, Any], unk_id: int, final_logits_bias: bool) -> Mod
             d_ff=get("encoder_ffn_dim"), dropout=get("dropout"), max_len=get("max_position_embeddings"),
             pad_id=pad, unk_id=unk_id, bos_id=start, eos_id=get("eos_token_id"), norm_first=family.norm_first,
             activation=ACTIVATIONS[get("activation_function")], positional_layout=family.positions,
-            position_offset=offset, final_logits_bias=final_logits_bias, decoder_start_id=start, tokenizer="hf",
+            position_offset=offset, final_logits_bias=final_logits_bias, decoder_start_id=start, tokenizer=tokenizer,
             scale_embedding=get("scale_embedding") is True, layernorm_embedding=family.layernorm_embedding)
     except ValueError as exc:
         raise CheckpointError(f"{HF_CONFIG}: {exc}") from None
@@ -150,25 +155,36 @@ def hf_names(config: ModelConfig) -> dict[str, str]:
     return names
 
 
+def _read_tokenizer(folder: Path, hf: dict[str, Any]) -> HFTokenizer | M2M100Tokenizer:
+    """The folder's tokenizer.json, or, for an M2M100 folder as save_pretrained writes facebook/m2m100_* (no
+    tokenizer.json), its sentencepiece model and vocab.json; config.json's special ids either way."""
+    get = _get(hf)
+    ids = (get("pad_token_id"), get("decoder_start_token_id"), get("eos_token_id"))
+    if hf.get("model_type") == "m2m_100" and has_m2m100_tokenizer(folder):
+        return read_m2m100_tokenizer(folder, *ids)
+    return read_tokenizer_json(folder, *ids)
+
+
 def convert_bart(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
     """Read a Hugging Face BART, mBART or M2M100/NLLB folder and write this project's checkpoint to ``out`` (a new or
     empty directory), telling ``progress`` each stage as it starts."""
     report(progress, READ_CONFIG)
     folder, out, hf_config = open_folder(folder, out)
     _refuse_unsupported(hf_config)
-    get = _get(hf_config)
     report(progress, READ_TOKENIZER)
-    tokenizer = read_tokenizer_json(folder, get("pad_token_id"), get("decoder_start_token_id"), get("eos_token_id"))
-    config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=True)
+    tokenizer = _read_tokenizer(folder, hf_config)
+    kind = "m2m100" if isinstance(tokenizer, M2M100Tokenizer) else "hf"
+    config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=True, tokenizer=kind)
     check_size(config)
-    if tokenizer.vocab_size != config.vocab_size:
-        raise CheckpointError(f"vocabulary mismatch: {HF_TOKENIZER_FILE} has {tokenizer.vocab_size} pieces, "
-                              f"{HF_CONFIG} says vocab_size {config.vocab_size}")
+    # M2M100's embedding has spare rows past its language codes (128112 for 128100 pieces): never emitted
+    if tokenizer.vocab_size > config.vocab_size or (kind == "hf" and tokenizer.vocab_size != config.vocab_size):
+        raise CheckpointError(f"vocabulary mismatch: {HF_TOKENIZER_FILE if kind == 'hf' else M2M100_FILES[1]} has "
+                              f"{tokenizer.vocab_size} pieces, {HF_CONFIG} says vocab_size {config.vocab_size}")
     report(progress, READ_WEIGHTS)
     hf_weights, file = read_weights(folder)
     report(progress, MAP_WEIGHTS)
     if "final_logits_bias" not in hf_weights:  # HF then adds zeros: the same as no bias
-        config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=False)
+        config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=False, tokenizer=kind)
     model = Transformer(config)
     model.load_state_dict(rename_weights(hf_weights, hf_names(config), config, file, set(),
                                          _family(hf_config).architecture))

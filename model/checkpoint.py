@@ -1,5 +1,6 @@
-"""Checkpoints: one directory with safetensors weights, a JSON config and the tokenizer (tokenizer.model, or a
-converted Marian model's source.spm, target.spm and vocab.json: the config's ``tokenizer`` says which).
+"""Checkpoints: one directory with safetensors weights, a JSON config and the tokenizer (tokenizer.model, a
+converted Marian model's source.spm, target.spm and vocab.json, a converted model's tokenizer.json, or a converted
+M2M100's sentencepiece.bpe.model, vocab.json and tokenizer_config.json: the config's ``tokenizer`` says which).
 
 A checkpoint may come from anyone (``--checkpoint``, the app's upload), so loading trusts nothing in it:
 - no code runs: weights are read only as safetensors (plain numbers); a pickle (PyTorch's .bin/.pt) is
@@ -32,10 +33,12 @@ from .shapes import expected_shapes
 from .shards import INDEX, SINGLE, ShardError, has_weights, read_index, save_weights
 from .tokenizer import (
     HF_TOKENIZER_FILE,
+    M2M100_FILES,
     MARIAN_FILES,
     MARIAN_SPECIALS,
     TOKENIZER_FILE,
     HFTokenizer,
+    M2M100Tokenizer,
     MarianTokenizer,
     TextTokenizer,
     Tokenizer,
@@ -115,7 +118,7 @@ def save_checkpoint(model: Transformer, tokenizer: TextTokenizer, directory: str
                     max_shard_bytes: int | None = None) -> Path:
     """Write model.safetensors (in ``dtype``, e.g. float16 to ship; sharded with an index when larger than
     ``max_shard_bytes``), config.json and the tokenizer's files."""
-    kinds = {"sentencepiece": Tokenizer, "marian": MarianTokenizer, "hf": HFTokenizer}
+    kinds = {"sentencepiece": Tokenizer, "marian": MarianTokenizer, "hf": HFTokenizer, "m2m100": M2M100Tokenizer}
     if not isinstance(tokenizer, kinds[model.config.tokenizer]):
         raise ValueError(f"the config's tokenizer is {model.config.tokenizer!r}, got a {type(tokenizer).__name__}")
     directory = Path(directory)
@@ -185,7 +188,8 @@ def read_config(directory: Path) -> tuple[ModelConfig, dict[str, Any]]:
 
 def tokenizer_files(config: ModelConfig) -> tuple[str, ...]:
     """The tokenizer files a checkpoint of ``config`` holds."""
-    return {"marian": MARIAN_FILES, "hf": (HF_TOKENIZER_FILE,)}.get(config.tokenizer, (TOKENIZER,))
+    return {"marian": MARIAN_FILES, "hf": (HF_TOKENIZER_FILE,), "m2m100": M2M100_FILES}.get(config.tokenizer,
+                                                                                            (TOKENIZER,))
 
 
 def read_tokenizer(directory: Path, config: ModelConfig | None = None) -> TextTokenizer:
@@ -204,14 +208,18 @@ def read_tokenizer(directory: Path, config: ModelConfig | None = None) -> TextTo
         except TokenizerError as exc:
             raise CheckpointError(str(exc)) from None
     try:
-        tokenizer = MarianTokenizer(*(_read_file(directory / name, MAX_TOKENIZER_BYTES) for name in MARIAN_FILES))
+        if config.tokenizer == "m2m100":
+            tokenizer = M2M100Tokenizer(*(_read_file(directory / name, MAX_TOKENIZER_BYTES) for name in M2M100_FILES),
+                                        bos_id=config.bos_id)
+        else:
+            tokenizer = MarianTokenizer(*(_read_file(directory / name, MAX_TOKENIZER_BYTES) for name in MARIAN_FILES))
     except TokenizerError as exc:
         raise CheckpointError(str(exc)) from None
     ids = {"pad_id": tokenizer.pad_id, "unk_id": tokenizer.unk_id, "eos_id": tokenizer.eos_id}
     wrong = [f"{MARIAN_SPECIALS[name[:-3]]} is {value}, {CONFIG} says {name} {getattr(config, name)}"
              for name, value in ids.items() if value != getattr(config, name)]
     if wrong:
-        raise CheckpointError(f"{MARIAN_FILES[2]} does not match {CONFIG}: {'; '.join(wrong)}")
+        raise CheckpointError(f"vocab.json does not match {CONFIG}: {'; '.join(wrong)}")
     return tokenizer
 
 
@@ -458,8 +466,9 @@ def load_checkpoint(directory: str | Path, device: torch.device | str = "cpu") -
                                   f"and {TOKENIZER}")
         config, meta = read_config(directory)
         tokenizer = read_tokenizer(directory, config)
-        # A tokenizer.json may have fewer pieces than the embedding rows (T5: 32100 of 32128; the rest never emitted)
-        spare = config.tokenizer == "hf" and tokenizer.vocab_size < config.vocab_size
+        # A tokenizer.json may have fewer pieces than the embedding rows (T5: 32100 of 32128; the rest never emitted),
+        # and so may M2M100's (128100 of 128112)
+        spare = config.tokenizer in ("hf", "m2m100") and tokenizer.vocab_size < config.vocab_size
         if tokenizer.vocab_size != config.vocab_size and not spare:
             raise CheckpointError(f"vocabulary mismatch: {tokenizer_files(config)[-1]} has {tokenizer.vocab_size} "
                                   f"pieces, {CONFIG} says vocab_size {config.vocab_size}")

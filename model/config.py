@@ -29,6 +29,10 @@ MAX_NO_REPEAT_NGRAM = 16
 # How beam search divides a finished hypothesis' log-prob: GNMT's ((5 + |Y|) / 6)^α (the paper's setup, this
 # project's models) or Hugging Face's |Y|^α (what generate() does, so a converted model's n-best is Hugging Face's).
 LENGTH_PENALTY_FORMULAS = ("gnmt", "hf")
+# When beam search stops once beam_size hypotheses have finished (model.beam_stopping): at once (True, this project's
+# models), when no live beam beats the worst of them at its current length (False, generate()'s default), or at the
+# length limit's penalty ("never").
+EARLY_STOPPING = (True, False, "never")
 POSITION_TABLE = 1024  # rows of the position table at least (model.positional.MAX_POSITIONS, tested equal)
 # The options a real translation model (Marian opus-mt) needs beyond the paper; the first of each is the paper's.
 # The FFN's non-linearity; swish is also called SiLU: x * sigmoid(x); gelu_tanh is GELU's tanh approximation (T5 v1.1's
@@ -40,14 +44,20 @@ NORMS = ("layer", "rms")  # LayerNorm (the paper), or RMSNorm: no mean, no bias 
 # bucket of relative offsets enters every self-attention's scores instead (T5).
 POSITIONAL_LAYOUTS = ("interleaved", "halves", "learned", "fairseq", "relative")
 MAX_RELATIVE_BUCKETS, MAX_RELATIVE_DISTANCE = 1024, 65536
-# One joint sentencepiece model, Marian's source/target models + vocab, or a Hugging Face tokenizer.json (BART's
-# byte-level BPE, mBART's sentencepiece with language codes) read by the tokenizers package.
-TOKENIZERS = ("sentencepiece", "marian", "hf")
+# One joint sentencepiece model, Marian's source/target models + vocab, a Hugging Face tokenizer.json (BART's
+# byte-level BPE, mBART's sentencepiece with language codes) read by the tokenizers package, or M2M100's sentencepiece
+# model + vocab.json with its language codes (a folder without tokenizer.json).
+TOKENIZERS = ("sentencepiece", "marian", "hf", "m2m100")
 MAX_POSITION_OFFSET = 16  # rows a position table keeps before position 0 (BART, mBART, M2M100 and NLLB: 2)
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_early_stopping(value: Any) -> bool:
+    """One of EARLY_STOPPING: True, False or "never" (0 and 1 are not booleans here)."""
+    return isinstance(value, bool) or value == "never"
 
 
 def require_positive_ints(owner: str, **values: Any) -> None:
@@ -288,6 +298,9 @@ class DecodeConfig:
     any piece that would repeat an n-gram already in the hypothesis (its start token included), as generate() does
     for no_repeat_ngram_size (BART-large-CNN's 3). ``length_penalty_formula``: "gnmt" ranks finished hypotheses by
     log P / ((5 + |Y|) / 6)^α, "hf" by log P / |Y|^α as generate() does (a converted model's own rule).
+    ``early_stopping``: when beam search stops once beam_size hypotheses have finished, generate()'s rule of that name
+    (model.beam_stopping): True at once (this project's models), False or "never" while a live beam could still beat
+    one of them.
     """
 
     beam_size: int = 1
@@ -299,6 +312,7 @@ class DecodeConfig:
     forced_bos: int | None = None
     no_repeat_ngram: int = 0
     length_penalty_formula: str = "gnmt"  # one of LENGTH_PENALTY_FORMULAS
+    early_stopping: bool | str = True  # one of EARLY_STOPPING
 
     def __post_init__(self) -> None:
         for name, high in (("beam_size", MAX_BEAM), ("max_len", POSITION_TABLE - 1), ("top_k", MAX_TOP_K)):
@@ -318,5 +332,7 @@ class DecodeConfig:
         if not _is_int(self.no_repeat_ngram) or not 0 <= self.no_repeat_ngram <= MAX_NO_REPEAT_NGRAM:
             raise ValueError(f"no_repeat_ngram must be an integer from 0 (off) to {MAX_NO_REPEAT_NGRAM}, "
                              f"got {self.no_repeat_ngram!r}")
+        if not is_early_stopping(self.early_stopping):
+            raise ValueError(f"early_stopping must be true, false or 'never', got {str(self.early_stopping)[:20]!r}")
         if self.sampling is not None and self.beam_size != 1:
             raise ValueError(f"sampling draws one hypothesis: beam_size must be 1, got {self.beam_size}")

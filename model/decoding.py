@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .beam_stopping import best_possible_length, search_is_over
 from .config import DecodeConfig
 from .masks import causal_mask, padding_mask
 from .sampling import SampleChoice, draw
@@ -296,13 +297,23 @@ def _select(scores: torch.Tensor, eos_id: int, beam_size: int) -> list[Candidate
     return chosen
 
 
+def _search_is_over(finished: Sequence[Hypothesis], best_live_log_prob: float, generated: int,
+                    config: DecodeConfig) -> bool:
+    """Whether the config's early_stopping rule (model.beam_stopping) ends the search after a step that left live
+    beams of ``generated`` pieces, the best with ``best_live_log_prob``; ``finished`` best first."""
+    length = best_possible_length(generated, config.max_len, config.length_penalty, config.early_stopping)
+    best_live = best_live_log_prob / length_penalty(length, config.length_penalty, config.length_penalty_formula)
+    return search_is_over([h.score for h in finished], best_live, config.beam_size, config.early_stopping)
+
+
 @torch.inference_mode()
 def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(beam_size=4),
                return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
     """Beam search with GNMT length penalty; all beams of the sentence are one batch.
 
-    Stops when beam_size hypotheses have finished, no live beam is left, or max_len tokens were
-    generated (live beams are then finished without EOS). src [S] or [1, S].
+    Stops when no live beam is left, when max_len tokens were generated (live beams are then finished without EOS),
+    or once beam_size hypotheses have finished as the config's early_stopping rule says (model.beam_stopping: at
+    once, or when no live beam could still beat them). src [S] or [1, S].
     """
     src = _prepare(model, src, config)
     cfg, device = model.config, src.device
@@ -327,7 +338,7 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
         new_tokens = torch.tensor([[c.token] for c in kept], dtype=torch.long, device=device).view(-1, 1)
         beams = torch.cat([prefixes.index_select(0, parents), new_tokens], dim=1)  # [R', t+2]
         beam_scores = torch.tensor([c.log_prob for c in kept], device=device)  # [R']
-        done = last or not kept or len(finished) >= config.beam_size
+        done = last or not kept or _search_is_over(finished, kept[0].log_prob, t + 1, config)
         yield DecodeStep(step=t, prefixes=prefixes, prefix_scores=scores, topk_ids=topk_ids, topk_probs=topk_probs,
                          attention=_step_attention(encoder, out.attention), candidates=tuple(candidates), beams=beams,
                          beam_scores=beam_scores, parents=parents, finished=tuple(finished), done=done)

@@ -22,17 +22,17 @@ import torch
 from safetensors import SafetensorError, safe_open
 
 from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, MAX_WEIGHTS_BYTES, CheckpointError
-from .config import MAX_MODEL_BYTES, ModelConfig, format_bytes
+from .config import MAX_MODEL_BYTES, ModelConfig, format_bytes, is_early_stopping
 from .shapes import expected_shapes
 from .shards import INDEX, SINGLE, ShardError, has_weights, read_index
-from .tokenizer import HF_TOKENIZER_FILE, HFTokenizer, TokenizerError
+from .tokenizer import HF_TOKENIZER_FILE, M2M100_FILES, HFTokenizer, M2M100Tokenizer, TokenizerError
 
 HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", SINGLE, "pytorch_model.bin"
 HF_TOKENIZER_CONFIG = "tokenizer_config.json"
 HF_GENERATION_CONFIG = "generation_config.json"
 # What generate() reads from the generation config, not the model's: how decoding starts and which pieces it forces.
 GENERATION_KEYS = ("decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id", "no_repeat_ngram_size",
-                   "length_penalty")
+                   "length_penalty", "early_stopping")
 # What a converter does, in order: a progress callback (Progress) is told each stage as it starts.
 STAGES = (READ_CONFIG, READ_TOKENIZER, READ_WEIGHTS, MAP_WEIGHTS, WRITE) = (
     "reading config.json", "reading the tokenizer", "reading the weights",
@@ -330,10 +330,12 @@ def with_generation_config(folder: Path, hf: dict[str, Any]) -> dict[str, Any]:
 
 def generation_meta(hf: dict[str, Any]) -> dict[str, Any]:
     """The decoding rules a converted checkpoint's meta records from generate()'s keys (the forced pieces are each
-    family's to check): no_repeat_ngram_size, and beam search's length penalty as generate() applies it, log P /
+    family's to check): no_repeat_ngram_size, beam search's length penalty as generate() applies it, log P /
     |Y|^α with the config's α (Hugging Face's default 1.0 when it names none; one outside the app's 0-2 is left to
-    the app's default)."""
-    meta: dict[str, Any] = {"length_penalty_formula": "hf"}
+    the app's default), and its stopping rule early_stopping (Hugging Face's default False when it names none)."""
+    stopping = hf.get("early_stopping")
+    meta: dict[str, Any] = {"length_penalty_formula": "hf",
+                            "early_stopping": stopping if is_early_stopping(stopping) else False}
     n = hf.get("no_repeat_ngram_size")
     if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 16:
         meta["no_repeat_ngram"] = n
@@ -357,3 +359,25 @@ def read_tokenizer_json(folder: Path, pad_id: int, bos_id: int, eos_id: int) -> 
 def hf_get(hf: dict[str, Any], defaults: dict[str, Any]) -> Callable[[str], Any]:
     """A reader of config.json's keys with the family's defaults (an absent key means what Hugging Face assumes)."""
     return lambda key: hf.get(key, defaults[key])
+
+
+def has_m2m100_tokenizer(folder: Path) -> bool:
+    """Whether the folder holds M2M100's slow tokenizer (sentencepiece.bpe.model and vocab.json) and no
+    tokenizer.json: what save_pretrained writes for facebook/m2m100_*."""
+    return not (folder / HF_TOKENIZER_FILE).is_file() and all((folder / name).is_file() for name in M2M100_FILES[:2])
+
+
+def read_m2m100_tokenizer(folder: Path, pad_id: int, bos_id: int, eos_id: int) -> M2M100Tokenizer:
+    """M2M100's sentencepiece model, vocab.json and tokenizer_config.json (absent: English source, M2M100's language
+    list), its <pad> and </s> checked against config.json's ids."""
+    settings = folder / M2M100_FILES[2]
+    try:
+        tokenizer = M2M100Tokenizer(*(read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in M2M100_FILES[:2]),
+                                    read_bytes(settings, MAX_CONFIG_BYTES) if settings.is_file() else b"{}",
+                                    bos_id=bos_id)
+    except TokenizerError as exc:
+        raise CheckpointError(str(exc)) from None
+    if (tokenizer.pad_id, tokenizer.eos_id) != (pad_id, eos_id):
+        raise CheckpointError(f"{M2M100_FILES[1]} does not match {HF_CONFIG}: <pad> and </s> are "
+                              f"{tokenizer.pad_id} and {tokenizer.eos_id}, {HF_CONFIG} says {pad_id} and {eos_id}")
+    return tokenizer

@@ -2,14 +2,14 @@
 
 A checkpoint's meta is JSON its author wrote (an upload says whatever it likes), so only the entries below, of the
 types below, are kept (clean_meta): training facts the app and the model card show, and the decoding defaults a
-model brings along: beam search's α, whether the last piece at the length limit is forced to be EOS, and which
-piece, if any, is forced first.
+model brings along: beam search's α, whether the last piece at the length limit is forced to be EOS, which
+piece, if any, is forced first, and when beam search stops.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from .config import DecodeConfig
+from .config import DecodeConfig, is_early_stopping
 
 MAX_LENGTH_PENALTY = 2.0  # the app's slider range; a larger α in a checkpoint's meta is not trusted
 
@@ -48,12 +48,22 @@ def forced_bos_of(meta: dict[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def early_stopping_of(meta: dict[str, Any]) -> bool | str:
+    """When beam search stops for this model (model.beam_stopping): generate()'s early_stopping as a converted model's
+    folder sets it (False, its default, when it names none), recorded as meta["early_stopping"] by the converter;
+    True (stop once beam_size hypotheses finished) for this project's models and for models converted before the
+    converter recorded it."""
+    value = meta.get("early_stopping", True)
+    return value if is_early_stopping(value) else True
+
+
 def decode_rules_of(meta: dict[str, Any]) -> dict[str, Any]:
     """The decoding rules a model brings along, as DecodeConfig's keyword arguments: EOS forced at the length limit,
-    the piece forced first, the n-gram never repeated, and the length-penalty formula (its α is length_penalty_of's,
-    a default the user may change)."""
+    the piece forced first, the n-gram never repeated, the length-penalty formula (its α is length_penalty_of's,
+    a default the user may change) and beam search's stopping rule."""
     return {"forced_eos": forced_eos_of(meta), "forced_bos": forced_bos_of(meta),
-            "no_repeat_ngram": no_repeat_ngram_of(meta), "length_penalty_formula": length_penalty_formula_of(meta)}
+            "no_repeat_ngram": no_repeat_ngram_of(meta), "length_penalty_formula": length_penalty_formula_of(meta),
+            "early_stopping": early_stopping_of(meta)}
 
 
 Number = (int, float)
@@ -72,6 +82,7 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "forced_bos": (int,),  # the piece forced first (forced_bos_of)
     "no_repeat_ngram": (int,),  # n-grams never repeated (no_repeat_ngram_of)
     "length_penalty_formula": (str,),  # "hf" for a converted model (length_penalty_formula_of)
+    "early_stopping": (bool, str),  # beam search's stopping rule: true, false or "never" (early_stopping_of)
     "family": (str,),  # the Hugging Face model_type a converted model came from ("marian", "bart", "mbart")
     "device": (str,),  # where training ran: "CPU", "CUDA (NVIDIA H100 80GB HBM3)" (model.device.describe)
     "valid_sentences": (int,),  # how many validation sentences each epoch's BLEU/chrF in epochs.csv is on

@@ -207,7 +207,8 @@ def marian_files(folder: Path, **replace: bytes) -> list[Uploaded]:
 
 def test_the_upload_message_names_every_tokenizer_layout():
     assert UPLOAD_FILES == ("model.safetensors, config.json and the tokenizer (tokenizer.model, Marian's "
-                            "source.spm, target.spm, vocab.json, or a converted Hugging Face model's tokenizer.json)")
+                            "source.spm, target.spm, vocab.json, or a converted Hugging Face model's tokenizer.json "
+                            "or M2M100's sentencepiece.bpe.model, vocab.json, tokenizer_config.json)")
 
 
 def test_a_converted_marian_checkpoint_uploads_as_its_files_and_is_labelled_by_its_languages(marian_folder):

@@ -8,6 +8,7 @@ transformers is the test-only reference (requirements-dev.txt); the tests that n
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from pathlib import Path
 
@@ -179,8 +180,8 @@ def test_logits_and_every_attention_equal_hugging_faces(pair):
     assert_same_forward(hf, ckpt, TEXTS[:2], tgt, pad=1, logits_atol=1e-4, enc_rows=real)
 
 
-def generate(hf, src: torch.Tensor, beams: int, **options):
-    return hf.generate(src[None], num_beams=beams, do_sample=False, max_new_tokens=MAX_NEW, bad_words_ids=[[1]],
+def generate(hf, src: torch.Tensor, beams: int, max_new: int = MAX_NEW, **options):
+    return hf.generate(src[None], num_beams=beams, do_sample=False, max_new_tokens=max_new, bad_words_ids=[[1]],
                        num_return_sequences=beams, output_scores=True, return_dict_in_generate=True, **options)
 
 
@@ -246,6 +247,35 @@ def test_hugging_faces_length_penalty_equals_generate(pair, alpha):
         theirs = generate(hf, src, 4, length_penalty=alpha, early_stopping=True)
         assert [h.tokens for h in ours] == [hf_output(s, 2, 1) for s in theirs.sequences]
         assert torch.allclose(torch.tensor([h.score for h in ours]), theirs.sequences_scores, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_every_early_stopping_rule_equals_generate(pair):
+    """generate()'s three stopping rules (model.beam_stopping), beam 4 at α 0.5, 1 and 2 and limits of 6 and 12
+    pieces: the n-best list and its scores equal generate(early_stopping=rule) for True, False and "never"; greedy
+    equals generate(num_beams=1) whatever the rule. The rules give different n-best lists here (so a search that
+    always stopped as True does would fail the others), and a later stop never scores worse."""
+    hf, ckpt = pair
+    differs = {False: 0, "never": 0}
+    for text, limit in itertools.product(EN[:4] + TEXTS, (6, MAX_NEW)):
+        src = torch.tensor(ckpt.tokenizer.encode_source(text))
+        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=limit, forced_eos=ckpt.forced_eos),
+                               return_attention=False).best
+        assert greedy.tokens == hf_output(generate(hf, src, 1, limit).sequences[0], 2, 1)
+        for alpha in (0.5, 1.0, 2.0):
+            found = {}
+            for rule in (True, False, "never"):
+                beam = DecodeConfig(beam_size=4, max_len=limit, length_penalty=alpha, forced_eos=ckpt.forced_eos,
+                                    length_penalty_formula="hf", early_stopping=rule)
+                ours = beam_search(ckpt.model, src, beam, return_attention=False).hypotheses
+                theirs = generate(hf, src, 4, limit, length_penalty=alpha, early_stopping=rule)
+                assert [h.tokens for h in ours] == [hf_output(s, 2, 1) for s in theirs.sequences], (text, limit, rule)
+                assert torch.allclose(torch.tensor([h.score for h in ours]), theirs.sequences_scores, atol=1e-4)
+                found[rule] = [(h.tokens, round(h.score, 4)) for h in ours]
+            for rule in differs:
+                differs[rule] += found[rule] != found[True]
+            assert found[True][0][1] <= found[False][0][1] <= found["never"][0][1]
+    assert differs[False] >= 1 and differs["never"] >= 1, differs
 
 
 @pytest.mark.slow

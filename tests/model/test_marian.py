@@ -112,7 +112,7 @@ def test_the_new_options_default_to_the_paper_and_old_configs_load_unchanged():
     ({"positional_layout": "learned", "position_offset": -1}, "position_offset must be an integer from 0 to 16"),
     ({"layernorm_embedding": 1}, "layernorm_embedding must be true or false, got 1"),
     ({"final_logits_bias": "yes"}, "final_logits_bias must be true or false, got 'yes'"),
-    ({"tokenizer": "bpe"}, "tokenizer must be one of sentencepiece, marian, hf, got 'bpe'"),
+    ({"tokenizer": "bpe"}, "tokenizer must be one of sentencepiece, marian, hf, m2m100, got 'bpe'"),
     ({"decoder_start_id": 0}, "decoder_start_id must equal bos_id (2), got 0"),
     ({"decoder_start_id": 99}, "decoder_start_id must be an id in [0, 10), got 99"),
     ({"bos_id": 0}, "special ids must be distinct"),  # the project's vocabulary has a BOS piece
@@ -165,7 +165,8 @@ def test_a_folder_converts_round_trips_and_translates(folder, tmp_path, capsys):
     ckpt = load_checkpoint(out)
     assert ckpt.meta == {"converted_from": "opus-mt-en-de", "source_lang": "en", "target_lang": "de",
                          "forced_eos": False,  # the fixture's config sets forced_eos_token_id null
-                         "length_penalty_formula": "hf", "length_penalty": 1.0}  # generate()'s, its default α
+                         "length_penalty_formula": "hf", "length_penalty": 1.0,  # generate()'s, its default α
+                         "early_stopping": False}  # generate()'s default stopping rule
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors", "source.spm", "target.spm",
                                                      "vocab.json"]
     state = hf_state_dict(ckpt.config.vocab_size)
@@ -379,9 +380,9 @@ def generate(hf, src: torch.Tensor, beams: int, **options):
 @pytest.mark.slow
 def test_greedy_and_beam_outputs_equal_generate(pair):
     """Greedy equals generate(num_beams=1). Beam 4 at length penalty 0 (both rank by raw log-prob): the n-best list
-    and its log-probs equal generate(num_beams=4, early_stopping=True), which, like ours, stops once 4 hypotheses
-    ended. HF's default early_stopping=False keeps searching while a live beam's score beats the worst finished one,
-    so its n-best can only be better: each of its scores is >= ours."""
+    and its log-probs equal generate(num_beams=4, early_stopping=True), which stops once 4 hypotheses ended, and
+    generate(early_stopping=False) (HF's default), which keeps searching while a live beam's score beats the worst
+    finished one, so its n-best can only be better: each of its scores is >= True's."""
     hf, ckpt, _ = pair
     pad, lengths = ckpt.config.pad_id, set()
     for text in EN[:4] + TEXTS:
@@ -393,8 +394,12 @@ def test_greedy_and_beam_outputs_equal_generate(pair):
         theirs = generate(hf, src, 4, length_penalty=0.0, early_stopping=True)
         assert [h.tokens for h in ours] == [hf_output(s, pad) for s in theirs.sequences]
         assert torch.allclose(torch.tensor([h.log_prob for h in ours]), theirs.sequences_scores, atol=1e-4)
-        heuristic = generate(hf, src, 4, length_penalty=0.0, early_stopping=False).sequences_scores
-        assert all(h >= o - 1e-4 for h, o in zip(heuristic.tolist(), [h.log_prob for h in ours], strict=True))
+        heuristic = generate(hf, src, 4, length_penalty=0.0, early_stopping=False)
+        searched = beam_search(ckpt.model, src, DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=0.0,
+                                                             early_stopping=False), return_attention=False).hypotheses
+        assert [h.tokens for h in searched] == [hf_output(s, pad) for s in heuristic.sequences]
+        assert torch.allclose(torch.tensor([h.log_prob for h in searched]), heuristic.sequences_scores, atol=1e-4)
+        assert all(h.log_prob >= o.log_prob - 1e-6 for h, o in zip(searched, ours, strict=True))
         lengths |= {(len(h.tokens), h.ended_with_eos) for h in (greedy, *ours)}
     assert len(lengths) >= 4 and {eos for _, eos in lengths} == {True, False}  # several lengths, both ways to end
 

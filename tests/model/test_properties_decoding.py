@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 
 import pytest
 import torch
@@ -155,3 +156,25 @@ def test_forced_eos_ends_every_hypothesis_at_the_limit_with_eos_and_changes_no_e
         assert forced.best.tokens == (*free.best.tokens[:-1], EOS)
         first = free.steps[-1].prefix_scores[0]  # the log-prob before the last piece, which the forced EOS keeps
         assert forced.best.log_prob == pytest.approx(float(first), abs=1e-6)
+
+
+@given(data=st.data())
+def test_early_stopping_true_never_stops_later_than_false_nor_false_than_never(models, data):
+    """generate()'s three stopping rules (model.beam_stopping) share every step until one stops: True's steps are the
+    first of False's, False's the first of "never"'s, and a later stop only adds finished hypotheses, so its best
+    score is at least as high. With α = 0 False and "never" are the same rule. The eos-leaning model only: the random
+    one rarely finishes a hypothesis before the limit, where every rule stops alike."""
+    model = models["eos-leaning"]
+    src = data.draw(sources(model.config.vocab_size), label="src")
+    config = data.draw(st.builds(DecodeConfig, beam_size=st.integers(2, 4), max_len=st.integers(3, 10),
+                                 length_penalty=st.sampled_from([0.0, 0.6, 1.5]),
+                                 length_penalty_formula=st.sampled_from(["gnmt", "hf"])), label="config")
+    runs = [beam_search(model, src, dataclasses.replace(config, early_stopping=rule), return_attention=False)
+            for rule in (True, False, "never")]
+    event(f"True stopped {'before' if len(runs[0].steps) < len(runs[2].steps) else 'with'} 'never'")
+    for earlier, later in itertools.pairwise(runs):
+        assert len(earlier.steps) <= len(later.steps)
+        assert [s.candidates for s in earlier.steps] == [s.candidates for s in later.steps[:len(earlier.steps)]]
+        assert earlier.best.score <= later.best.score + 1e-9
+    if config.length_penalty == 0:
+        assert len(runs[1].steps) == len(runs[2].steps)
