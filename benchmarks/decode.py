@@ -10,6 +10,10 @@ exactly --tokens tokens). Measured, interleaved and repeated, medians reported, 
     CTranslate2 float32 and int8 (no attention; it returns one averaged cross-attention at most) and
     Hugging Face Marian with output_attentions (eager attention); target: our greedy and beam 4 with every
     attention captured <= CTranslate2 float32 without attention
+  * the compiled static-cache step (model/static_cache.py): the same decodes with the step compiled once (Inductor,
+    frozen weights, C++ wrapper), against the eager step and CTranslate2
+  * throughput for a room: N = 1, 4, 16 sentences decoded one at a time, as one batch (model/batch_decoding.py,
+    eager and compiled) and by CTranslate2's translate_batch, in sentences per second (target >= 0.8x at N = 16)
   * KV cache: greedy with the cache vs re-running the whole model on (source, prefix) every step, the
     simplest decoder (target >= 3x); also vs a decoder-only re-run that keeps the encoder output, and at
     120 tokens, where the prefix work dominates
@@ -21,20 +25,24 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
+import itertools
 import platform
 import sys
+import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engines import engine_cases
+from engines import ct2_batch, engine_cases
 from timing import medians
 
+from model.batch_decoding import greedy_batch
 from model.config import DecodeConfig, ModelConfig
 from model.decoding import beam_search, greedy_decode
 from model.masks import decoder_self_mask
+from model.static_cache import StaticCacheDecoder
 from model.transformer import Transformer
 
 
@@ -66,6 +74,37 @@ def greedy_without_cache(model: Transformer, src: torch.Tensor, n_tokens: int) -
 
 
 
+def room_throughput(model: Transformer, compiled: StaticCacheDecoder, config: DecodeConfig, args: argparse.Namespace,
+                    threads: int, dims: dict[str, int]) -> None:
+    """Sentences per second when N requests arrive together: one at a time (the eager step, as the app decodes
+    today), as one batch (eager and compiled), and CTranslate2's translate_batch on the same sentences (target:
+    ours >= 0.8x of it at N = 16). Every sentence keeps its own attention (tests/model/test_batch_decoding.py)."""
+    torch.set_num_threads(threads)
+    generator = torch.Generator().manual_seed(1)
+    print(f"\nThroughput, {threads} thread{'s' if threads > 1 else ''}: N sentences of 10-30 pieces, greedy, "
+          f"{config.max_len} tokens each, every attention captured (CTranslate2: none); sentences per second")
+    for n in args.batches:
+        sources = [torch.randint(4, 8000, (int(torch.randint(10, 31, (1,), generator=generator)),),
+                                 generator=generator) for _ in range(n)]
+        for src in sources:
+            src[-1] = model.config.eos_id
+        cases = {
+            "one at a time": lambda: [greedy_decode(model, src, config) for src in sources],  # noqa: B023
+            "one batch": lambda: greedy_batch(model, sources, config),  # noqa: B023
+            "one batch, compiled": lambda: greedy_batch(compiled, sources, config),  # noqa: B023
+        }
+        if not args.no_engines and (ct2 := ct2_batch([s.tolist() for s in sources], config.max_len, threads, **dims)):
+            cases["CTranslate2 float32 translate_batch"] = ct2
+        med = medians(cases, args.repeats)
+        rates = {name: n / value for name, value in med.items()}
+        print(f"  N = {n:2d}: " + ", ".join(f"{name} {rate:6.1f}/s" for name, rate in rates.items()))
+        ct2_rate = rates.get("CTranslate2 float32 translate_batch")
+        if ct2_rate:
+            best = max(rates["one batch"], rates["one batch, compiled"])
+            print(f"         ours best / CTranslate2: {best / ct2_rate:.2f}x (target >= 0.8x at N = 16) "
+                  f"{verdict(best / ct2_rate, 0.8, larger_is_better=True)}")
+
+
 def verdict(value: float, target: float, larger_is_better: bool = False) -> str:
     return "OK" if (value >= target if larger_is_better else value <= target) else "MISSED"
 
@@ -77,6 +116,8 @@ def main() -> int:
     parser.add_argument("--long-tokens", type=int, default=120, help="a second KV-cache comparison at this length")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="intra-op thread counts to compare")
     parser.add_argument("--no-engines", action="store_true", help="skip CTranslate2 and Hugging Face")
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 4, 16],
+                        help="concurrent sentences decoded as one batch (throughput for a room)")
     args = parser.parse_args()
     torch.manual_seed(0)
     dims = dict(d_model=256, heads=8, layers=3, d_ff=1024)
@@ -90,6 +131,12 @@ def main() -> int:
     n = args.tokens
     greedy, beam = DecodeConfig(beam_size=1, max_len=n), DecodeConfig(beam_size=4, max_len=n)
     produced = len(greedy_decode(model, src, greedy, return_attention=False).best.tokens)
+    compiled = StaticCacheDecoder(model, compiled=True)
+    warm_up = time.perf_counter()
+    for config in (greedy, beam):  # the first call of each compiles (one row; several rows)
+        assert beam_search(compiled, src, config).best.tokens == beam_search(model, src, config).best.tokens, \
+            "the compiled static-cache step and the eager step disagree"
+    print(f"compiled static-cache step: compiled for one row and for beams in {time.perf_counter() - warm_up:.0f} s")
     cached = greedy_decode(model, src, greedy, False).best.tokens
     assert cached == tuple(greedy_without_cache(model, src, n)) == tuple(greedy_full_forward(model, src, n)), \
         "cached and uncached greedy disagree"
@@ -105,6 +152,10 @@ def main() -> int:
             "ours greedy, no capture": lambda: greedy_decode(model, src, greedy, return_attention=False),
             "ours beam 4, capture": lambda: beam_search(model, src, beam, return_attention=True),
             "ours beam 4, no capture": lambda: beam_search(model, src, beam, return_attention=False),
+            "compiled greedy, capture": lambda: greedy_decode(compiled, src, greedy, return_attention=True),
+            "compiled greedy, no capture": lambda: greedy_decode(compiled, src, greedy, return_attention=False),
+            "compiled beam 4, capture": lambda: beam_search(compiled, src, beam, return_attention=True),
+            "compiled beam 4, no capture": lambda: beam_search(compiled, src, beam, return_attention=False),
         }
         if not args.no_engines:
             cases |= engine_cases(src.tolist(), produced, threads, **dims)
@@ -112,18 +163,25 @@ def main() -> int:
         print(f"\n{threads} intra-op thread{'s' if threads > 1 else ''}:")
         for name, value in med.items():
             print(f"  {name:32s} {value * 1000:8.1f} ms  {value * 1000 / produced:6.2f} ms/token")
-        for search in ("greedy", "beam 4"):
-            overhead = med[f"ours {search}, capture"] / med[f"ours {search}, no capture"]
-            print(f"  attention capture overhead, {search}: {overhead:.2f}x (target <= 1.05x) {verdict(overhead, 1.05)}")
+        for engine, search in itertools.product(("ours", "compiled"), ("greedy", "beam 4")):
+            overhead = med[f"{engine} {search}, capture"] / med[f"{engine} {search}, no capture"]
+            print(f"  attention capture overhead, {engine} {search}: {overhead:.2f}x (target <= 1.05x) "
+                  f"{verdict(overhead, 1.05)}")
             ct2 = med.get(f"CTranslate2 float32, {search}")
             if ct2:
-                ratio = med[f"ours {search}, capture"] / ct2
-                print(f"  ours {search} with every attention / CTranslate2 float32 without: {ratio:.2f}x "
+                ratio = med[f"{engine} {search}, capture"] / ct2
+                print(f"  {engine} {search} with every attention / CTranslate2 float32 without: {ratio:.2f}x "
                       f"(target <= 1.0x) {verdict(ratio, 1.0)}")
+        for search in ("greedy", "beam 4"):
+            speedup = med[f"ours {search}, capture"] / med[f"compiled {search}, capture"]
+            print(f"  compiled static-cache step vs the eager step, {search} with capture: {speedup:.2f}x faster")
+    for threads in args.threads:
+        room_throughput(model, compiled, greedy, args, threads, dims)
     if len(per_thread) > 1:
         first, *rest = args.threads
         for other in rest:
-            for name in ("ours greedy, capture", "ours beam 4, capture"):
+            for name in ("ours greedy, capture", "ours beam 4, capture", "compiled greedy, capture",
+                         "compiled beam 4, capture"):
                 ratio = per_thread[other][name] / per_thread[first][name]
                 print(f"{name}: {other} threads / {first} thread(s) = {ratio:.2f}x")
     torch.set_num_threads(args.threads[0])

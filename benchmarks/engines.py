@@ -7,6 +7,8 @@ CTranslate2 drops it, so the HF model has one extra row and both end up with our
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import tempfile
 from collections.abc import Callable
@@ -42,19 +44,53 @@ def marian_folder(directory: Path, d_model: int, heads: int, layers: int, d_ff: 
     return folder
 
 
-def engine_cases(src_ids: list[int], n_tokens: int, threads: int, d_model: int, heads: int, layers: int, d_ff: int
-                 ) -> dict[str, Callable[[], object]]:
-    """name -> a call that decodes n_tokens for the source, for each engine that is installed ({} if none)."""
-    try:
-        import ctranslate2
-        from transformers import MarianMTModel
-    except ImportError:
-        return {}
+def installed() -> bool:
+    """Whether the other engines (requirements-bench.txt) are there to compare with."""
+    return importlib.util.find_spec("ctranslate2") is not None and importlib.util.find_spec("transformers") is not None
+
+
+@functools.cache
+def converted(d_model: int, heads: int, layers: int, d_ff: int) -> tuple[Path, Path]:
+    """A random Marian of our size (its folder) and its CTranslate2 conversion, made once per run."""
+    import ctranslate2
+
     directory = Path(tempfile.mkdtemp(prefix="engines-"))
     folder = marian_folder(directory, d_model, heads, layers, d_ff)
     ctranslate2.converters.TransformersConverter(str(folder)).convert(str(directory / "ct2"), force=True)
-    pieces = [Tokenizer.load(TOKENIZER).id_to_piece(i) for i in src_ids]
-    translators = {kind: ctranslate2.Translator(str(directory / "ct2"), device="cpu", compute_type=kind,
+    return folder, directory / "ct2"
+
+
+def pieces_of(src_ids: list[int]) -> list[str]:
+    tokenizer = Tokenizer.load(TOKENIZER)
+    return [tokenizer.id_to_piece(i) for i in src_ids]
+
+
+def ct2_batch(sources: list[list[int]], n_tokens: int, threads: int, d_model: int, heads: int, layers: int,
+              d_ff: int) -> Callable[[], object] | None:
+    """A call that has CTranslate2 float32 decode every source greedily as one batch (``translate_batch``), exactly
+    n_tokens each; None when it is not installed."""
+    if not installed():
+        return None
+    import ctranslate2
+
+    translator = ctranslate2.Translator(str(converted(d_model, heads, layers, d_ff)[1]), device="cpu",
+                                        compute_type="float32", inter_threads=1, intra_threads=threads)
+    batch = [pieces_of(ids) for ids in sources]
+    return lambda: translator.translate_batch(batch, beam_size=1, max_batch_size=len(batch),
+                                              max_decoding_length=n_tokens, min_decoding_length=n_tokens)
+
+
+def engine_cases(src_ids: list[int], n_tokens: int, threads: int, d_model: int, heads: int, layers: int, d_ff: int
+                 ) -> dict[str, Callable[[], object]]:
+    """name -> a call that decodes n_tokens for the source, for each engine that is installed ({} if none)."""
+    if not installed():
+        return {}
+    import ctranslate2
+    from transformers import MarianMTModel
+
+    folder, ct2_folder = converted(d_model, heads, layers, d_ff)
+    pieces = pieces_of(src_ids)
+    translators = {kind: ctranslate2.Translator(str(ct2_folder), device="cpu", compute_type=kind,
                                                 inter_threads=1, intra_threads=threads) for kind in ("float32", "int8")}
     hf = MarianMTModel.from_pretrained(folder, attn_implementation="eager").eval()
     src = torch.tensor([src_ids])

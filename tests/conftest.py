@@ -1,6 +1,7 @@
 """Shared fixtures: a tiny tokenizer and a tiny randomly initialised checkpoint (seconds to build)."""
 from __future__ import annotations
 
+import copy
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -43,6 +44,20 @@ def copy_attention_into_torch(ref: torch.nn.MultiheadAttention, ours) -> None:
         ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
         ref.out_proj.weight.copy_(ours.w_o.weight)
         ref.out_proj.bias.copy_(ours.w_o.bias)
+
+
+def eos_leaning(model: Transformer, eos_id: int = 3) -> Transformer:
+    """A copy of ``model`` whose last decoder LayerNorm bias points along the EOS embedding (which is also the output
+    layer's EOS row), raising EOS's logit by about 6 so that some hypotheses finish early: a random model almost
+    never ends within ten steps, and decoders must be tested on outputs of different lengths."""
+    leaning = copy.deepcopy(model)
+    decoder = leaning.decoder
+    last_norm = decoder.final_norm if isinstance(decoder.final_norm, torch.nn.LayerNorm) else \
+        decoder.layers[-1].sublayers[-1].norm  # pre-norm ends with final_norm, post-norm with the FFN's norm
+    with torch.no_grad():
+        eos = leaning.embed.token.weight[eos_id]
+        last_norm.bias.copy_(6.0 * eos / eos.norm())
+    return leaning
 
 
 @pytest.fixture(scope="session")

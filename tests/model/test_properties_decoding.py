@@ -7,7 +7,6 @@ Profiles (derandomized "ci" by default, HYPOTHESIS_PROFILE=long for 500 examples
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import itertools
 
@@ -15,11 +14,11 @@ import pytest
 import torch
 from hypothesis import event, given
 from hypothesis import strategies as st
-from torch import nn
 
 from model.config import DecodeConfig
 from model.decoding import DecodeResult, beam_search, greedy_decode, length_penalty
 from model.trace import KINDS
+from tests.conftest import eos_leaning
 
 EOS, FIRST_ID = 3, 4
 TOL = 1e-5
@@ -27,15 +26,8 @@ TOL = 1e-5
 
 @pytest.fixture(scope="module")
 def models(tiny_model):
-    """The tiny random model, and a copy whose last decoder LayerNorm bias points along the EOS embedding (which is
-    also the output layer's EOS row), raising EOS's logit by about 6 so some hypotheses finish early."""
-    leaning = copy.deepcopy(tiny_model)
-    decoder = leaning.decoder
-    last_norm = decoder.final_norm if isinstance(decoder.final_norm, nn.LayerNorm) else \
-        decoder.layers[-1].sublayers[-1].norm  # pre-norm ends with final_norm, post-norm with the FFN's norm
-    with torch.no_grad():
-        eos = leaning.embed.token.weight[EOS]
-        last_norm.bias.copy_(6.0 * eos / eos.norm())
+    """The tiny random model, and a copy of it that leans towards EOS (tests/conftest.py)."""
+    leaning = eos_leaning(tiny_model, EOS)
     return {"random": tiny_model, "eos-leaning": leaning}
 
 

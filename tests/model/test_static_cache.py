@@ -1,0 +1,106 @@
+"""The static-cache step (model/static_cache.py) decodes exactly as the eager Transformer.step: the same pieces, scores
+and log-probabilities, and every attention weight and score of every step, for every kind of model it accepts.
+
+The eager version of the step runs the properties (fast); one slow test checks that the compiled step (Inductor,
+frozen weights, C++ wrapper) gives the same results, which is what benchmarks/decode.py times.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from model.config import DecodeConfig
+from model.decoding import DecodeResult, beam_search, greedy_decode
+from model.static_cache import StaticCacheDecoder
+from model.trace import HeadMask
+from model.transformer import Transformer
+from tests.conftest import eos_leaning, tiny_config
+
+EOS, FIRST_ID, VOCAB = 3, 4, 60
+TOL = 1e-5
+VARIANTS = {  # what the step must follow: the paper's post-norm, pre-norm, BART-style learned positions
+    "paper": {},
+    "pre-norm": {"norm_first": True},
+    "learned positions": {"positional_layout": "learned", "position_offset": 2, "layernorm_embedding": True,
+                          "scale_embedding": False, "norm_first": True, "activation": "gelu"},
+}
+
+
+@pytest.fixture(scope="module")
+def models():
+    built = {}
+    for name, options in VARIANTS.items():
+        torch.manual_seed(0)
+        model = Transformer(tiny_config(VOCAB, **options)).eval()
+        built[name] = eos_leaning(model, EOS)  # outputs of different lengths: rows leave the beam, EOS ends early
+    return built
+
+
+def sources():
+    return st.lists(st.integers(FIRST_ID, VOCAB - 1), min_size=0, max_size=11).map(lambda ids: torch.tensor([*ids, EOS]))
+
+
+def assert_same_decode(expected: DecodeResult, got: DecodeResult) -> None:
+    """Same hypotheses and, step by step, the same top pieces, probabilities and attention rows."""
+    assert [h.tokens for h in got.hypotheses] == [h.tokens for h in expected.hypotheses]
+    assert [h.score for h in got.hypotheses] == pytest.approx([h.score for h in expected.hypotheses], abs=TOL)
+    assert len(got.steps) == len(expected.steps)
+    for mine, theirs in zip(got.steps, expected.steps, strict=True):
+        assert torch.equal(mine.topk_ids, theirs.topk_ids)
+        torch.testing.assert_close(mine.topk_probs, theirs.topk_probs, atol=TOL, rtol=0)
+        for field in ("dec_self", "cross", "dec_self_scores", "cross_scores"):
+            for a, b in zip(getattr(mine.attention, field), getattr(theirs.attention, field), strict=True):
+                assert a.shape == b.shape, field
+                torch.testing.assert_close(a, b, atol=TOL, rtol=TOL)
+
+
+@given(variant=st.sampled_from(sorted(VARIANTS)), src=sources(), beam=st.integers(1, 4), max_len=st.integers(1, 12),
+       heads_off=st.lists(st.integers(0, 3), max_size=2))
+def test_the_static_cache_decodes_exactly_as_the_eager_step(models, variant, src, beam, max_len, heads_off):
+    """Greedy and beam search, with heads switched off or not, and a cache of 4 rows that doubles while it runs."""
+    model = models[variant]
+    off = [(kind, index % 2, index // 2) for index in heads_off for kind in ("dec_self", "cross")]  # (layer, head)
+    mask = HeadMask.switched_off(off, {"enc_self": 2, "dec_self": 2, "cross": 2}, n_heads=2)
+    config = DecodeConfig(beam_size=beam, max_len=max_len)
+    decode = greedy_decode if beam == 1 else beam_search
+    expected = decode(model, src, config, return_attention=True, head_mask=mask)
+    assert_same_decode(expected, decode(StaticCacheDecoder(model, first_capacity=4), src, config, return_attention=True,
+                                        head_mask=mask))
+
+
+def test_without_capture_the_same_pieces_come_out(models):
+    model, src = models["paper"], torch.tensor([5, 9, 22, EOS])
+    config = DecodeConfig(beam_size=3, max_len=20)
+    got = beam_search(StaticCacheDecoder(model), src, config, return_attention=False)
+    assert got.best.tokens == beam_search(model, src, config, return_attention=False).best.tokens
+    assert got.steps[0].attention is None
+
+
+def test_a_decode_past_the_position_limit_is_refused_as_the_eager_step_refuses_it():
+    torch.manual_seed(0)  # a learned table of max_len rows (sinusoids run on to 1,024); no EOS-leaning: no early end
+    model = Transformer(tiny_config(VOCAB, **VARIANTS["learned positions"])).eval()
+    limit = model.embed.limit
+    with pytest.raises(ValueError, match=f"limit of {limit} positions"):
+        greedy_decode(model, torch.tensor([5, EOS]), DecodeConfig(max_len=limit + 1))
+    with pytest.raises(ValueError, match=f"limit of {limit} positions"):
+        greedy_decode(StaticCacheDecoder(model), torch.tensor([5, EOS]), DecodeConfig(max_len=limit + 1))
+
+
+def test_relative_positions_keep_the_eager_step():
+    model = Transformer(tiny_config(VOCAB, positional_layout="relative", norm="rms", linear_bias=False,
+                                    attention_scale=False, norm_first=True))
+    with pytest.raises(ValueError, match="relative positions"):
+        StaticCacheDecoder(model)
+
+
+@pytest.mark.slow
+def test_the_compiled_step_decodes_as_the_eager_step(models):
+    """Inductor with frozen weights and its C++ wrapper (about 30 s to compile here): one row, then beams."""
+    model = models["pre-norm"]
+    compiled = StaticCacheDecoder(model, compiled=True)
+    for src in (torch.tensor([7, 8, 9, 10, EOS]), torch.tensor([11, 12, EOS])):  # another source length: no recompile
+        for config in (DecodeConfig(max_len=12), DecodeConfig(beam_size=3, max_len=12)):
+            decode = greedy_decode if config.beam_size == 1 else beam_search
+            assert_same_decode(decode(model, src, config), decode(compiled, src, config))
