@@ -4,6 +4,7 @@ checkpoint a user uploads belongs to that user's session only; its files are che
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,10 @@ from model.inference import decode_rules as model_decode_rules
 from model.meta import decode_rules_of, length_penalty_of
 
 ROOT = Path(__file__).resolve().parent.parent
-PRETRAINED = ROOT / "pretrained"  # where converted models are listed from and written to (tests point it elsewhere)
+PRETRAINED_ENV = "ATTENTION_EXPLORER_PRETRAINED"
+# Where converted models are listed from and written to: pretrained/, or the folder the operator names in
+# ATTENTION_EXPLORER_PRETRAINED (the browser tests' server reads its converted models from a temporary one)
+PRETRAINED = Path(os.environ[PRETRAINED_ENV]) if os.environ.get(PRETRAINED_ENV) else ROOT / "pretrained"
 MODELS = {
     "en-de": ROOT / "pretrained" / "en-de",
     "reverse": ROOT / "pretrained" / "reverse",

@@ -9,9 +9,7 @@ layers) beside them. transformers is the test-only reference; the tests that nee
 """
 from __future__ import annotations
 
-import io
 import json
-from pathlib import Path
 
 import pytest
 import sentencepiece as spm
@@ -24,31 +22,14 @@ from model.config import DecodeConfig
 from model.convert import convert
 from model.decoding import beam_search, greedy_decode
 from model.spiece import SPIECE_FILE
+from tests.hf_folders import T5_EXTRA_IDS as EXTRA_IDS
+from tests.hf_folders import t5_config, t5_output, write_t5_slow_tokenizer
 from tests.marian_helpers import DE, EN
-from tests.model.test_t5 import hf_config, hf_output
 
-EXTRA_IDS = 20  # sentinels <extra_id_0> ... <extra_id_19>, not T5Tokenizer's default 100: read from the config
 TEXTS = ["The house is small.", "Grüße aus Köln!", "Zebra quartz 你好", "  two  spaces ", "a</s>b <extra_id_3> x"]
 SPECIALS = ["<pad>", "</s>", "<unk>", "<s>", "<extra_id_0>", "<extra_id_19>", "<extra_id_20>", " ", "\t", "\n",
             "\u3000", "\u2028", "▁", "<", "s>"]
 MAX_NEW = 12
-
-
-def write_slow_tokenizer(folder: Path, model_type: str = "unigram") -> int:
-    """spiece.model, tokenizer_config.json and special_tokens_map.json as the slow T5Tokenizer's save_pretrained wrote
-    them; returns the number of pieces with the sentinels."""
-    proto = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=iter((EN + DE) * 5), model_writer=proto, vocab_size=100,
-                                   model_type=model_type, character_coverage=0.98, pad_id=0, eos_id=1, unk_id=2,
-                                   bos_id=-1, num_threads=1, minloglevel=2)
-    sentinels = [f"<extra_id_{i}>" for i in range(EXTRA_IDS)]
-    specials = {"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>", "additional_special_tokens": sentinels}
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / SPIECE_FILE).write_bytes(proto.getvalue())
-    (folder / "special_tokens_map.json").write_text(json.dumps(specials))
-    (folder / "tokenizer_config.json").write_text(json.dumps(
-        {**specials, "extra_ids": EXTRA_IDS, "model_max_length": 512, "tokenizer_class": "T5Tokenizer"}))
-    return spm.SentencePieceProcessor(model_proto=proto.getvalue()).get_piece_size() + EXTRA_IDS
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +38,9 @@ def pair(tmp_path_factory):
     transformers = pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) is the reference")
     root = tmp_path_factory.mktemp("t5-spiece")
     folder = root / "t5-small-slow"
-    size = write_slow_tokenizer(folder)
+    size = write_t5_slow_tokenizer(folder)
     torch.manual_seed(0)
-    hf = transformers.T5ForConditionalGeneration(transformers.T5Config(**hf_config("v1.1", size + 8)))
+    hf = transformers.T5ForConditionalGeneration(transformers.T5Config(**t5_config("v1.1", size + 8)))
     with torch.no_grad():  # as tests/model/test_t5.py: outputs differ between tokens and vary in length
         for name, p in hf.named_parameters():
             p.normal_(0.0, 0.5).add_(1.0 if "layer_norm" in name else 0.0)
@@ -111,11 +92,11 @@ def test_greedy_and_beam_outputs_equal_generate(pair):
         options = dict(do_sample=False, max_new_tokens=MAX_NEW, bad_words_ids=[[0]], output_scores=True,
                        return_dict_in_generate=True)
         greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW), return_attention=False).best
-        assert greedy.tokens == hf_output(hf.generate(src[None], num_beams=1, **options).sequences[0])
+        assert greedy.tokens == t5_output(hf.generate(src[None], num_beams=1, **options).sequences[0])
         ours = beam_search(ckpt.model, src, DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=1.0, **rules),
                            return_attention=False).hypotheses
         theirs = hf.generate(src[None], num_beams=4, num_return_sequences=4, length_penalty=1.0, **options)
-        assert [h.tokens for h in ours] == [hf_output(s) for s in theirs.sequences]
+        assert [h.tokens for h in ours] == [t5_output(s) for s in theirs.sequences]
         assert torch.allclose(torch.tensor([h.score for h in ours]), theirs.sequences_scores, atol=1e-4)
         lengths |= {len(h.tokens) for h in (greedy, *ours)}
     assert len(lengths) >= 3  # outputs of several lengths: </s> was chosen, not only the limit reached
@@ -125,8 +106,8 @@ def test_greedy_and_beam_outputs_equal_generate(pair):
 def test_a_spiece_model_t5_cannot_read_is_refused_in_one_line(tmp_path, spoil):
     """A BPE model (T5Tokenizer reads a unigram one), a file that is no sentencepiece model, a bad extra_ids."""
     folder = tmp_path / "t5"
-    size = write_slow_tokenizer(folder, "bpe" if spoil == "bpe" else "unigram")
-    (folder / "config.json").write_text(json.dumps({"model_type": "t5", **hf_config("v1.1", size + 8)}))
+    size = write_t5_slow_tokenizer(folder, "bpe" if spoil == "bpe" else "unigram")
+    (folder / "config.json").write_text(json.dumps({"model_type": "t5", **t5_config("v1.1", size + 8)}))
     if spoil == "corrupt":
         (folder / SPIECE_FILE).write_bytes(b"\xff" * 64)
     if spoil == "extra_ids":
