@@ -44,7 +44,7 @@ def converted_models() -> dict[str, tuple[Path, dict]]:
     converter, app.hf_convert): directory name -> (path, meta), for every other directory holding a Transformer
     checkpoint (only config.json is read here); a hidden one is a conversion still being written."""
     found = {}
-    for path in sorted(PRETRAINED.iterdir()):
+    for path in sorted(PRETRAINED.iterdir()) if PRETRAINED.is_dir() else ():  # an operator's folder may be absent
         if path.is_dir() and path.name not in MODELS and path.name not in NOT_TRANSLATION \
                 and not path.name.startswith("."):
             peeked = peek_checkpoint(path)
