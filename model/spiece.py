@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 
-from google.protobuf.message import DecodeError
 from sentencepiece import sentencepiece_model_pb2
 from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import Unigram
@@ -46,7 +45,7 @@ def spiece_tokenizer_json(proto: bytes, extra_ids: int = DEFAULT_EXTRA_IDS) -> b
     model = sentencepiece_model_pb2.ModelProto()
     try:
         model.ParseFromString(proto)
-    except (DecodeError, RuntimeWarning, ValueError) as exc:
+    except Exception as exc:  # protobuf's DecodeError (sentencepiece's description of its file is a protobuf)
         raise TokenizerError(f"{SPIECE_FILE}: not a valid sentencepiece model ({type(exc).__name__})") from None
     pieces = [(piece.piece, piece.score) for piece in model.pieces]
     if model.trainer_spec.model_type != UNIGRAM or tuple(p for p, _ in pieces[:3]) != T5_SPECIALS:
