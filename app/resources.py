@@ -4,6 +4,7 @@ checkpoint a user uploads belongs to that user's session only; its files are che
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,10 @@ from model.inference import decode_rules as model_decode_rules
 from model.meta import decode_rules_of, length_penalty_of
 
 ROOT = Path(__file__).resolve().parent.parent
-PRETRAINED = ROOT / "pretrained"  # where converted models are listed from and written to (tests point it elsewhere)
+PRETRAINED_ENV = "ATTENTION_EXPLORER_PRETRAINED"
+# Where converted models are listed from and written to: pretrained/, or the folder the operator names in
+# ATTENTION_EXPLORER_PRETRAINED (the browser tests' server reads its converted models from a temporary one)
+PRETRAINED = Path(os.environ[PRETRAINED_ENV]) if os.environ.get(PRETRAINED_ENV) else ROOT / "pretrained"
 MODELS = {
     "en-de": ROOT / "pretrained" / "en-de",
     "reverse": ROOT / "pretrained" / "reverse",
@@ -40,7 +44,7 @@ def converted_models() -> dict[str, tuple[Path, dict]]:
     converter, app.hf_convert): directory name -> (path, meta), for every other directory holding a Transformer
     checkpoint (only config.json is read here); a hidden one is a conversion still being written."""
     found = {}
-    for path in sorted(PRETRAINED.iterdir()):
+    for path in sorted(PRETRAINED.iterdir()) if PRETRAINED.is_dir() else ():  # an operator's folder may be absent
         if path.is_dir() and path.name not in MODELS and path.name not in NOT_TRANSLATION \
                 and not path.name.startswith("."):
             peeked = peek_checkpoint(path)

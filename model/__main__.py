@@ -1,7 +1,8 @@
 """Command line: python -m model translate "some text" [--checkpoint DIR] [--beam N] [--max-len N]
 [--length-penalty A] [--device auto|cpu|cuda] [--json FILE]
               python -m model convert DIR --out pretrained/NAME   (a Hugging Face folder; config.json's model_type
-              says which family: marian, bart, mbart or m2m_100; convert-marian is the same for Marian folders)"""
+              says which family: marian, bart, mbart, m2m_100 or t5; convert-marian is the same for Marian folders;
+              each stage is printed as it starts, "1/5: reading config.json", and errors are one line on stderr)"""
 from __future__ import annotations
 
 import os
@@ -147,10 +148,14 @@ def translate_command(args: argparse.Namespace) -> int:
 def convert_command(args: argparse.Namespace) -> int:
     from .checkpoint import CheckpointError
     from .convert import convert
+    from .hf_folder import STAGES
     from .marian import convert_marian
 
+    def progress(stage: str) -> None:  # a large model takes minutes: each stage is said as it starts, as the sidebar does
+        print(f"{STAGES.index(stage) + 1}/{len(STAGES)}: {stage}", flush=True)
+
     try:
-        done = (convert if args.command == "convert" else convert_marian)(args.folder, args.out)
+        done = (convert if args.command == "convert" else convert_marian)(args.folder, args.out, progress=progress)
     except CheckpointError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

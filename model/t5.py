@@ -8,7 +8,9 @@ any linear map (linear_bias), heads of their own width d_kv (head_dim: flan-t5-s
 512), and no sqrt(d_model) scale on the embedding. T5 v1 uses ReLU and reads its tied output layer from hidden x
 d_model^-0.5 (rescale_output); v1.1 and Flan-T5 a gated GELU (tanh form; ffn_gated, "gelu_tanh") and an output
 layer of their own (tie_output false). The decoder starts with <pad>, as Marian's does. The tokenizer is the
-folder's tokenizer.json (sentencepiece pieces), read by the tokenizers package. The converted model computes what
+folder's tokenizer.json (sentencepiece pieces), read by the tokenizers package, or, in a folder without one (t5-small as
+older save_pretrained wrote it), the tokenizer.json transformers' T5Tokenizer builds of spiece.model (model.spiece). The
+converted model computes what
 T5ForConditionalGeneration computes (tests/model/test_t5.py: logits and every attention weight to 1e-5, greedy and
 beam equal to generate()).
 """
@@ -19,11 +21,12 @@ from typing import Any
 
 import torch
 
-from .checkpoint import CheckpointError, save_checkpoint
+from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, CheckpointError, save_checkpoint
 from .config import ModelConfig
 from .hf_folder import (
     HF_CONFIG,
     HF_PICKLE,
+    HF_TOKENIZER_CONFIG,
     MAP_WEIGHTS,
     READ_CONFIG,
     READ_TOKENIZER,
@@ -35,13 +38,15 @@ from .hf_folder import (
     generation_meta,
     hf_get,
     open_folder,
+    read_bytes,
     read_tokenizer_json,
     read_weights,
     rename_weights,
     report,
     source_name,
 )
-from .tokenizer import HF_TOKENIZER_FILE
+from .spiece import SPIECE_FILE, extra_ids_of, spiece_tokenizer_json
+from .tokenizer import HF_TOKENIZER_FILE, HFTokenizer, TokenizerError
 from .transformer import Transformer
 
 # Hugging Face's T5Config defaults: an absent key means this value.
@@ -116,6 +121,20 @@ def hf_names(config: ModelConfig) -> dict[str, str]:
     return names
 
 
+def read_tokenizer(folder: Path, pad_id: int, bos_id: int, eos_id: int) -> tuple[HFTokenizer, str]:
+    """The folder's tokenizer.json, else the one T5Tokenizer builds of its spiece.model (with tokenizer_config.json's
+    extra_ids), config.json's special ids either way; and the file it was read from."""
+    if (folder / HF_TOKENIZER_FILE).is_file() or not (folder / SPIECE_FILE).is_file():
+        return read_tokenizer_json(folder, pad_id, bos_id, eos_id), HF_TOKENIZER_FILE
+    settings = folder / HF_TOKENIZER_CONFIG
+    try:
+        extra_ids = extra_ids_of(read_bytes(settings, MAX_CONFIG_BYTES) if settings.is_file() else None)
+        data = spiece_tokenizer_json(read_bytes(folder / SPIECE_FILE, MAX_TOKENIZER_BYTES), extra_ids)
+        return HFTokenizer(data, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id), SPIECE_FILE
+    except TokenizerError as exc:
+        raise CheckpointError(str(exc)) from None
+
+
 def convert_t5(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
     """Read a Hugging Face T5 folder and write this project's checkpoint to ``out`` (a new or empty directory), telling
     ``progress`` each stage as it starts."""
@@ -125,11 +144,12 @@ def convert_t5(folder: str | Path, out: str | Path, progress: Progress | None = 
         raise CheckpointError(f"{HF_CONFIG}: model_type is {str(hf_config.get('model_type'))[:40]!r}, not 't5'")
     get = hf_get(hf_config, HF_DEFAULTS)
     report(progress, READ_TOKENIZER)
-    tokenizer = read_tokenizer_json(folder, get("pad_token_id"), get("decoder_start_token_id"), get("eos_token_id"))
+    tokenizer, tokenizer_file = read_tokenizer(folder, get("pad_token_id"), get("decoder_start_token_id"),
+                                               get("eos_token_id"))
     config = t5_config(hf_config, tokenizer.unk_id)
     check_size(config)
     if tokenizer.vocab_size > config.vocab_size:  # T5's embedding has spare rows (32128 for 32100 pieces)
-        raise CheckpointError(f"vocabulary mismatch: {HF_TOKENIZER_FILE} has {tokenizer.vocab_size} pieces, "
+        raise CheckpointError(f"vocabulary mismatch: {tokenizer_file} has {tokenizer.vocab_size} pieces, "
                               f"{HF_CONFIG} says vocab_size {config.vocab_size}")
     report(progress, READ_WEIGHTS)
     hf_weights, file = read_weights(folder)

@@ -155,3 +155,10 @@ def test_a_model_id_names_its_directory_by_its_last_part():
     assert safe_name("Helsinki-NLP/opus-mt-en-de") == "opus-mt-en-de"
     assert safe_name("folder models/../x y") == "x-y" and safe_name("../..") == "model"
     assert json.dumps(safe_name("a/b<script>")) == '"b-script"'
+
+
+def test_an_operators_pretrained_folder_that_is_not_there_lists_no_converted_model(hub, tmp_path, monkeypatch):
+    """ATTENTION_EXPLORER_PRETRAINED may name a folder that does not exist (yet): no converted model, no error."""
+    monkeypatch.setattr(resources, "PRETRAINED", tmp_path / "absent")
+    resources.converted_models.clear()
+    assert resources.converted_models() == {}

@@ -69,12 +69,13 @@ class Server:
 
 
 @contextmanager
-def run_server(script: str | Path, log_path: Path) -> Iterator[Server]:
+def run_server(script: str | Path, log_path: Path, env: dict[str, str] | None = None) -> Iterator[Server]:
     """`streamlit run <script>` on a free port of 127.0.0.1 with the project root as working directory (so
-    .streamlit/config.toml applies), its stdout and stderr in ``log_path``; stopped by its own pid afterwards."""
+    .streamlit/config.toml applies), its stdout and stderr in ``log_path``, ``env`` added to its environment; stopped
+    by its own pid afterwards."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", **(env or {})}
     command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.address", "127.0.0.1",
                "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]

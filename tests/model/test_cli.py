@@ -92,3 +92,22 @@ def test_a_json_over_its_budget_is_refused_before_decoding(tiny_checkpoint, tmp_
                               "--json", str(out))
     assert status == 2 and err.startswith("error: --json would write about ") and "(limit 1 MB)" in err
     assert not out.exists()
+
+
+def test_convert_prints_each_stage_as_it_starts_and_a_refusal_after_the_stages_it_reached(tmp_path, capsys):
+    """A large model takes minutes to convert: every stage of model.hf_folder.STAGES is one line on stdout when it
+    starts ("1/5: reading config.json"), before the summary; a refusal stops them, its one line on stderr."""
+    from model.__main__ import main
+    from model.hf_folder import STAGES
+    from tests.bart_helpers import bart_folder
+
+    stages = [f"{i}/{len(STAGES)}: {stage}" for i, stage in enumerate(STAGES, 1)]
+    assert main(["convert", str(bart_folder(tmp_path / "bart")), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    assert lines[:5] == stages and lines[5] == "read the weights from model.safetensors" and out.err == ""
+    assert lines[6].startswith(f"wrote {tmp_path / 'out'}: bart")
+    assert main(["convert", str(bart_folder(tmp_path / "big", vocab_size=999)), "--out", str(tmp_path / "no")]) == 2
+    out = capsys.readouterr()
+    assert out.out.splitlines() == stages[:2]  # the vocabulary is checked once the tokenizer is read
+    assert out.err.startswith("error: vocabulary mismatch: tokenizer.json has") and out.err.count("\n") == 1

@@ -7,12 +7,9 @@ beside the slow tokenizer's files. transformers is the test-only reference; the 
 """
 from __future__ import annotations
 
-import io
 import json
-from pathlib import Path
 
 import pytest
-import sentencepiece as spm
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,19 +20,12 @@ from model.config import DecodeConfig
 from model.convert import convert
 from model.decoding import beam_search, greedy_decode
 from model.tokenizer import M2M100_FILES, M2M100_LANGUAGES
+from tests.hf_folders import m2m100_config, write_m2m100_tokenizer
 from tests.marian_helpers import DE, EN
 
 TEXTS = ["The house is small.", "Grüße aus Köln!", "Zebra quartz 你好", "  two  spaces ", "a</s>b <unk> __de__ <s>"]
 MAX_NEW = 10
 SPECIALS = ["<s>", "</s>", "<pad>", "<unk>", "__de__", "__en__", " ", "▁", "<", "s>"]
-
-
-def m2m100_config(vocab_size: int) -> dict:
-    """A tiny M2M100's config.json keys (ReLU, pre-norm, fairseq's sinusoids: what model_type m2m_100 fixes)."""
-    return {"vocab_size": vocab_size, "d_model": 16, "encoder_layers": 2, "decoder_layers": 2,
-            "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32, "decoder_ffn_dim": 32,
-            "max_position_embeddings": 40, "activation_function": "relu", "scale_embedding": True, "pad_token_id": 1,
-            "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2, "dropout": 0.1}
 
 
 def hf_output(sequence: torch.Tensor) -> tuple[int, ...]:
@@ -47,28 +37,13 @@ def hf_output(sequence: torch.Tensor) -> tuple[int, ...]:
     return tuple(tokens[1:])
 
 
-def write_tokenizer(folder: Path) -> int:
-    """sentencepiece.bpe.model and vocab.json in M2M100's layout, the slow tokenizer's save_pretrained on top (English
-    source, German target); returns vocab.json's size."""
-    proto = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=iter((EN + DE) * 5), model_writer=proto, vocab_size=120,
-                                   model_type="bpe", character_coverage=0.98, num_threads=1, minloglevel=2)
-    sp = spm.SentencePieceProcessor(model_proto=proto.getvalue())
-    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not (sp.is_control(i) or sp.is_unknown(i))]
-    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, **{piece: i + 4 for i, piece in enumerate(pieces)}}
-    folder.mkdir(parents=True)
-    (folder / M2M100_FILES[0]).write_bytes(proto.getvalue())
-    (folder / M2M100_FILES[1]).write_text(json.dumps(vocab))
-    return len(vocab)
-
-
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     """(transformers' slow M2M100Tokenizer, its eager M2M100 model, our converted checkpoint)."""
     transformers = pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) is the reference")
     root = tmp_path_factory.mktemp("m2m100")
     raw, folder = root / "raw", root / "tiny-m2m100"
-    size = write_tokenizer(raw)
+    size = write_m2m100_tokenizer(raw)
     slow = transformers.M2M100Tokenizer(str(raw / M2M100_FILES[1]), str(raw / M2M100_FILES[0]), src_lang="en",
                                         tgt_lang="de")
     # fairseq's embedding: the pieces, the 100 language codes, 8 made-up words never emitted (as 128112 = 128100 + 12)
@@ -152,7 +127,7 @@ def test_the_cli_translates_into_the_language_asked_for(pair, tmp_path):
 def test_a_folder_with_half_the_slow_tokenizer_is_refused(tmp_path):
     """Without tokenizer.json, M2M100's sentencepiece model and vocab.json are both needed."""
     folder = tmp_path / "m2m100"
-    size = write_tokenizer(folder)
+    size = write_m2m100_tokenizer(folder)
     (folder / "config.json").write_text(json.dumps({"model_type": "m2m_100", **m2m100_config(size + 108)}))
     (folder / M2M100_FILES[0]).unlink()
     with pytest.raises(CheckpointError, match=r"^tokenizer\.json is missing"):

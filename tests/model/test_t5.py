@@ -23,6 +23,7 @@ from model.decoding import beam_search, greedy_decode
 from model.relative_position import RelativePositionBias, relative_buckets
 from model.transformer import Transformer, count_parameters
 from tests.bart_helpers import t5_tokenizer, t5_tokenizer_json
+from tests.hf_folders import t5_config, t5_output
 from tests.hf_reference import assert_same_forward
 from tests.marian_helpers import EN
 
@@ -90,15 +91,6 @@ def test_a_stack_computes_its_relative_bias_once_per_pass_and_follows_its_table(
 
 # ---------------------------------------------------------------- equivalence with Hugging Face (transformers)
 
-def hf_config(version: str, vocab_size: int) -> dict:
-    common = {"vocab_size": vocab_size, "d_model": 16, "num_layers": 2, "num_decoder_layers": 2, "d_ff": 32,
-              "relative_attention_num_buckets": 8, "relative_attention_max_distance": 16, "pad_token_id": 0,
-              "eos_token_id": 1, "decoder_start_token_id": 0, "dropout_rate": 0.1}
-    if version == "v1":
-        return {**common, "num_heads": 2, "d_kv": 8, "feed_forward_proj": "relu", "tie_word_embeddings": True}
-    return {**common, "num_heads": 3, "d_kv": 8, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}
-
-
 @pytest.fixture(scope="module", params=["v1", "v1.1"])
 def pair(request, tmp_path_factory):
     """(Hugging Face's eager T5ForConditionalGeneration, our converted checkpoint) of one random model."""
@@ -106,7 +98,7 @@ def pair(request, tmp_path_factory):
     data = t5_tokenizer_json()
     vocab_size = t5_tokenizer(data).vocab_size + 4  # spare embedding rows past the tokenizer, as T5 has
     torch.manual_seed(0)
-    hf = transformers.T5ForConditionalGeneration(transformers.T5Config(**hf_config(request.param, vocab_size)))
+    hf = transformers.T5ForConditionalGeneration(transformers.T5Config(**t5_config(request.param, vocab_size)))
     with torch.no_grad():  # weights far from HF's init, so outputs differ clearly between tokens
         for name, p in hf.named_parameters():
             p.normal_(0.0, 0.5).add_(1.0 if "layer_norm" in name else 0.0)
@@ -119,12 +111,6 @@ def pair(request, tmp_path_factory):
     ckpt = load_checkpoint(convert(folder, root / "converted").path)
     reference = transformers.T5ForConditionalGeneration.from_pretrained(folder, attn_implementation="eager").eval()
     return reference, ckpt
-
-
-def hf_output(sequence: torch.Tensor) -> tuple[int, ...]:
-    """A generated sequence without its start token (<pad>) and whatever fills it after the first </s>."""
-    tokens = sequence.tolist()[1:]
-    return tuple(tokens[:tokens.index(1) + 1] if 1 in tokens else tokens)
 
 
 @pytest.mark.slow
@@ -157,12 +143,12 @@ def test_greedy_and_beam_outputs_equal_generate(pair):
         options = dict(do_sample=False, max_new_tokens=MAX_NEW, bad_words_ids=[[0]], output_scores=True,
                        return_dict_in_generate=True)
         greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW), return_attention=False).best
-        assert greedy.tokens == hf_output(hf.generate(src[None], num_beams=1, **options).sequences[0])
+        assert greedy.tokens == t5_output(hf.generate(src[None], num_beams=1, **options).sequences[0])
         ours = beam_search(ckpt.model, src, DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=0.0),
                            return_attention=False).hypotheses
         theirs = hf.generate(src[None], num_beams=4, num_return_sequences=4, length_penalty=0.0, early_stopping=True,
                              **options)
-        assert [h.tokens for h in ours] == [hf_output(s) for s in theirs.sequences]
+        assert [h.tokens for h in ours] == [t5_output(s) for s in theirs.sequences]
         assert torch.allclose(torch.tensor([h.log_prob for h in ours]), theirs.sequences_scores, atol=1e-4)
         lengths |= {len(h.tokens) for h in (greedy, *ours)}
     assert len(lengths) >= 3  # outputs of several lengths: EOS was chosen, not only the limit reached

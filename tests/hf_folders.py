@@ -1,0 +1,118 @@
+"""Tiny Hugging Face folders of every family `python -m model convert` reads, written with transformers' own classes
+(random weights) and tokenizers trained here, as save_pretrained lays them out: BART with a byte-level tokenizer.json,
+mBART-50 with language codes in its tokenizer.json, M2M100 with its slow tokenizer's files (sentencepiece.bpe.model,
+vocab.json) and T5 v1.1 with only spiece.model (+ the tokenizer_config.json naming its sentinels). transformers is
+imported where it is used (a test-only dependency).
+"""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import sentencepiece as spm
+import torch
+
+from model.spiece import SPIECE_FILE
+from model.tokenizer import M2M100_FILES, M2M100_LANGUAGES
+from tests.bart_helpers import bart_tokenizer, bart_tokenizer_json
+from tests.marian_helpers import DE, EN
+
+FAMILIES = ("bart", "mbart", "m2m_100", "t5")
+MBART_LANGUAGES = ("en_XX", "de_DE", "fr_XX")
+T5_EXTRA_IDS = 20  # sentinels <extra_id_0> ... <extra_id_19>, not T5Tokenizer's default 100: read from the config
+
+
+def m2m100_config(vocab_size: int) -> dict:
+    """A tiny M2M100's config.json keys (ReLU, pre-norm, fairseq's sinusoids: what model_type m2m_100 fixes)."""
+    return {"vocab_size": vocab_size, "d_model": 16, "encoder_layers": 2, "decoder_layers": 2,
+            "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32, "decoder_ffn_dim": 32,
+            "max_position_embeddings": 40, "activation_function": "relu", "scale_embedding": True, "pad_token_id": 1,
+            "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2, "dropout": 0.1}
+
+
+def write_m2m100_tokenizer(folder: Path) -> int:
+    """sentencepiece.bpe.model and vocab.json in M2M100's layout (fairseq's dictionary: <s> 0, <pad> 1, </s> 2, <unk>
+    3, then the pieces), as the slow M2M100Tokenizer's save_pretrained writes them; returns vocab.json's size."""
+    proto = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter((EN + DE) * 5), model_writer=proto, vocab_size=120,
+                                   model_type="bpe", character_coverage=0.98, num_threads=1, minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_proto=proto.getvalue())
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not (sp.is_control(i) or sp.is_unknown(i))]
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, **{piece: i + 4 for i, piece in enumerate(pieces)}}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / M2M100_FILES[0]).write_bytes(proto.getvalue())
+    (folder / M2M100_FILES[1]).write_text(json.dumps(vocab))
+    return len(vocab)
+
+
+def write_t5_slow_tokenizer(folder: Path, model_type: str = "unigram") -> int:
+    """spiece.model in T5's layout (<pad> 0, </s> 1, <unk> 2, no <s>), tokenizer_config.json and
+    special_tokens_map.json as the slow T5Tokenizer's save_pretrained wrote them (transformers 5 has no slow
+    T5Tokenizer: its save_pretrained writes tokenizer.json); returns the number of pieces with the sentinels."""
+    proto = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter((EN + DE) * 5), model_writer=proto, vocab_size=100,
+                                   model_type=model_type, character_coverage=0.98, pad_id=0, eos_id=1, unk_id=2,
+                                   bos_id=-1, num_threads=1, minloglevel=2)
+    sentinels = [f"<extra_id_{i}>" for i in range(T5_EXTRA_IDS)]
+    specials = {"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>", "additional_special_tokens": sentinels}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / SPIECE_FILE).write_bytes(proto.getvalue())
+    (folder / "special_tokens_map.json").write_text(json.dumps(specials))
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {**specials, "extra_ids": T5_EXTRA_IDS, "model_max_length": 512, "tokenizer_class": "T5Tokenizer"}))
+    return spm.SentencePieceProcessor(model_proto=proto.getvalue()).get_piece_size() + T5_EXTRA_IDS
+
+
+def t5_config(version: str, vocab_size: int) -> dict:
+    """A tiny T5's config.json keys: v1 (ReLU, 2 heads of 8, the output layer tied) or v1.1 / Flan-T5 (gated GELU, 3
+    heads of 8 in d_model 16, an output layer of its own)."""
+    common = {"vocab_size": vocab_size, "d_model": 16, "num_layers": 2, "num_decoder_layers": 2, "d_ff": 32,
+              "relative_attention_num_buckets": 8, "relative_attention_max_distance": 16, "pad_token_id": 0,
+              "eos_token_id": 1, "decoder_start_token_id": 0, "dropout_rate": 0.1}
+    if version == "v1":
+        return {**common, "num_heads": 2, "d_kv": 8, "feed_forward_proj": "relu", "tie_word_embeddings": True}
+    return {**common, "num_heads": 3, "d_kv": 8, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}
+
+
+def t5_output(sequence: torch.Tensor) -> tuple[int, ...]:
+    """A generated sequence without its start token (<pad>) and whatever fills it after the first </s>."""
+    tokens = sequence.tolist()[1:]
+    return tuple(tokens[:tokens.index(1) + 1] if 1 in tokens else tokens)
+
+
+def _fairseq_config(vocab_size: int, **changes: object) -> dict:
+    """A tiny BART / mBART config (1+1 layers, 2 heads, d_model 16) with fairseq's special ids."""
+    return {"vocab_size": vocab_size, "d_model": 16, "encoder_layers": 1, "decoder_layers": 1,
+            "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32, "decoder_ffn_dim": 32,
+            "max_position_embeddings": 64, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
+            "decoder_start_token_id": 2, "forced_eos_token_id": 2, **changes}
+
+
+def hf_folder(family: str, folder: Path, seed: int = 0) -> Path:
+    """A tiny random model of ``family`` (one of FAMILIES) saved with save_pretrained into ``folder`` beside its
+    tokenizer files: BART (<s> forced first), mBART-50 (en_XX, de_DE, fr_XX), M2M100 (its 100 language codes) and
+    T5 v1.1 (spiece.model only)."""
+    import transformers
+
+    folder.mkdir(parents=True, exist_ok=True)
+    if family in ("bart", "mbart"):
+        data = bart_tokenizer_json(languages=MBART_LANGUAGES if family == "mbart" else ())
+        (folder / "tokenizer.json").write_bytes(data)
+        size = bart_tokenizer(data).vocab_size
+        config = transformers.BartConfig(**_fairseq_config(size, forced_bos_token_id=0)) if family == "bart" else \
+            transformers.MBartConfig(**_fairseq_config(size, scale_embedding=True))
+        model_class = transformers.BartForConditionalGeneration if family == "bart" else \
+            transformers.MBartForConditionalGeneration
+    elif family == "m2m_100":  # the embedding: the pieces, the 100 language codes, 8 spare rows (as 128112)
+        size = write_m2m100_tokenizer(folder) + len(M2M100_LANGUAGES["m2m100"]) + 8
+        config, model_class = transformers.M2M100Config(**m2m100_config(size)), \
+            transformers.M2M100ForConditionalGeneration
+    elif family == "t5":
+        size = write_t5_slow_tokenizer(folder) + 8  # spare embedding rows past the tokenizer, as T5 has
+        config, model_class = transformers.T5Config(**t5_config("v1.1", size)), transformers.T5ForConditionalGeneration
+    else:
+        raise ValueError(f"family {family!r} is not one of {FAMILIES}")
+    torch.manual_seed(seed)
+    model_class(config).save_pretrained(folder)
+    return folder
