@@ -17,7 +17,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from .config import DecodeConfig
-from .decoding import _forced, _selectable
+from .decoding import forced_piece, selectable_log_probs
 from .masks import causal_mask
 from .trace import AttentionTrace
 from .transformer import Transformer
@@ -60,7 +60,8 @@ def greedy_batch(model: Transformer, sources: Sequence[torch.Tensor], config: De
     steps: list[tuple[torch.Tensor, AttentionTrace | None]] = []  # per step: (rows' sentences, that step's trace)
     for t in range(config.max_len):
         out = model.step(state, current, return_attention)
-        selectable = _selectable(out.log_probs, cfg.bos_id, cfg.pad_id, _forced(config, t, cfg.eos_id), cfg.eos_id)
+        forced = forced_piece(config, t, cfg.eos_id)
+        selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id)  # [R, V]
         best = selectable.argmax(dim=-1)  # [R]
         log_probs[live] += selectable.gather(1, best[:, None])[:, 0]
         steps.append((live, out.attention))

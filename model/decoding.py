@@ -168,7 +168,7 @@ def repeated_ngram_pieces(prefix: list[int], n: int) -> list[int]:
     return [prefix[i + n - 1] for i in range(len(prefix) - n + 1) if prefix[i:i + n - 1] == tail]
 
 
-def _selectable(log_probs: torch.Tensor, bos_id: int, pad_id: int, forced: int | None = None,
+def selectable_log_probs(log_probs: torch.Tensor, bos_id: int, pad_id: int, forced: int | None = None,
                 eos_id: int | None = None, banned: list[list[int]] | None = None) -> torch.Tensor:
     """The model's log-probs with the start token and PAD made impossible: they are never valid outputs (unless the
     start token is EOS itself, as in BART), and each row's ``banned`` pieces too (no_repeat_ngram). With ``forced``
@@ -192,7 +192,7 @@ def _banned(prefixes: torch.Tensor, config: DecodeConfig) -> list[list[int]] | N
     return [repeated_ngram_pieces(row, config.no_repeat_ngram) for row in prefixes.tolist()]
 
 
-def _forced(config: DecodeConfig, t: int, eos_id: int) -> int | None:
+def forced_piece(config: DecodeConfig, t: int, eos_id: int) -> int | None:
     """The id forced at step t, else None: EOS at the length limit when the config asks for it, else the config's
     forced_bos as the first piece (generate() applies both in this order, so EOS wins at a limit of 1)."""
     if config.forced_eos and t + 1 == config.max_len:
@@ -246,9 +246,9 @@ def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, retur
         out = model.step(state, prefix[:, -1:], return_attention)
         state = out.state
         topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [1, k]
-        forced = _forced(config, t, cfg.eos_id)
-        selectable = _selectable(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
-                                 _banned(prefix, config))[0]  # [V]
+        forced = forced_piece(config, t, cfg.eos_id)
+        selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
+                                          _banned(prefix, config))[0]  # [V]
         token, sample = (forced, None) if forced is not None else choose(selectable)
         new_score = score + selectable[token]
         beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
@@ -325,8 +325,9 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     for t in range(config.max_len):
         out = model.step(state, prefixes[:, -1:], return_attention)
         topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [R, k]
-        selectable = _selectable(out.log_probs, cfg.bos_id, cfg.pad_id, _forced(config, t, cfg.eos_id), cfg.eos_id,
-                                 _banned(prefixes, config))
+        forced = forced_piece(config, t, cfg.eos_id)
+        selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
+                                          _banned(prefixes, config))
         candidates = _select(scores[:, None] + selectable, cfg.eos_id, config.beam_size)  # selectable [R, V]
         last = t + 1 == config.max_len
         finished += [_finished((*prefixes[c.row, 1:].tolist(), c.token), c.log_prob, (*paths[c.row], c.row),
