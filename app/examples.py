@@ -151,8 +151,12 @@ def leading_token(text: str, tokens: tuple[str, ...]) -> str | None:
 
 
 def with_token(text: str, token: str | None) -> str:
-    """``text`` starting with ``token`` instead of any target-language token it started with (none: removed)."""
-    bare = LEADING_TOKEN.sub("", text, count=1) if LEADING_TOKEN.match(text) else text
+    """``text`` starting with ``token`` instead of any target-language token it started with (none: removed).
+
+    The sentence is what follows the token, without the white space before it: taking a token away also takes the
+    space after it, so a sentence that kept its leading space (or a box of white space only) would not come back
+    the same after a language is chosen and then unchosen."""
+    bare = LEADING_TOKEN.sub("", text, count=1) if LEADING_TOKEN.match(text) else text.lstrip()
     return f"{token} {bare}" if token else bare
 
 

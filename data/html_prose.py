@@ -12,7 +12,8 @@ import re
 from html.parser import HTMLParser
 
 from data.cleaning import normalize_text
-from data.sentences import has_markup, sentence_pairs, split_sentences
+from data.sentences import has_markup, sentence_pairs
+from text.sentences import split_sentences
 
 CODE_MARK = "\ue000"   # stands in prose text for a code element; a sentence holding it is dropped
 _BLOCK_TAGS = frozenset(

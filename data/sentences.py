@@ -2,7 +2,8 @@
 full sentences of a sane length ratio.
 
 The .mo, .po, .qm, OpenTTD and HTML sources differ in how their text is stored, not in what counts
-as a clean sentence pair; that is decided here once.
+as a clean sentence pair; that is decided here once. Where a sentence ends is `text.sentences`' rule,
+the one the app splits a pasted paragraph by (German reads "17." as an ordinal there).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 
 from data.cleaning import MAX_WORDS, MIN_WORDS, ratio_ok, word_count
+from text.sentences import split_sentences
 
 _MARKUP = re.compile(
     r"""
@@ -32,33 +34,7 @@ def has_markup(text: str) -> bool:
     return bool(_MARKUP.search(text))
 
 
-_OPEN_QUOTES = "\"'„“‚‘«»("
 _CLOSE_QUOTES = "\"'“”‘’»«)"
-_ABBREV_END = re.compile(
-    r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|vs|No|Nr|bzw|ca|vgl|usw|etc|Hr|Fr|Prof|Abb|Kap|Bd)"
-    r"|(?<![\w'’])[A-Za-z]|\b(?:z|u|d|e|i)\. ?[A-Za-z])\.$"
-)
-
-
-def split_sentences(text: str, lang: str) -> list[str]:
-    """Split a message at ". ", "! ", "? " (optionally after a closing quote) before a capital.
-
-    Abbreviations ("Dr.", "z. B.", single letters) do not end a sentence. For German a number
-    followed by a period is an ordinal ("im 17. Jahrhundert"), so it never ends one either.
-    A split that goes wrong gives a different count on the two sides, and then the message is
-    not split at all (see `clean_mo_pair`)."""
-    pieces = re.split(
-        r"(?:(?<=[.!?])|(?<=[.!?][\"'“”‘’«»]))\s+(?=[\"'„“‚‘«»(]?[A-ZÄÖÜ])", text
-    )
-    out: list[str] = []
-    for piece in pieces:
-        if out and (
-            _ABBREV_END.search(out[-1]) or (lang == "de" and re.search(r"\b\d+\.$", out[-1]))
-        ):
-            out[-1] = f"{out[-1]} {piece}"
-        else:
-            out.append(piece)
-    return out
 
 
 def is_sentence(text: str) -> bool:
@@ -81,7 +57,8 @@ def sentence_pairs(en: str, de: str) -> list[tuple[str, str]]:
 
     Untranslated (German == English) is dropped; equal sentence counts are split into pairs,
     otherwise the message is kept whole; each pair must pass `is_sentence` on both sides and
-    `ratio_ok`."""
+    `ratio_ok`. A split that goes wrong gives a different count on the two sides, so the message
+    stays whole then."""
     if not en or not de or en.casefold() == de.casefold():
         return []
     en_sents, de_sents = split_sentences(en, "en"), split_sentences(de, "de")

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WINGS = ("model", "explain", "training", "app", "data")
+WINGS = ("model", "explain", "training", "app", "data", "text")
 
 
 def test_every_module_of_the_wings_is_named_in_architecture_md():

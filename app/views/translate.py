@@ -323,7 +323,7 @@ def main() -> None:
     request, clicked, slow = input_ui(ckpt)
     clicked = clicked or st.session_state.pop("_sentence_picked", False)
     from_link = st.session_state.pop("_from_link", False)  # a linked view is drawn without a click, like the default
-    if not request.text.strip():
+    if not with_token(request.text, None).strip():  # blank, or a multilingual model's target-language token alone
         st.info("Type a sentence above (or pick an example), then press **Translate**.")
         return
     translation, stale, shown = store().get(request), False, request

@@ -95,7 +95,10 @@ def test_model_view_head_titles_never_overlap_on_a_laptop_screen(n_heads):
 
 
 TOKENS = (">>fra<<", ">>por<<", ">>spa<<")
-box_texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+# Any text: hypothesis 6.100 found what a narrower alphabet had hidden, a box of white space only ("\r") that lost
+# its white space when a language was chosen and unchosen again. White space is drawn on its own too, so that the
+# small derandomized CI profile meets it every run.
+box_texts = st.one_of(st.text(max_size=30), st.text(alphabet=" \t\n\r\u00a0\u3000", max_size=5))
 
 
 @given(text=box_texts, first=st.sampled_from((None, *TOKENS)), second=st.sampled_from((None, *TOKENS)))
@@ -104,10 +107,12 @@ def test_choosing_a_target_language_replaces_the_token_and_keeps_the_sentence(te
     chosen = with_token(with_token(text, first), second)
     assert chosen == with_token(text, second)
     assert leading_token(chosen, TOKENS) == second
+    sentence = with_token(text, None)
     if second is not None:
-        assert chosen == f"{second} {with_token(text, None)}"
+        assert chosen == f"{second} {sentence}"
     if not text.lstrip().startswith(">>"):
-        assert with_token(text, None) == text  # a sentence without a token is left as typed
+        assert sentence == text.lstrip()  # a sentence without a token is left as typed, but for its leading space
+    assert with_token(chosen, None) == sentence  # unchoosing gives the sentence back, blank as blank
 
 
 def test_a_token_the_model_lacks_is_not_its_target_and_tokens_are_labelled_by_language():

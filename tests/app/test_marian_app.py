@@ -165,6 +165,15 @@ def test_a_multilingual_model_asks_for_the_target_language_and_writes_its_token(
     assert multilingual.tokenizer.pieces(ids)[0] == ">>fra<<"  # one piece: the first the encoder reads
 
 
+def test_a_target_language_token_alone_is_no_sentence_to_translate(on_marian, multilingual):
+    at = on_marian(PAGES[0], ckpt=multilingual, text=" \n ")
+    at = at.selectbox(key="target_token").select(">>spa<<").run()
+    assert at.session_state["text"] == ">>spa<< "
+    at = translated(at)
+    assert not at.exception and not at.error
+    assert any("Type a sentence" in i.value for i in at.info) and not at.get("plotly_chart")
+
+
 def test_a_model_with_one_target_language_offers_no_choice_and_drops_a_token(on_marian, app_test, multilingual):
     on_marian(PAGES[2], ckpt=multilingual)  # (puts the upload where model_label finds it)
     at = app_test(PAGES[0], model_name=NAME, uploads={NAME: multilingual}, text=f">>ita<< {SENTENCE}")

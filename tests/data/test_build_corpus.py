@@ -41,7 +41,7 @@ from data.html_prose import (
 )
 from data.openttd import _LNG_HEADER_SIZE, _LNG_OFFSETS_AT, clean_openttd_pair, pair_openttd, read_openttd_lng
 from data.qt_translations import _QM_MAGIC, parse_qm_messages, read_qm
-from data.sentences import is_sentence, split_sentences
+from data.sentences import is_sentence
 from data.source_readers import LOHELP_SKIP, pair_page_trees, read_more_source
 from data.sources import (
     ALL_SOURCES,
@@ -295,14 +295,6 @@ def test_clean_mo_pair_keeps_whole_message_when_counts_differ():
 
 def test_clean_mo_pair_drops_untranslated_entries():
     assert clean_mo_pair("November is a cold month.", "November is a cold month.") == []
-
-
-def test_split_sentences_respects_ordinals_and_abbreviations():
-    assert split_sentences("Im 17. Jahrhundert kam er. Dann ging er.", "de") == [
-        "Im 17. Jahrhundert kam er.", "Dann ging er.",
-    ]
-    assert split_sentences("Ask Dr. Smith now. He knows.", "en") == ["Ask Dr. Smith now.", "He knows."]
-    assert split_sentences("Er sagte: „Geh.“ Sie ging.", "de") == ["Er sagte: „Geh.“", "Sie ging."]
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ import pytest
 
 IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
 RERUN_TIMEOUT_MS = 60_000
+WAIT_SLICE_MS = 500  # how long one wait for a frame may block before the condition is checked again
 STEADY_FRAMES = 5  # animation frames in a row with nothing changed: Plotly and the layout are done
 
 
@@ -96,12 +97,16 @@ class ScriptRuns:
             if self.page.is_closed():
                 pytest.fail("the page closed while waiting for a script run")
             socket = self.socket
-            try:  # Playwright delivers the frames (to _sent and _received) while it waits
+            # Playwright delivers the frames (to _sent and _received) while it waits. In slices: after a page.goto
+            # the socket of the page left behind may never report its close, and the new socket's frames do not end
+            # a wait on the old one, so one wait to the deadline sat out the whole timeout (60 s a navigation).
+            slice_ms = min(left_ms, WAIT_SLICE_MS)
+            try:
                 if socket is None or socket.is_closed():
-                    self.page.wait_for_event("websocket", timeout=left_ms)
+                    self.page.wait_for_event("websocket", timeout=slice_ms)
                 else:
-                    socket.wait_for_event("framereceived", predicate=_finished_ok, timeout=left_ms)
-            except error:  # the socket closed (a reconnect follows) or the time ran out: the loop decides
+                    socket.wait_for_event("framereceived", predicate=_finished_ok, timeout=slice_ms)
+            except error:  # the socket closed (a reconnect follows) or the slice ran out: the loop decides
                 continue
 
 
