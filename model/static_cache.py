@@ -3,20 +3,22 @@
 ``Transformer.step`` grows each layer's keys and values by one row a step (``torch.cat``) and reads its position
 as a Python int: every step has new shapes and constants, so nothing can be compiled, and each of its ~640 ATen
 calls a token pays Python and dispatch (benchmarks/profile_step.py: about a quarter of the step). Here the cache
-is preallocated (per layer [B, H, capacity, d_k], doubled when full), the new token's position is a tensor, and the new
-keys and values are written in place at that index, as Hugging Face's StaticCache does for ``torch.compile``. The
-keys not yet written are masked (weight exactly 0) and cut off the weights handed back, so a step's AttentionTrace
-is the eager step's, row for row (tested to 1e-5 with hypothesis).
+is preallocated (per layer [B, H, capacity, d_k], doubled when full), the new token's position is a tensor, and
+the new keys and values are written in place at that index, as Hugging Face's StaticCache does for
+``torch.compile``. The keys not yet written are masked (weight exactly 0) and cut off the weights handed back, so a
+step's AttentionTrace is the eager step's, row for row (tested to 1e-5 with hypothesis).
 
 ``StaticCacheDecoder(model)`` has the ``config`` / ``start`` / ``step`` of a Transformer, so every decoder of
 model.decoding runs on it unchanged. ``compiled=True`` wraps the step in ``torch.compile`` (Inductor, frozen
 weights, its C++ wrapper; one compilation per row count, serving every source length and cache size: see
-``mark_shapes``): 15-40 s the first time in a process on a 2-core CPU; benchmarks/decode.py measures it against the
-eager step. The eager Transformer.step stays the reference and the fallback (T5's relative positions
-are not supported here).
+``mark_shapes``; past MAX_COMPILED_ROWS row counts, or when the compiler gives up, the same step runs eagerly): 15-50 s
+a compilation on a 2-core CPU, then measured 1.19x faster than the eager step greedy, 1.13x beam 4 (README,
+benchmarks/decode.py). The eager Transformer.step stays the reference and the fallback (T5's relative positions are
+not supported here).
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -28,7 +30,11 @@ from .config import ModelConfig
 from .trace import AttentionTrace, HeadMask
 from .transformer import DecoderState, StepOutput, Transformer
 
+log = logging.getLogger(__name__)
+# What the compiler raises when it gives up, before the step ran (the recompile limit is no TorchDynamoException).
+COMPILER_ERRORS = (torch._dynamo.exc.TorchDynamoException, torch._dynamo.exc.FailOnRecompileLimitHit)
 FIRST_CAPACITY = 64  # cache rows allocated at the start; doubled whenever a decode runs past them
+MAX_COMPILED_ROWS = 4  # row counts compiled per decoder (greedy, a beam width or two, a batch); others run eagerly
 
 
 def unsupported(config: ModelConfig) -> str | None:
@@ -44,8 +50,6 @@ class StaticState:
     memory: per decoder layer the encoder's keys/values [B, H, S, d_k]; cross_mask [B, 1, 1, S] (all True when
     nothing is padded); cache: per layer the self-attention keys/values [B, H, capacity, d_k], rows 0..length-1
     written; heads (self, cross) head masks [L, B or 1, H] (1 = on); length = the number of target tokens fed.
-    One tensor per layer, not one stacked tensor: a compiled step writing into a slice of its input was measured
-    a quarter slower.
     """
 
     memory: list[KeyValue]
@@ -199,14 +203,38 @@ class StaticCacheDecoder(nn.Module):
         self.config = model.config
         self.first_capacity = first_capacity
         self.static_step = StaticStep(model)
-        self.compiled = compiled
-        self._run = compile_step(self.static_step) if compiled else self.static_step
+        self.compiled = compile_step(self.static_step) if compiled else None
+        self.compiled_rows: set[int] = set()  # the row counts compiled so far
+
+    def runner(self, rows: int) -> Callable[..., tuple[torch.Tensor, ...]] | None:
+        """The compiled step if ``rows`` has (or may get) a compilation of its own, else None (the same step runs
+        eagerly): a batch whose sentences end one by one passes through many row counts, and each would cost a
+        compilation (Dynamo refuses past its recompile limit)."""
+        if self.compiled is None or (rows not in self.compiled_rows and len(self.compiled_rows) >= MAX_COMPILED_ROWS):
+            return None
+        self.compiled_rows.add(rows)
+        return self.compiled
 
     def start(self, src: torch.Tensor, return_attention: bool = False, head_mask: HeadMask | None = None
               ) -> tuple[StaticState, list]:
         """Encode once (the model's own encoder): src [B, S] -> (state, encoder self-attention per layer)."""
         state, encoder = self.model.start(src, return_attention, head_mask=head_mask)
         return self.static_state(state, src.size(0)), encoder
+
+    def run_step(self, inputs: tuple) -> tuple[torch.Tensor, ...]:
+        """StaticStep on ``inputs``, compiled where ``runner`` allows. If the compiler gives up (an error of its
+        own, raised before the step ran), this decoder steps eagerly from then on, with a warning: the same step,
+        the same results, only slower."""
+        run = self.runner(inputs[0].size(0))
+        if run is None:
+            return self.static_step(*inputs)
+        mark_shapes(inputs[0], inputs[2], inputs[3], inputs[4])
+        try:
+            return run(*inputs)
+        except COMPILER_ERRORS as error:
+            log.warning("compiling the decoding step failed, it runs eagerly from now on: %s", error)
+            self.compiled = None
+            return self.static_step(*inputs)
 
     def static_state(self, state: DecoderState, rows: int) -> StaticState:
         """The eager start's state with an empty preallocated cache and every mask made explicit."""
@@ -230,10 +258,8 @@ class StaticCacheDecoder(nn.Module):
         state = state.with_room()
         position = torch.tensor([state.length], device=tokens.device)  # [1]
         tokens = tokens.clone(memory_format=torch.contiguous_format)  # a slice of the prefixes: one stride for all
-        if self.compiled:
-            mark_shapes(tokens, state.cache, state.memory, state.cross_mask)
-        log_probs, self_w, self_s, cross_w, cross_s = self._run(tokens, position, state.cache, state.memory,
-                                                                state.cross_mask, *state.heads)
+        inputs = (tokens, position, state.cache, state.memory, state.cross_mask, *state.heads)
+        log_probs, self_w, self_s, cross_w, cross_s = self.run_step(inputs)
         new_state = replace(state, length=state.length + 1)
         if not return_attention:
             return StepOutput(log_probs, new_state)

@@ -46,7 +46,7 @@ def copy_attention_into_torch(ref: torch.nn.MultiheadAttention, ours) -> None:
         ref.out_proj.bias.copy_(ours.w_o.bias)
 
 
-def eos_leaning(model: Transformer, eos_id: int = 3) -> Transformer:
+def eos_leaning(model: Transformer, eos_id: int = 3, strength: float = 6.0) -> Transformer:
     """A copy of ``model`` whose last decoder LayerNorm bias points along the EOS embedding (which is also the output
     layer's EOS row), raising EOS's logit by about 6 so that some hypotheses finish early: a random model almost
     never ends within ten steps, and decoders must be tested on outputs of different lengths."""
@@ -56,7 +56,7 @@ def eos_leaning(model: Transformer, eos_id: int = 3) -> Transformer:
         decoder.layers[-1].sublayers[-1].norm  # pre-norm ends with final_norm, post-norm with the FFN's norm
     with torch.no_grad():
         eos = leaning.embed.token.weight[eos_id]
-        last_norm.bias.copy_(6.0 * eos / eos.norm())
+        last_norm.bias.copy_(strength * eos / eos.norm())
     return leaning
 
 

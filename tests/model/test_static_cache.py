@@ -11,6 +11,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from model.batch_decoding import greedy_batch
 from model.config import DecodeConfig
 from model.decoding import DecodeResult, beam_search, greedy_decode
 from model.static_cache import StaticCacheDecoder
@@ -93,6 +94,44 @@ def test_relative_positions_keep_the_eager_step():
                                     attention_scale=False, norm_first=True))
     with pytest.raises(ValueError, match="relative positions"):
         StaticCacheDecoder(model)
+
+
+class CountingStep:
+    """Stands in for the compiled step (compiling takes seconds): runs the eager StaticStep and counts rows per call."""
+
+    def __init__(self, decoder: StaticCacheDecoder, error: Exception | None = None) -> None:
+        self.decoder, self.error, self.rows = decoder, error, []
+
+    def __call__(self, *inputs):
+        if self.error is not None:
+            raise self.error
+        self.rows.append(inputs[0].size(0))
+        return self.decoder.static_step(*inputs)
+
+
+def test_only_a_few_row_counts_are_compiled_the_others_step_eagerly():
+    """A batch whose sentences end one by one passes through many row counts, each of which would be a compilation.
+    Here 12 sentences end after 1, 2, 3, 9 and 12 pieces: 5 row counts (12, 7, 4, 2, 1), one more than is compiled."""
+    torch.manual_seed(0)
+    model = eos_leaning(Transformer(tiny_config(VOCAB)).eval(), EOS, strength=4.0)
+    decoder = StaticCacheDecoder(model)
+    decoder.compiled = counting = CountingStep(decoder)
+    batch = [torch.tensor([5 + 3 * i, 6 + i, EOS]) for i in range(12)]
+    config = DecodeConfig(max_len=12)
+    results = greedy_batch(decoder, batch, config, return_attention=False)
+    assert [r.tokens for r in results] == [r.tokens for r in greedy_batch(model, batch, config, return_attention=False)]
+    assert sorted({len(r.tokens) for r in results}) == [1, 2, 3, 9, 12]
+    assert decoder.compiled_rows == set(counting.rows) == {12, 7, 4, 2}  # the fifth, 1 row, stepped eagerly
+    assert len(counting.rows) < 12
+
+
+def test_when_the_compiler_gives_up_the_decode_goes_on_eagerly(models, caplog):
+    model, src, config = models["paper"], torch.tensor([5, 9, 22, EOS]), DecodeConfig(beam_size=2, max_len=8)
+    decoder = StaticCacheDecoder(model)
+    decoder.compiled = CountingStep(decoder, torch._dynamo.exc.FailOnRecompileLimitHit("recompile limit"))
+    assert_same_decode(beam_search(model, src, config), beam_search(decoder, src, config))
+    assert decoder.compiled is None
+    assert "runs eagerly" in caplog.text
 
 
 @pytest.mark.slow
