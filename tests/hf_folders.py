@@ -81,6 +81,31 @@ def t5_output(sequence: torch.Tensor) -> tuple[int, ...]:
     return tuple(tokens[:tokens.index(1) + 1] if 1 in tokens else tokens)
 
 
+def assert_t5_decodes_as_generate(hf, ckpt, texts: list[str], max_new: int, length_penalty: float,
+                                  **rules: object) -> set[int]:
+    """Greedy equals generate(num_beams=1) and beam 4 equals generate(num_beams=4), n-best and scores, for each text,
+    under the converted model's decoding ``rules`` (early_stopping True unless they say otherwise). -> the output
+    lengths seen, so a caller can check that </s> was chosen, not only the limit reached."""
+    from model.config import DecodeConfig
+    from model.decoding import beam_search, greedy_decode
+
+    options = dict(do_sample=False, max_new_tokens=max_new, bad_words_ids=[[0]], output_scores=True,
+                   return_dict_in_generate=True)
+    lengths = set()
+    for text in texts:
+        src = torch.tensor(ckpt.tokenizer.encode_source(text))
+        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=max_new), return_attention=False).best
+        assert greedy.tokens == t5_output(hf.generate(src[None], num_beams=1, **options).sequences[0])
+        config = DecodeConfig(beam_size=4, max_len=max_new, length_penalty=length_penalty, **rules)
+        ours = beam_search(ckpt.model, src, config, return_attention=False).hypotheses
+        theirs = hf.generate(src[None], num_beams=4, num_return_sequences=4, length_penalty=length_penalty,
+                             early_stopping=config.early_stopping, **options)
+        assert [h.tokens for h in ours] == [t5_output(s) for s in theirs.sequences]
+        assert torch.allclose(torch.tensor([h.score for h in ours]), theirs.sequences_scores, atol=1e-4)
+        lengths |= {len(h.tokens) for h in (greedy, *ours)}
+    return lengths
+
+
 def _fairseq_config(vocab_size: int, **changes: object) -> dict:
     """A tiny BART / mBART config (1+1 layers, 2 heads, d_model 16) with fairseq's special ids."""
     return {"vocab_size": vocab_size, "d_model": 16, "encoder_layers": 1, "decoder_layers": 1,

@@ -17,13 +17,12 @@ from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
 from model.checkpoint import CheckpointError, load_checkpoint
-from model.config import DecodeConfig, ModelConfig
+from model.config import ModelConfig
 from model.convert import convert
-from model.decoding import beam_search, greedy_decode
 from model.relative_position import RelativePositionBias, relative_buckets
 from model.transformer import Transformer, count_parameters
 from tests.bart_helpers import t5_tokenizer, t5_tokenizer_json
-from tests.hf_folders import t5_config, t5_output
+from tests.hf_folders import assert_t5_decodes_as_generate, t5_config
 from tests.hf_reference import assert_same_forward
 from tests.marian_helpers import EN
 
@@ -137,20 +136,7 @@ def test_greedy_and_beam_outputs_equal_generate(pair):
     """Greedy equals generate(num_beams=1); beam 4 at length penalty 0 equals generate(num_beams=4,
     early_stopping=True), n-best and log-probs."""
     hf, ckpt = pair
-    lengths = set()
-    for text in EN[:4] + TEXTS:
-        src = torch.tensor(ckpt.tokenizer.encode_source(text))
-        options = dict(do_sample=False, max_new_tokens=MAX_NEW, bad_words_ids=[[0]], output_scores=True,
-                       return_dict_in_generate=True)
-        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW), return_attention=False).best
-        assert greedy.tokens == t5_output(hf.generate(src[None], num_beams=1, **options).sequences[0])
-        ours = beam_search(ckpt.model, src, DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=0.0),
-                           return_attention=False).hypotheses
-        theirs = hf.generate(src[None], num_beams=4, num_return_sequences=4, length_penalty=0.0, early_stopping=True,
-                             **options)
-        assert [h.tokens for h in ours] == [t5_output(s) for s in theirs.sequences]
-        assert torch.allclose(torch.tensor([h.log_prob for h in ours]), theirs.sequences_scores, atol=1e-4)
-        lengths |= {len(h.tokens) for h in (greedy, *ours)}
+    lengths = assert_t5_decodes_as_generate(hf, ckpt, EN[:4] + TEXTS, MAX_NEW, 0.0)
     assert len(lengths) >= 3  # outputs of several lengths: EOS was chosen, not only the limit reached
 
 

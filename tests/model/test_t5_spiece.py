@@ -18,12 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.checkpoint import CheckpointError, load_checkpoint
-from model.config import DecodeConfig
 from model.convert import convert
-from model.decoding import beam_search, greedy_decode
 from model.spiece import SPIECE_FILE
 from tests.hf_folders import T5_EXTRA_IDS as EXTRA_IDS
-from tests.hf_folders import t5_config, t5_output, write_t5_slow_tokenizer
+from tests.hf_folders import assert_t5_decodes_as_generate, t5_config, write_t5_slow_tokenizer
 from tests.marian_helpers import DE, EN
 
 TEXTS = ["The house is small.", "Grüße aus Köln!", "Zebra quartz 你好", "  two  spaces ", "a</s>b <extra_id_3> x"]
@@ -86,19 +84,7 @@ def test_greedy_and_beam_outputs_equal_generate(pair):
     _, hf, ckpt = pair
     rules = {k: v for k, v in ckpt.decode_rules.items() if k != "forced_bos"}
     assert rules["early_stopping"] is False
-    lengths = set()
-    for text in EN[:4] + TEXTS:
-        src = torch.tensor(ckpt.tokenizer.encode_source(text))
-        options = dict(do_sample=False, max_new_tokens=MAX_NEW, bad_words_ids=[[0]], output_scores=True,
-                       return_dict_in_generate=True)
-        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW), return_attention=False).best
-        assert greedy.tokens == t5_output(hf.generate(src[None], num_beams=1, **options).sequences[0])
-        ours = beam_search(ckpt.model, src, DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=1.0, **rules),
-                           return_attention=False).hypotheses
-        theirs = hf.generate(src[None], num_beams=4, num_return_sequences=4, length_penalty=1.0, **options)
-        assert [h.tokens for h in ours] == [t5_output(s) for s in theirs.sequences]
-        assert torch.allclose(torch.tensor([h.score for h in ours]), theirs.sequences_scores, atol=1e-4)
-        lengths |= {len(h.tokens) for h in (greedy, *ours)}
+    lengths = assert_t5_decodes_as_generate(hf, ckpt, EN[:4] + TEXTS, MAX_NEW, 1.0, **rules)
     assert len(lengths) >= 3  # outputs of several lengths: </s> was chosen, not only the limit reached
 
 
