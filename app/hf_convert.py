@@ -195,8 +195,8 @@ def convert_ui() -> None:
                    f"{', '.join(sorted(CONVERTERS))}), converted into pretrained/ and added to the Model list. Nothing "
                    "is downloaded.")
         if not roots:
-            st.caption(f"No folders offered: the operator names their roots in {md(FOLDERS_ENV)} (joined by "
-                       f"'{md(os.pathsep)}').")
+            st.caption(f"No folders offered: the operator lists their roots in the environment variable "
+                       f"`{FOLDERS_ENV}` (joined by `{os.pathsep}`).")  # code: set in one piece, not broken mid-name
         if not found:
             st.info("No model found in Hugging Face's cache on this server.")
             return
