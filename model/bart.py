@@ -30,13 +30,9 @@ from .hf_folder import (
     ACTIVATIONS,
     HF_CONFIG,
     HF_PICKLE,
-    MAP_WEIGHTS,
-    READ_CONFIG,
-    READ_TOKENIZER,
-    READ_WEIGHTS,
-    WRITE,
     Conversion,
     Progress,
+    Stage,
     check_size,
     generation_meta,
     has_m2m100_tokenizer,
@@ -168,10 +164,10 @@ def _read_tokenizer(folder: Path, hf: dict[str, Any]) -> HFTokenizer | M2M100Tok
 def convert_bart(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
     """Read a Hugging Face BART, mBART or M2M100/NLLB folder and write this project's checkpoint to ``out`` (a new or
     empty directory), telling ``progress`` each stage as it starts."""
-    report(progress, READ_CONFIG)
+    report(progress, Stage.READ_CONFIG)
     folder, out, hf_config = open_folder(folder, out)
     _refuse_unsupported(hf_config)
-    report(progress, READ_TOKENIZER)
+    report(progress, Stage.READ_TOKENIZER)
     tokenizer = _read_tokenizer(folder, hf_config)
     kind = "m2m100" if isinstance(tokenizer, M2M100Tokenizer) else "hf"
     config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=True, tokenizer=kind)
@@ -180,9 +176,9 @@ def convert_bart(folder: str | Path, out: str | Path, progress: Progress | None 
     if tokenizer.vocab_size > config.vocab_size or (kind == "hf" and tokenizer.vocab_size != config.vocab_size):
         raise CheckpointError(f"vocabulary mismatch: {HF_TOKENIZER_FILE if kind == 'hf' else M2M100_FILES[1]} has "
                               f"{tokenizer.vocab_size} pieces, {HF_CONFIG} says vocab_size {config.vocab_size}")
-    report(progress, READ_WEIGHTS)
+    report(progress, Stage.READ_WEIGHTS)
     hf_weights, file = read_weights(folder)
-    report(progress, MAP_WEIGHTS)
+    report(progress, Stage.MAP_WEIGHTS)
     if "final_logits_bias" not in hf_weights:  # HF then adds zeros: the same as no bias
         config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=False, tokenizer=kind)
     model = Transformer(config)
@@ -193,7 +189,7 @@ def convert_bart(folder: str | Path, out: str | Path, progress: Progress | None 
             "forced_eos": _get(hf_config)("forced_eos_token_id") is not None,
             "forced_bos": forced_bos if isinstance(forced_bos, int) and 0 <= forced_bos < config.vocab_size else None}
     meta.update(generation_meta(hf_config))
-    report(progress, WRITE)
+    report(progress, Stage.WRITE)
     save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
                       source_lang=None, target_lang=None, family=hf_config["model_type"],

@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,19 @@ HF_GENERATION_CONFIG = "generation_config.json"
 # What generate() reads from the generation config, not the model's: how decoding starts and which pieces it forces.
 GENERATION_KEYS = ("decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id", "no_repeat_ngram_size",
                    "length_penalty", "early_stopping")
-# What a converter does, in order: a progress callback (Progress) is told each stage as it starts.
-STAGES = (READ_CONFIG, READ_TOKENIZER, READ_WEIGHTS, MAP_WEIGHTS, WRITE) = (
-    "reading config.json", "reading the tokenizer", "reading the weights",
-    "converting the weights (names and shapes checked)", "writing the checkpoint")
+
+
+class Stage(StrEnum):
+    """What a converter does, in order: a progress callback (Progress) is told each stage, as text, as it starts."""
+
+    READ_CONFIG = "reading config.json"
+    READ_TOKENIZER = "reading the tokenizer"
+    READ_WEIGHTS = "reading the weights"
+    MAP_WEIGHTS = "converting the weights (names and shapes checked)"
+    WRITE = "writing the checkpoint"
+
+
+STAGES = tuple(Stage)
 Progress = Callable[[str], None]
 MAX_SOURCE_WEIGHTS_BYTES = MAX_MODEL_BYTES + 64 * 2**20  # a weights file a model within the config limits can have
 # Our tensor names -> Hugging Face's, per encoder / decoder layer (weight and bias each): Marian, BART and mBART

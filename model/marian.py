@@ -24,13 +24,9 @@ from .hf_folder import (
     HF_CONFIG,
     HF_PICKLE,
     HF_TOKENIZER_CONFIG,
-    MAP_WEIGHTS,
-    READ_CONFIG,
-    READ_TOKENIZER,
-    READ_WEIGHTS,
-    WRITE,
     Conversion,
     Progress,
+    Stage,
     check_size,
     generation_meta,
     hub_id,
@@ -185,17 +181,17 @@ def _model_name(folder: Path) -> str:
 def convert_marian(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
     """Read a Hugging Face Marian folder and write this project's checkpoint to ``out`` (a new or empty directory),
     telling ``progress`` each stage as it starts."""
-    report(progress, READ_CONFIG)
+    report(progress, Stage.READ_CONFIG)
     folder, out, hf_config = open_folder(folder, out, "Marian")
     _refuse_unsupported(hf_config)
-    report(progress, READ_TOKENIZER)
+    report(progress, Stage.READ_TOKENIZER)
     tokenizer = read_marian_tokenizer(folder)
     config = marian_config(hf_config, tokenizer.unk_id, final_logits_bias=True)
     check_size(config)
     _check_vocabulary(tokenizer, config)
-    report(progress, READ_WEIGHTS)
+    report(progress, Stage.READ_WEIGHTS)
     hf_weights, file = read_weights(folder)
-    report(progress, MAP_WEIGHTS)
+    report(progress, Stage.MAP_WEIGHTS)
     embedding = tied_embedding(hf_weights, file)
     if embedding.dim() != 2 or embedding.size(0) != tokenizer.vocab_size:
         raise CheckpointError(f"vocabulary mismatch: {MARIAN_FILES[2]} has {tokenizer.vocab_size} pieces, the "
@@ -209,7 +205,7 @@ def convert_marian(folder: str | Path, out: str | Path, progress: Progress | Non
             # generate() ends a hypothesis at the length limit with </s> when the config says so (Marian's default)
             "forced_eos": hf_config.get("forced_eos_token_id", HF_DEFAULTS["forced_eos_token_id"]) is not None}
     meta.update(generation_meta(hf_config))
-    report(progress, WRITE)
+    report(progress, Stage.WRITE)
     save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
                       source_lang=source_lang, target_lang=target_lang)

@@ -27,13 +27,9 @@ from .hf_folder import (
     HF_CONFIG,
     HF_PICKLE,
     HF_TOKENIZER_CONFIG,
-    MAP_WEIGHTS,
-    READ_CONFIG,
-    READ_TOKENIZER,
-    READ_WEIGHTS,
-    WRITE,
     Conversion,
     Progress,
+    Stage,
     check_size,
     generation_meta,
     hf_get,
@@ -138,12 +134,12 @@ def read_tokenizer(folder: Path, pad_id: int, bos_id: int, eos_id: int) -> tuple
 def convert_t5(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
     """Read a Hugging Face T5 folder and write this project's checkpoint to ``out`` (a new or empty directory), telling
     ``progress`` each stage as it starts."""
-    report(progress, READ_CONFIG)
+    report(progress, Stage.READ_CONFIG)
     folder, out, hf_config = open_folder(folder, out)
     if hf_config.get("model_type") != "t5":
         raise CheckpointError(f"{HF_CONFIG}: model_type is {str(hf_config.get('model_type'))[:40]!r}, not 't5'")
     get = hf_get(hf_config, HF_DEFAULTS)
-    report(progress, READ_TOKENIZER)
+    report(progress, Stage.READ_TOKENIZER)
     tokenizer, tokenizer_file = read_tokenizer(folder, get("pad_token_id"), get("decoder_start_token_id"),
                                                get("eos_token_id"))
     config = t5_config(hf_config, tokenizer.unk_id)
@@ -151,9 +147,9 @@ def convert_t5(folder: str | Path, out: str | Path, progress: Progress | None = 
     if tokenizer.vocab_size > config.vocab_size:  # T5's embedding has spare rows (32128 for 32100 pieces)
         raise CheckpointError(f"vocabulary mismatch: {tokenizer_file} has {tokenizer.vocab_size} pieces, "
                               f"{HF_CONFIG} says vocab_size {config.vocab_size}")
-    report(progress, READ_WEIGHTS)
+    report(progress, Stage.READ_WEIGHTS)
     hf_weights, file = read_weights(folder)
-    report(progress, MAP_WEIGHTS)
+    report(progress, Stage.MAP_WEIGHTS)
     head, shared = hf_weights.get("lm_head.weight"), hf_weights.get(TIED[0])
     untied = head is not None and (shared is None or head.shape != shared.shape or not torch.equal(head, shared))
     config = t5_config(hf_config, tokenizer.unk_id, tied=not untied)
@@ -164,7 +160,7 @@ def convert_t5(folder: str | Path, out: str | Path, progress: Progress | None = 
     meta = {"converted_from": source_name(folder), "family": "t5",
             "forced_eos": get("forced_eos_token_id") is not None}
     meta.update(generation_meta(hf_config))
-    report(progress, WRITE)
+    report(progress, Stage.WRITE)
     save_checkpoint(model, tokenizer, out, meta=meta)
     return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
                       source_lang=None, target_lang=None, family="t5")
