@@ -1,8 +1,8 @@
 """Tiny Hugging Face folders of every family `python -m model convert` reads, written with transformers' own classes
-(random weights) and tokenizers trained here, as save_pretrained lays them out: BART with a byte-level tokenizer.json,
-mBART-50 with language codes in its tokenizer.json, M2M100 with its slow tokenizer's files (sentencepiece.bpe.model,
-vocab.json) and T5 v1.1 with only spiece.model (+ the tokenizer_config.json naming its sentinels). transformers is
-imported where it is used (a test-only dependency).
+(random weights) and tokenizers trained here, as save_pretrained lays them out: Marian (opus-mt) with source.spm,
+target.spm and vocab.json, BART with a byte-level tokenizer.json, mBART-50 with language codes in its tokenizer.json,
+M2M100 with its slow tokenizer's files (sentencepiece.bpe.model, vocab.json) and T5 v1.1 with only spiece.model (+ the
+tokenizer_config.json naming its sentinels). transformers is imported where it is used (a test-only dependency).
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import torch
 from model.spiece import SPIECE_FILE
 from model.tokenizer import M2M100_FILES, M2M100_LANGUAGES
 from tests.bart_helpers import bart_tokenizer, bart_tokenizer_json
-from tests.marian_helpers import DE, EN
+from tests.marian_helpers import DE, EN, marian_tokenizer_files
 
-FAMILIES = ("bart", "mbart", "m2m_100", "t5")
+FAMILIES = ("marian", "bart", "mbart", "m2m_100", "t5")
 MBART_LANGUAGES = ("en_XX", "de_DE", "fr_XX")
 T5_EXTRA_IDS = 20  # sentinels <extra_id_0> ... <extra_id_19>, not T5Tokenizer's default 100: read from the config
 
@@ -106,8 +106,9 @@ def assert_t5_decodes_as_generate(hf, ckpt, texts: list[str], max_new: int, leng
     return lengths
 
 
-def _fairseq_config(vocab_size: int, **changes: object) -> dict:
-    """A tiny BART / mBART config (1+1 layers, 2 heads, d_model 16) with fairseq's special ids."""
+def _tiny_config(vocab_size: int, **changes: object) -> dict:
+    """A tiny BART / mBART / Marian config (1+1 layers, 2 heads, d_model 16), fairseq's special ids unless
+    ``changes`` name others."""
     return {"vocab_size": vocab_size, "d_model": 16, "encoder_layers": 1, "decoder_layers": 1,
             "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32, "decoder_ffn_dim": 32,
             "max_position_embeddings": 64, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
@@ -116,17 +117,26 @@ def _fairseq_config(vocab_size: int, **changes: object) -> dict:
 
 def hf_folder(family: str, folder: Path, seed: int = 0) -> Path:
     """A tiny random model of ``family`` (one of FAMILIES) saved with save_pretrained into ``folder`` beside its
-    tokenizer files: BART (<s> forced first), mBART-50 (en_XX, de_DE, fr_XX), M2M100 (its 100 language codes) and
-    T5 v1.1 (spiece.model only)."""
+    tokenizer files: Marian (swish, <pad> starting the decoder), BART (<s> forced first), mBART-50 (en_XX, de_DE,
+    fr_XX), M2M100 (its 100 language codes) and T5 v1.1 (spiece.model only)."""
     import transformers
 
     folder.mkdir(parents=True, exist_ok=True)
-    if family in ("bart", "mbart"):
+    if family == "marian":  # Marian's ids: </s> 0, <pad> last (the decoder's start)
+        files = marian_tokenizer_files()
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+        size = len(json.loads(files["vocab.json"]))
+        config = transformers.MarianConfig(**_tiny_config(
+            size, decoder_vocab_size=size, pad_token_id=size - 1, eos_token_id=0, decoder_start_token_id=size - 1,
+            forced_eos_token_id=0, activation_function="swish", scale_embedding=True))
+        model_class = transformers.MarianMTModel
+    elif family in ("bart", "mbart"):
         data = bart_tokenizer_json(languages=MBART_LANGUAGES if family == "mbart" else ())
         (folder / "tokenizer.json").write_bytes(data)
         size = bart_tokenizer(data).vocab_size
-        config = transformers.BartConfig(**_fairseq_config(size, forced_bos_token_id=0)) if family == "bart" else \
-            transformers.MBartConfig(**_fairseq_config(size, scale_embedding=True))
+        config = transformers.BartConfig(**_tiny_config(size, forced_bos_token_id=0)) if family == "bart" else \
+            transformers.MBartConfig(**_tiny_config(size, scale_embedding=True))
         model_class = transformers.BartForConditionalGeneration if family == "bart" else \
             transformers.MBartForConditionalGeneration
     elif family == "m2m_100":  # the embedding: the pieces, the 100 language codes, 8 spare rows (as 128112)

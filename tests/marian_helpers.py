@@ -48,10 +48,17 @@ def marian_vocab(*protos: bytes, language_tokens: tuple[str, ...] = ()) -> dict[
     return {**vocab, "<pad>": len(vocab)}
 
 
-def marian_tokenizer(language_tokens: tuple[str, ...] = ()) -> MarianTokenizer:
+def marian_tokenizer_files(language_tokens: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """An English-German opus-mt folder's tokenizer files as MarianTokenizer.save_pretrained lays them out."""
     source, target = train_spm(EN), train_spm(DE)
     vocab = marian_vocab(source, target, language_tokens=language_tokens)
-    return MarianTokenizer(source, target, json.dumps(vocab).encode())
+    return {"source.spm": source, "target.spm": target, "vocab.json": json.dumps(vocab).encode(),
+            "tokenizer_config.json": json.dumps({"source_lang": "en", "target_lang": "de"}).encode()}
+
+
+def marian_tokenizer(language_tokens: tuple[str, ...] = ()) -> MarianTokenizer:
+    files = marian_tokenizer_files(language_tokens)
+    return MarianTokenizer(files["source.spm"], files["target.spm"], files["vocab.json"])
 
 
 def marian_checkpoint(directory: Path, n_heads: int = 16, n_layers: int = 6, d_model: int = 32,

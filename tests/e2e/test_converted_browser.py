@@ -1,5 +1,5 @@
-"""Every page on a converted model of each Hugging Face family, in a real browser: tiny random BART, mBART-50, M2M100
-(its slow tokenizer's files) and T5 v1.1 (spiece.model only) built with transformers' own classes
+"""Every page on a converted model of each Hugging Face family, in a real browser: tiny random Marian (opus-mt), BART,
+mBART-50, M2M100 (its slow tokenizer's files) and T5 v1.1 (spiece.model only) built with transformers' own classes
 (tests.hf_folders), converted by `model.convert` into one temporary pretrained folder that one server lists
 (ATTENTION_EXPLORER_PRETRAINED). One page walks them all: a link opens the Translate page on the model, the sentence
 and a short output (the app translates a linked view at once), then the sidebar's links open every other page. Each
@@ -24,7 +24,8 @@ pytestmark = pytest.mark.e2e
 WAIT_MS = 30_000
 SENTENCE = "The house is small."
 MAX_OUTPUT = 6  # a random model rarely ends: a short output keeps every page quick
-NAMES = {"bart": "tiny-bart", "mbart": "tiny-mbart-50", "m2m_100": "tiny-m2m100", "t5": "tiny-t5-spiece"}
+NAMES = {"marian": "tiny-opus-mt-en-de", "bart": "tiny-bart", "mbart": "tiny-mbart-50", "m2m_100": "tiny-m2m100",
+         "t5": "tiny-t5-spiece"}
 # (sidebar link text, URL path) of every page a translation model serves, in navigation order
 PAGES = [("Translate", ""), ("Decoding", "decoding"), ("Positional encoding", "positional"), ("Masks", "masks"),
          ("Mechanics of attention", "mechanics"), ("Heads and attribution", "heads"), ("Model and training", "model")]
@@ -41,8 +42,8 @@ def convert_all(root) -> None:
 
 @pytest.fixture(scope="module")
 def converted_server(tmp_path_factory):
-    """One `streamlit run` whose pretrained folder holds the four converted models. The models are built while the
-    server starts (both take seconds)."""
+    """One `streamlit run` whose pretrained folder holds the converted models. The models are built while the server
+    starts (both take seconds)."""
     from app.resources import PRETRAINED_ENV
 
     root = tmp_path_factory.mktemp("converted")
@@ -56,7 +57,7 @@ def converted_server(tmp_path_factory):
             builder.join()
             if failed:
                 raise failed[0]
-            print(f"four models built and converted, server started: {time.monotonic() - began:.1f} s")
+            print(f"{len(FAMILIES)} models built and converted, server started: {time.monotonic() - began:.1f} s")
             yield server
     finally:
         builder.join()
@@ -101,8 +102,8 @@ def walk_every_page(page, url: str, family: str, name: str, errors: list[str], s
 
 
 def test_every_page_of_every_converted_family(browser, converted_server, screenshot_dir):
-    """One browser context (Plotly's bundle loaded once), a fresh tab per family: a tab that navigates away keeps
-    the old page's WebSocket in Playwright's view until it times out, which tests.e2e.waits.rerun would wait for."""
+    """One browser context (Plotly's bundle loaded once), a fresh tab per family, so that the console errors a tab
+    collects are its family's alone."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     began = time.monotonic()
     try:

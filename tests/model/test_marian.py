@@ -28,7 +28,7 @@ from model.positional import sinusoidal_encoding
 from model.shards import save_weights
 from model.transformer import Transformer, count_parameters
 from tests.hf_reference import assert_same_forward
-from tests.marian_helpers import DE, EN, marian_vocab, train_spm
+from tests.marian_helpers import EN, marian_tokenizer_files
 
 TEXTS = ["The house is small.", "Where is the train?", "Zebra quartz!"]  # the last has pieces vocab.json lacks
 MAX_NEW = 12
@@ -39,9 +39,7 @@ EOS_SCALE = {"relu": 3.0, "swish": 2.0}  # found by trying: beam outputs of thes
 
 @pytest.fixture(scope="module")
 def tokenizer_files() -> dict[str, bytes]:
-    source, target = train_spm(EN), train_spm(DE)
-    return {"source.spm": source, "target.spm": target, "vocab.json": json.dumps(marian_vocab(source, target)).encode(),
-            "tokenizer_config.json": json.dumps({"source_lang": "en", "target_lang": "de"}).encode()}
+    return marian_tokenizer_files()
 
 
 def hf_config_dict(vocab_size: int, activation: str = "swish", **overrides) -> dict:
