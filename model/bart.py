@@ -13,7 +13,8 @@ bos_id = eos_id here), the first piece is forced_bos_token_id when set (BART-lar
 language) and the last one at the length limit forced_eos_token_id. The tokenizer is the folder's tokenizer.json
 (byte-level BPE for BART, sentencepiece pieces with language codes for mBART), read by the tokenizers package, or, in
 an M2M100 folder without one (facebook/m2m100_* as save_pretrained writes it), its sentencepiece.bpe.model and
-vocab.json (model.tokenizer.M2M100Tokenizer).
+vocab.json (model.tokenizer.M2M100Tokenizer), or, in a BART folder without one (as the slow BartTokenizer's
+save_pretrained wrote it), the tokenizer.json transformers builds of its vocab.json and merges.txt (model.bpe_files).
 The converted model computes what BartForConditionalGeneration / MBartForConditionalGeneration compute
 (tests/model/test_bart.py: logits and every attention weight to 1e-5, greedy and beam equal to generate()).
 """
@@ -24,12 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import CheckpointError, save_checkpoint
+from .bpe_files import BPE_FILES, bart_settings_of, bpe_tokenizer_json
+from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, CheckpointError, save_checkpoint
 from .config import ModelConfig
 from .hf_folder import (
     ACTIVATIONS,
     HF_CONFIG,
     HF_PICKLE,
+    HF_TOKENIZER_CONFIG,
     Conversion,
     Progress,
     Stage,
@@ -39,6 +42,7 @@ from .hf_folder import (
     hf_get,
     layer_names,
     open_folder,
+    read_bytes,
     read_m2m100_tokenizer,
     read_tokenizer_json,
     read_weights,
@@ -46,7 +50,7 @@ from .hf_folder import (
     report,
     source_name,
 )
-from .tokenizer import HF_TOKENIZER_FILE, M2M100_FILES, HFTokenizer, M2M100Tokenizer
+from .tokenizer import HF_TOKENIZER_FILE, M2M100_FILES, HFTokenizer, M2M100Tokenizer, TokenizerError
 from .transformer import SIDES, Transformer
 
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding's offset: rows 0 and 1 of each table are never read
@@ -151,13 +155,30 @@ def hf_names(config: ModelConfig) -> dict[str, str]:
     return names
 
 
+def _has_bpe_files(folder: Path, hf: dict[str, Any]) -> bool:
+    """Whether a BART folder holds the slow BartTokenizer's vocab.json and merges.txt and no tokenizer.json."""
+    return (hf.get("model_type") == "bart" and not (folder / HF_TOKENIZER_FILE).is_file()
+            and all((folder / name).is_file() for name in BPE_FILES))
+
+
 def _read_tokenizer(folder: Path, hf: dict[str, Any]) -> HFTokenizer | M2M100Tokenizer:
     """The folder's tokenizer.json, or, for an M2M100 folder as save_pretrained writes facebook/m2m100_* (no
-    tokenizer.json), its sentencepiece model and vocab.json; config.json's special ids either way."""
+    tokenizer.json), its sentencepiece model and vocab.json, or, for a BART folder as the slow BartTokenizer's
+    save_pretrained wrote it, the tokenizer.json transformers builds of its vocab.json and merges.txt (with
+    tokenizer_config.json's add_prefix_space and special pieces' matching); config.json's special ids either way."""
     get = _get(hf)
     ids = (get("pad_token_id"), get("decoder_start_token_id"), get("eos_token_id"))
     if hf.get("model_type") == "m2m_100" and has_m2m100_tokenizer(folder):
         return read_m2m100_tokenizer(folder, *ids)
+    if _has_bpe_files(folder, hf):
+        settings = folder / HF_TOKENIZER_CONFIG
+        try:
+            prefix, matching = bart_settings_of(read_bytes(settings, MAX_CONFIG_BYTES) if settings.is_file() else None)
+            data = bpe_tokenizer_json(*(read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in BPE_FILES),
+                                      add_prefix_space=prefix, matching=matching)
+            return HFTokenizer(data, pad_id=ids[0], bos_id=ids[1], eos_id=ids[2])
+        except TokenizerError as exc:
+            raise CheckpointError(str(exc)) from None
     return read_tokenizer_json(folder, *ids)
 
 
@@ -174,7 +195,9 @@ def convert_bart(folder: str | Path, out: str | Path, progress: Progress | None 
     check_size(config)
     # M2M100's embedding has spare rows past its language codes (128112 for 128100 pieces): never emitted
     if tokenizer.vocab_size > config.vocab_size or (kind == "hf" and tokenizer.vocab_size != config.vocab_size):
-        raise CheckpointError(f"vocabulary mismatch: {HF_TOKENIZER_FILE if kind == 'hf' else M2M100_FILES[1]} has "
+        file = M2M100_FILES[1] if kind != "hf" else BPE_FILES[0] if _has_bpe_files(folder, hf_config) else \
+            HF_TOKENIZER_FILE
+        raise CheckpointError(f"vocabulary mismatch: {file} has "
                               f"{tokenizer.vocab_size} pieces, {HF_CONFIG} says vocab_size {config.vocab_size}")
     report(progress, Stage.READ_WEIGHTS)
     hf_weights, file = read_weights(folder)

@@ -149,3 +149,32 @@ def cache_model(cache: Path, model_id: str, source: Path, commit: str = "0123abc
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
     return snapshot
+
+
+# ---------------------------------------------------------------- the reference models' settings (tests/model/test_bart*.py)
+MAX_NEW = 12
+EOS_SCALE = {"bart": 2.5, "mbart": -2.0, "m2m_100": -6.0}  # found by trying: outputs of 1-12 pieces
+
+
+def hf_config(family: str, vocab_size: int, **overrides) -> dict:
+    return {"vocab_size": vocab_size, "d_model": 16, "encoder_layers": 2, "decoder_layers": 2,
+            "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32, "decoder_ffn_dim": 32,
+            "max_position_embeddings": 40, "activation_function": "relu" if family == "m2m_100" else "gelu",
+            "scale_embedding": family != "bart",
+            "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2,
+            "forced_eos_token_id": 2, "dropout": 0.1, **overrides}
+
+
+def hf_output(sequence: torch.Tensor, start: int, pad: int) -> tuple[int, ...]:
+    """A generated sequence without its start token and the padding after </s>."""
+    tokens = sequence.tolist()
+    assert tokens[0] == start
+    tokens = tokens[1:]
+    while tokens and tokens[-1] == pad:
+        tokens.pop()
+    return tuple(tokens)
+
+
+def generate(hf, src: torch.Tensor, beams: int, max_new: int = MAX_NEW, **options):
+    return hf.generate(src[None], num_beams=beams, do_sample=False, max_new_tokens=max_new, bad_words_ids=[[1]],
+                       num_return_sequences=beams, output_scores=True, return_dict_in_generate=True, **options)

@@ -25,13 +25,22 @@ from model.decoding import beam_search, greedy_decode, repeated_ngram_pieces
 from model.inference import prepare_source, translate
 from model.tokenizer import WORD_START, HFTokenizer
 from model.transformer import Transformer, count_parameters
-from tests.bart_helpers import bart_checkpoint, bart_tokenizer, bart_tokenizer_json, cache_model, write_bart_weights
+from tests.bart_helpers import (
+    EOS_SCALE,
+    MAX_NEW,
+    bart_checkpoint,
+    bart_tokenizer,
+    bart_tokenizer_json,
+    cache_model,
+    generate,
+    hf_config,
+    hf_output,
+    write_bart_weights,
+)
 from tests.hf_reference import assert_same_forward
 from tests.marian_helpers import EN
 
 TEXTS = ["The house is small.", "Where is the train?", "Grüße aus Köln!", "Zebra quartz 你好"]
-MAX_NEW = 12
-EOS_SCALE = {"bart": 2.5, "mbart": -2.0, "m2m_100": -6.0}  # found by trying: outputs of 1-12 pieces
 
 
 @pytest.fixture(scope="module")
@@ -111,15 +120,6 @@ def test_learned_positions_and_embedding_norms_are_counted_and_read_per_stack():
 
 # ---------------------------------------------------------------- equivalence with Hugging Face (transformers)
 
-def hf_config(family: str, vocab_size: int, **overrides) -> dict:
-    return {"vocab_size": vocab_size, "d_model": 16, "encoder_layers": 2, "decoder_layers": 2,
-            "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32, "decoder_ffn_dim": 32,
-            "max_position_embeddings": 40, "activation_function": "relu" if family == "m2m_100" else "gelu",
-            "scale_embedding": family != "bart",
-            "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2,
-            "forced_eos_token_id": 2, "dropout": 0.1, **overrides}
-
-
 @pytest.fixture(scope="module", params=["bart", "mbart", "m2m_100"])
 def pair(request, tmp_path_factory, tokenizer_json):
     """(Hugging Face's eager model, our converted checkpoint) of one random BART, mBART or M2M100 (NLLB) model."""
@@ -147,16 +147,6 @@ def pair(request, tmp_path_factory, tokenizer_json):
     return reference, ckpt
 
 
-def hf_output(sequence: torch.Tensor, start: int, pad: int) -> tuple[int, ...]:
-    """A generated sequence without its start token and the padding after </s>."""
-    tokens = sequence.tolist()
-    assert tokens[0] == start
-    tokens = tokens[1:]
-    while tokens and tokens[-1] == pad:
-        tokens.pop()
-    return tuple(tokens)
-
-
 @pytest.mark.slow
 def test_the_converted_config_says_what_the_family_does(pair):
     _, ckpt = pair
@@ -178,11 +168,6 @@ def test_logits_and_every_attention_equal_hugging_faces(pair):
     tgt = torch.tensor([[2, 0, 7, 9, 30], [2, 0, 11, 4, 8]])  # [2, T]
     real = (lambda src: (src != 1)[:, None, :, None]) if ckpt.meta["family"] == "m2m_100" else None
     assert_same_forward(hf, ckpt, TEXTS[:2], tgt, pad=1, logits_atol=1e-4, enc_rows=real)
-
-
-def generate(hf, src: torch.Tensor, beams: int, max_new: int = MAX_NEW, **options):
-    return hf.generate(src[None], num_beams=beams, do_sample=False, max_new_tokens=max_new, bad_words_ids=[[1]],
-                       num_return_sequences=beams, output_scores=True, return_dict_in_generate=True, **options)
 
 
 @pytest.mark.slow
