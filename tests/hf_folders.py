@@ -151,3 +151,25 @@ def hf_folder(family: str, folder: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     model_class(config).save_pretrained(folder)
     return folder
+
+
+def converted_without_tokenizer_json(hf, folder: Path, root: Path, tokenizer_class, model_class) -> tuple:
+    """``hf`` saved into ``folder`` beside the slow tokenizer's files written there (no tokenizer.json), converted
+    into root/converted -> (the slow tokenizer as transformers reads the folder, its eager model, our checkpoint)."""
+    from model.checkpoint import load_checkpoint
+    from model.convert import convert
+
+    hf.save_pretrained(folder)
+    assert not (folder / "tokenizer.json").exists()
+    ckpt = load_checkpoint(convert(folder, root / "converted").path)
+    reference = model_class.from_pretrained(folder, attn_implementation="eager").eval()
+    return tokenizer_class.from_pretrained(folder), reference, ckpt
+
+
+def texts_with(specials: list[str]):
+    """Any text as a user may type it: runs of any characters, the given special pieces written out, corpus
+    sentences, joined (a hypothesis strategy)."""
+    from hypothesis import strategies as st
+
+    return st.lists(st.one_of(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8),
+                              st.sampled_from(specials), st.sampled_from(EN + DE)), max_size=6).map("".join)

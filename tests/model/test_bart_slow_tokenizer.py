@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 import torch
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from model.checkpoint import CheckpointError, load_checkpoint
@@ -32,7 +31,8 @@ from tests.bart_helpers import (
     hf_output,
     write_bart_weights,
 )
-from tests.marian_helpers import DE, EN
+from tests.hf_folders import converted_without_tokenizer_json, texts_with
+from tests.marian_helpers import EN
 
 TEXTS = ["The house is small.", "Grüße aus Köln!", "Zebra quartz 你好 😀", "  two  spaces ", "a</s>b <mask> x"]
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", " <mask>", "<mask> ", " ", "  ", "\t", "\n", "\u3000", "Ġ",
@@ -72,11 +72,8 @@ def pair(tmp_path_factory):
         hf.final_logits_bias.normal_(0.0, 1.0)
         hf.model.shared.weight[2] *= EOS_SCALE["bart"]
         hf.final_logits_bias[0, 2] = 6.0  # found by trying: outputs of 1-12 pieces (<mask> moves the weights drawn)
-    hf.save_pretrained(folder)
-    assert not (folder / "tokenizer.json").exists()
-    ckpt = load_checkpoint(convert(folder, root / "converted").path)
-    reference = transformers.BartForConditionalGeneration.from_pretrained(folder, attn_implementation="eager").eval()
-    return transformers.BartTokenizer.from_pretrained(folder), reference, ckpt
+    return converted_without_tokenizer_json(hf, folder, root, transformers.BartTokenizer,
+                                            transformers.BartForConditionalGeneration)
 
 
 @pytest.mark.slow
@@ -92,8 +89,7 @@ def test_the_pieces_keep_their_vocab_json_ids(pair):
 
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8),
-                          st.sampled_from(SPECIALS), st.sampled_from(EN + DE)), max_size=6).map("".join))
+@given(texts_with(SPECIALS))
 def test_source_ids_are_bart_tokenizers(pair, text):
     """Any text (spaces, unicode, emoji, special pieces written in it, <mask> taking the space before it): the ids
     transformers' BartTokenizer gives ("<s> ... </s>"), piece for piece, and the same text read back."""

@@ -15,14 +15,19 @@ import pytest
 import sentencepiece as spm
 import torch
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from model.checkpoint import CheckpointError, load_checkpoint
+from model.checkpoint import CheckpointError
 from model.convert import convert
 from model.spiece import SPIECE_FILE
 from tests.hf_folders import T5_EXTRA_IDS as EXTRA_IDS
-from tests.hf_folders import assert_t5_decodes_as_generate, t5_config, write_t5_slow_tokenizer
-from tests.marian_helpers import DE, EN
+from tests.hf_folders import (
+    assert_t5_decodes_as_generate,
+    converted_without_tokenizer_json,
+    t5_config,
+    texts_with,
+    write_t5_slow_tokenizer,
+)
+from tests.marian_helpers import EN
 
 TEXTS = ["The house is small.", "Grüße aus Köln!", "Zebra quartz 你好", "  two  spaces ", "a</s>b <extra_id_3> x"]
 SPECIALS = ["<pad>", "</s>", "<unk>", "<s>", "<extra_id_0>", "<extra_id_19>", "<extra_id_20>", " ", "\t", "\n",
@@ -44,11 +49,8 @@ def pair(tmp_path_factory):
             p.normal_(0.0, 0.5).add_(1.0 if "layer_norm" in name else 0.0)
         hf.shared.weight.normal_(0.0, 0.5)
         hf.shared.weight[1] *= -3.0
-    hf.save_pretrained(folder)
-    assert not (folder / "tokenizer.json").exists()
-    ckpt = load_checkpoint(convert(folder, root / "converted").path)
-    reference = transformers.T5ForConditionalGeneration.from_pretrained(folder, attn_implementation="eager").eval()
-    return transformers.T5Tokenizer.from_pretrained(folder), reference, ckpt
+    return converted_without_tokenizer_json(hf, folder, root, transformers.T5Tokenizer,
+                                            transformers.T5ForConditionalGeneration)
 
 
 @pytest.mark.slow
@@ -66,8 +68,7 @@ def test_the_pieces_keep_their_sentencepiece_ids_and_the_sentinels_follow_revers
 
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8),
-                          st.sampled_from(SPECIALS), st.sampled_from(EN + DE)), max_size=6).map("".join))
+@given(texts_with(SPECIALS))
 def test_source_ids_are_t5_tokenizers(pair, text):
     """Any text, special pieces and sentinels written in it included: the ids transformers' T5Tokenizer gives
     (</s> last), piece for piece, and the same text read back."""
