@@ -13,7 +13,6 @@ Only the tokenizers package is used (transformers is the tests' reference).
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers, processors
 from tokenizers.models import BPE
 
-from .tokenizer import TokenizerError
+from .tokenizer import TokenizerError, json_of, settings_of
 
 BPE_FILES = ("vocab.json", "merges.txt")
 BART_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")  # BartTokenizer's bos/cls, pad, eos/sep, unk, mask
@@ -32,11 +31,7 @@ def bart_settings_of(tokenizer_config: bytes | None) -> tuple[bool, dict[str, di
     """tokenizer_config.json's add_prefix_space (BartTokenizer's False when it names none) and how each special piece
     is matched in a text: lstrip, rstrip, single_word as its added_tokens_decoder entry or its *_token object says
     (BART's <mask> takes the space before it); the tokenizers package's defaults (all false) otherwise."""
-    try:
-        settings = json.loads(tokenizer_config.decode("utf-8")) if tokenizer_config else {}
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise TokenizerError(f"tokenizer_config.json is not valid JSON ({type(exc).__name__})") from None
-    settings = settings if isinstance(settings, dict) else {}
+    settings = settings_of(tokenizer_config)
     prefix = settings.get("add_prefix_space", False)
     if not isinstance(prefix, bool):
         raise TokenizerError(f"tokenizer_config.json: add_prefix_space must be true or false, got {str(prefix)[:20]}")
@@ -54,10 +49,7 @@ def bpe_tokenizer_json(vocab: bytes, merges: bytes, add_prefix_space: bool = Fal
     """The tokenizer.json transformers builds for BART from vocab.json's and merges.txt's bytes; TokenizerError for
     files the tokenizers package cannot read or a vocab.json without <s> and </s>; ``matching``: a special piece's
     lstrip, rstrip, single_word (bart_settings_of)."""
-    try:
-        pieces = json.loads(vocab.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise TokenizerError(f"{BPE_FILES[0]} is not valid JSON ({type(exc).__name__})") from None
+    pieces = json_of(vocab, BPE_FILES[0])
     if not isinstance(pieces, dict) or not all(isinstance(pieces.get(s), int) for s in ("<s>", "</s>")):
         raise TokenizerError(f"{BPE_FILES[0]}: not a map of pieces to ids holding <s> and </s>")
     with tempfile.TemporaryDirectory() as tmp:  # BPE.from_file reads the files as transformers hands them over

@@ -281,8 +281,13 @@ def hub_id(folder: Path) -> str | None:
     snapshots/<commit>), None for any other folder."""
     parts = folder.resolve().parts
     if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith(CACHE_PREFIX):
-        return parts[-3][len(CACHE_PREFIX):].replace("--", "/", 1)
+        return _model_id(parts[-3])
     return None
+
+
+def _model_id(repo_name: str) -> str:
+    """The model id a cache folder stands for: models--facebook--bart-base -> facebook/bart-base."""
+    return repo_name[len(CACHE_PREFIX):].replace("--", "/", 1)
 
 
 def source_name(folder: Path) -> str:
@@ -322,8 +327,7 @@ def cached_models() -> list[CachedModel]:
     for repo in repos:
         snapshot = _snapshot(repo) if repo.is_dir() else None
         if snapshot is not None and (snapshot / HF_CONFIG).is_file():
-            found.append(CachedModel(model_id=repo.name[len(CACHE_PREFIX):].replace("--", "/", 1), folder=snapshot,
-                                     model_type=model_type_of(snapshot)))
+            found.append(CachedModel(model_id=_model_id(repo.name), folder=snapshot, model_type=model_type_of(snapshot)))
     return found
 
 

@@ -10,13 +10,11 @@ package and sentencepiece's own description of its file are used (transformers i
 """
 from __future__ import annotations
 
-import json
-
 from sentencepiece import sentencepiece_model_pb2
 from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import Unigram
 
-from .tokenizer import TokenizerError
+from .tokenizer import TokenizerError, settings_of
 
 SPIECE_FILE = "spiece.model"
 T5_SPECIALS = ("<pad>", "</s>", "<unk>")  # T5's ids 0, 1, 2
@@ -28,11 +26,7 @@ CONTROL, USER_DEFINED = 3, 4  # sentencepiece's piece types kept whole (special 
 
 def extra_ids_of(tokenizer_config: bytes | None) -> int:
     """tokenizer_config.json's extra_ids (how many sentinels follow the pieces), T5Tokenizer's 100 when it names none."""
-    try:
-        settings = json.loads(tokenizer_config.decode("utf-8")) if tokenizer_config else {}
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise TokenizerError(f"tokenizer_config.json is not valid JSON ({type(exc).__name__})") from None
-    extra = settings.get("extra_ids", DEFAULT_EXTRA_IDS) if isinstance(settings, dict) else DEFAULT_EXTRA_IDS
+    extra = settings_of(tokenizer_config).get("extra_ids", DEFAULT_EXTRA_IDS)
     if not isinstance(extra, int) or isinstance(extra, bool) or not 0 <= extra <= MAX_EXTRA_IDS:
         raise TokenizerError(f"tokenizer_config.json: extra_ids must be an integer from 0 to {MAX_EXTRA_IDS}, "
                              f"got {str(extra)[:20]}")

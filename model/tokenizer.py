@@ -12,6 +12,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import sentencepiece as spm
 import tokenizers
@@ -117,12 +118,23 @@ class Tokenizer:
         return {TOKENIZER_FILE: self.model_proto}
 
 
-def parse_vocab(data: bytes, name: str = "vocab.json") -> dict[str, int]:
-    """A Marian vocabulary: a JSON object piece -> id whose ids are exactly 0..n-1, with </s>, <unk> and <pad>."""
+def json_of(data: bytes, name: str) -> Any:
+    """A tokenizer file's JSON; a one-line TokenizerError naming the file when it is not JSON."""
     try:
-        vocab = json.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise TokenizerError(f"{name} is not valid JSON ({type(exc).__name__})") from None
+
+
+def settings_of(tokenizer_config: bytes | None) -> dict[str, Any]:
+    """tokenizer_config.json's settings: {} when the folder has none or it holds no JSON object."""
+    settings = json_of(tokenizer_config, "tokenizer_config.json") if tokenizer_config else {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def parse_vocab(data: bytes, name: str = "vocab.json") -> dict[str, int]:
+    """A Marian vocabulary: a JSON object piece -> id whose ids are exactly 0..n-1, with </s>, <unk> and <pad>."""
+    vocab = json_of(data, name)
     if not isinstance(vocab, dict) or not all(isinstance(i, int) and not isinstance(i, bool) for i in vocab.values()):
         raise TokenizerError(f"{name} must map pieces to integer ids")
     if sorted(vocab.values()) != list(range(len(vocab))):
@@ -200,11 +212,7 @@ class M2M100Tokenizer:
     def __init__(self, spm_proto: bytes, vocab_json: bytes, tokenizer_config: bytes, *, bos_id: int) -> None:
         self.sp = _load_sentencepiece(spm_proto, M2M100_FILES[0])
         self.vocab = parse_vocab(vocab_json, M2M100_FILES[1])
-        try:
-            settings = json.loads(tokenizer_config.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise TokenizerError(f"{M2M100_FILES[2]} is not valid JSON ({type(exc).__name__})") from None
-        settings = settings if isinstance(settings, dict) else {}
+        settings = settings_of(tokenizer_config)
         listed, source = settings.get("language_codes") or "m2m100", settings.get("src_lang") or "en"
         if listed not in M2M100_LANGUAGES or source not in M2M100_LANGUAGES[listed]:
             raise TokenizerError(f"{M2M100_FILES[2]}: language_codes {str(listed)[:20]!r} and src_lang "
