@@ -327,7 +327,8 @@ def cached_models() -> list[CachedModel]:
     for repo in repos:
         snapshot = _snapshot(repo) if repo.is_dir() else None
         if snapshot is not None and (snapshot / HF_CONFIG).is_file():
-            found.append(CachedModel(model_id=_model_id(repo.name), folder=snapshot, model_type=model_type_of(snapshot)))
+            found.append(CachedModel(model_id=_model_id(repo.name), folder=snapshot,
+                                     model_type=model_type_of(snapshot)))
     return found
 
 

@@ -25,7 +25,8 @@ CONTROL, USER_DEFINED = 3, 4  # sentencepiece's piece types kept whole (special 
 
 
 def extra_ids_of(tokenizer_config: bytes | None) -> int:
-    """tokenizer_config.json's extra_ids (how many sentinels follow the pieces), T5Tokenizer's 100 when it names none."""
+    """tokenizer_config.json's extra_ids (how many sentinels follow the pieces); T5Tokenizer's 100 when it names
+    none."""
     extra = settings_of(tokenizer_config).get("extra_ids", DEFAULT_EXTRA_IDS)
     if not isinstance(extra, int) or isinstance(extra, bool) or not 0 <= extra <= MAX_EXTRA_IDS:
         raise TokenizerError(f"tokenizer_config.json: extra_ids must be an integer from 0 to {MAX_EXTRA_IDS}, "
