@@ -161,25 +161,26 @@ def _has_bpe_files(folder: Path, hf: dict[str, Any]) -> bool:
             and all((folder / name).is_file() for name in BPE_FILES))
 
 
-def _read_tokenizer(folder: Path, hf: dict[str, Any]) -> HFTokenizer | M2M100Tokenizer:
+def _read_tokenizer(folder: Path, hf: dict[str, Any]) -> tuple[HFTokenizer | M2M100Tokenizer, str]:
     """The folder's tokenizer.json, or, for an M2M100 folder as save_pretrained writes facebook/m2m100_* (no
     tokenizer.json), its sentencepiece model and vocab.json, or, for a BART folder as the slow BartTokenizer's
     save_pretrained wrote it, the tokenizer.json transformers builds of its vocab.json and merges.txt (with
-    tokenizer_config.json's add_prefix_space and special pieces' matching); config.json's special ids either way."""
+    tokenizer_config.json's add_prefix_space and special pieces' matching); config.json's special ids either way.
+    -> (the tokenizer, the file whose pieces it numbers, for messages)."""
     get = _get(hf)
     ids = (get("pad_token_id"), get("decoder_start_token_id"), get("eos_token_id"))
     if hf.get("model_type") == "m2m_100" and has_m2m100_tokenizer(folder):
-        return read_m2m100_tokenizer(folder, *ids)
+        return read_m2m100_tokenizer(folder, *ids), M2M100_FILES[1]
     if _has_bpe_files(folder, hf):
         settings = folder / HF_TOKENIZER_CONFIG
         try:
             prefix, matching = bart_settings_of(read_bytes(settings, MAX_CONFIG_BYTES) if settings.is_file() else None)
             data = bpe_tokenizer_json(*(read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in BPE_FILES),
                                       add_prefix_space=prefix, matching=matching)
-            return HFTokenizer(data, pad_id=ids[0], bos_id=ids[1], eos_id=ids[2])
+            return HFTokenizer(data, pad_id=ids[0], bos_id=ids[1], eos_id=ids[2]), BPE_FILES[0]
         except TokenizerError as exc:
             raise CheckpointError(str(exc)) from None
-    return read_tokenizer_json(folder, *ids)
+    return read_tokenizer_json(folder, *ids), HF_TOKENIZER_FILE
 
 
 def convert_bart(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
@@ -189,16 +190,14 @@ def convert_bart(folder: str | Path, out: str | Path, progress: Progress | None 
     folder, out, hf_config = open_folder(folder, out)
     _refuse_unsupported(hf_config)
     report(progress, Stage.READ_TOKENIZER)
-    tokenizer = _read_tokenizer(folder, hf_config)
+    tokenizer, tokenizer_file = _read_tokenizer(folder, hf_config)
     kind = "m2m100" if isinstance(tokenizer, M2M100Tokenizer) else "hf"
     config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=True, tokenizer=kind)
     check_size(config)
     # M2M100's embedding has spare rows past its language codes (128112 for 128100 pieces): never emitted
     if tokenizer.vocab_size > config.vocab_size or (kind == "hf" and tokenizer.vocab_size != config.vocab_size):
-        file = M2M100_FILES[1] if kind != "hf" else BPE_FILES[0] if _has_bpe_files(folder, hf_config) else \
-            HF_TOKENIZER_FILE
-        raise CheckpointError(f"vocabulary mismatch: {file} has "
-                              f"{tokenizer.vocab_size} pieces, {HF_CONFIG} says vocab_size {config.vocab_size}")
+        raise CheckpointError(f"vocabulary mismatch: {tokenizer_file} has {tokenizer.vocab_size} pieces, {HF_CONFIG} "
+                              f"says vocab_size {config.vocab_size}")
     report(progress, Stage.READ_WEIGHTS)
     hf_weights, file = read_weights(folder)
     report(progress, Stage.MAP_WEIGHTS)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import DecodeConfig, is_early_stopping
+from .config import MAX_NO_REPEAT_NGRAM, DecodeConfig, is_early_stopping
 
 MAX_LENGTH_PENALTY = 2.0  # the app's slider range; a larger α in a checkpoint's meta is not trusted
 
@@ -38,7 +38,7 @@ def forced_eos_of(meta: dict[str, Any]) -> bool:
 def no_repeat_ngram_of(meta: dict[str, Any]) -> int:
     """The n of generate()'s no_repeat_ngram_size the model's config sets (BART-large-CNN: 3), else 0 (off)."""
     value = meta.get("no_repeat_ngram")
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 16 else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_NO_REPEAT_NGRAM else 0
 
 
 def forced_bos_of(meta: dict[str, Any]) -> int | None:
