@@ -4,25 +4,37 @@ At one sentence a step is a matrix-vector product per weight matrix, bound by re
 in one batch read each weight once for N rows (the remedy serving engines use, and what CTranslate2's
 ``translate_batch`` does). The sources are padded to one length and the padding masked, so each sentence's
 attention is exactly its own: its cross-attention rows give the padding weight 0 and are cut to its own source,
-and a sentence that has ended leaves the batch (``reorder``), so the others go on without it. Each result equals
+and a sentence that has ended leaves the batch (``reorder``), so the others go on without it.
+
+``greedy_batch_steps`` yields, per step, for each sentence still decoding, the very DecodeStep that
+``decode_steps`` yields for that sentence decoded alone (model.decoding.path_step builds both), so a page can stream
+one sentence of a batch as it streams a sentence alone; ``greedy_batch`` drains it. Each result equals
 ``greedy_decode`` of that sentence alone, tokens and every attention weight (tested with hypothesis). Works on a
 Transformer or a StaticCacheDecoder (anything with ``config``, ``start`` and ``step``).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from .config import DecodeConfig
-from .decoding import forced_piece, selectable_log_probs
-from .masks import causal_mask
-from .trace import AttentionTrace
+from .decoding import (
+    DecodeResult,
+    DecodeStep,
+    check_forced_bos,
+    forced_piece,
+    path_step,
+    selectable_log_probs,
+    step_attention,
+    top_next,
+)
+from .masks import padding_mask
+from .trace import KINDS, AttentionTrace
 from .transformer import Transformer
-
-STEP_FIELDS = ("dec_self", "dec_self_scores", "cross", "cross_scores")  # what a step adds to each sentence's trace
 
 
 @dataclass(frozen=True)
@@ -36,75 +48,97 @@ class BatchTranslation:
     attention: AttentionTrace | None
 
 
-def _check(config: DecodeConfig) -> None:
-    if config.beam_size != 1 or config.sampling is not None or config.no_repeat_ngram:
+def batchable(config: DecodeConfig) -> bool:
+    """Whether a decode may share a batch: greedy, no sampling, no n-gram rule (those keep per-hypothesis state the
+    batch does not carry; a head mask is the caller's to rule out, it is not part of the config)."""
+    return config.beam_size == 1 and config.sampling is None and not config.no_repeat_ngram
+
+
+def batch_key(config: DecodeConfig) -> DecodeConfig:
+    """What sentences of one batch must share: everything but the length limit (each row stops at its own)."""
+    return dataclasses.replace(config, max_len=1)
+
+
+def _check(configs: Sequence[DecodeConfig]) -> None:
+    if not all(batchable(c) for c in configs):
         raise ValueError("batched decoding is greedy: beam_size 1, no sampling, no n-gram rule")
+    if len({batch_key(c) for c in configs}) > 1:
+        raise ValueError("the sentences of one batch must share their decode settings (all but max_len)")
+
+
+def _own_rows(trace: AttentionTrace, row: int, source_len: int, src_mask: torch.Tensor | None) -> AttentionTrace:
+    """Row ``row`` of a batch's trace cut to its sentence's own ``source_len`` positions (no padding column or
+    query) and copied, so that a sentence's steps hold its own memory, not the batch's."""
+    def own(kind: str, weights: torch.Tensor) -> torch.Tensor:  # [B, H, Q, K] -> [1, H, Q', K']
+        if kind == "enc_self":
+            return weights[row:row + 1, :, :source_len, :source_len].clone()
+        return weights[row:row + 1, ..., :source_len].clone() if kind == "cross" else weights[row:row + 1].clone()
+    fields = {f: [own(kind, w) for w in getattr(trace, f)] for kind in KINDS for f in (kind, kind + "_scores")}
+    return dataclasses.replace(trace, **fields, src_mask=src_mask)
+
+
+def _selectable(log_probs: torch.Tensor, forced: list[int | None], model: Transformer) -> torch.Tensor:
+    """selectable_log_probs of every row [R, V], each with its own forced piece (rows end at their own limits)."""
+    cfg = model.config
+    if len(set(forced)) == 1:
+        return selectable_log_probs(log_probs, cfg.bos_id, cfg.pad_id, forced[0], cfg.eos_id)  # [R, V]
+    return torch.cat([selectable_log_probs(log_probs[r:r + 1], cfg.bos_id, cfg.pad_id, f, cfg.eos_id)
+                      for r, f in enumerate(forced)])  # [R, V]
+
+
+@torch.inference_mode()
+def greedy_batch_steps(model: Transformer, sources: Sequence[torch.Tensor], configs: Sequence[DecodeConfig],
+                       return_attention: bool = True) -> Iterator[dict[int, DecodeStep]]:
+    """Greedy decoding of every source [S_i] (ids, EOS-terminated) in one batch, source i under configs[i] (all
+    alike but for max_len): per step, {i: the DecodeStep of sentence i decoded alone} for each sentence still
+    decoding. Stopping the iteration stops the batch."""
+    _check(configs)
+    if not sources:
+        return
+    cfg = model.config
+    check_forced_bos(model, configs[0])
+    device = next(model.parameters()).device
+    sources = [s.to(device) for s in sources]
+    state, enc = model.start(pad_sequence(sources, batch_first=True, padding_value=cfg.pad_id),
+                             return_attention)  # padded sources [N, S]
+    encoders = [_own_rows(AttentionTrace.from_outputs(enc, [], []), i, s.numel(), padding_mask(s[None], cfg.pad_id))
+                if return_attention else None for i, s in enumerate(sources)]
+    live = list(range(len(sources)))  # the sentence each batch row decodes
+    prefixes = [torch.full((1, 1), cfg.bos_id, device=device) for _ in sources]  # per sentence [1, t+1]
+    scores = [torch.zeros(1, device=device) for _ in sources]  # per sentence [1]
+    for t in range(max(c.max_len for c in configs)):
+        current = torch.cat([prefixes[i][:, -1:] for i in live])  # [R, 1]
+        out = model.step(state, current, return_attention)
+        topk_probs, topk_ids = top_next(out.log_probs, configs[0].top_k)  # [R, k]
+        selectable = _selectable(out.log_probs, [forced_piece(configs[i], t, cfg.eos_id) for i in live], model)
+        best = selectable.argmax(dim=-1).tolist()  # [R]
+        steps = {i: path_step(t, prefixes[i], scores[i], (topk_ids[r:r + 1], topk_probs[r:r + 1]),
+                              None if out.attention is None else
+                              step_attention(encoders[i], _own_rows(out.attention, r, sources[i].numel(), None)),
+                              best[r], scores[i] + selectable[r, best[r]], cfg.eos_id, configs[i])
+                 for r, i in enumerate(live)}
+        yield steps
+        going = [r for r, i in enumerate(live) if not steps[i].done]
+        if not going:
+            return
+        state = out.state if len(going) == len(live) else out.state.reorder(torch.tensor(going, device=device))
+        for i in live:
+            prefixes[i], scores[i] = steps[i].beams, steps[i].beam_scores
+        live = [live[r] for r in going]
 
 
 @torch.inference_mode()
 def greedy_batch(model: Transformer, sources: Sequence[torch.Tensor], config: DecodeConfig = DecodeConfig(),
                  return_attention: bool = True) -> list[BatchTranslation]:
     """Greedy decoding of every source [S_i] (ids, EOS-terminated) in one batch -> one BatchTranslation each, in
-    the order given."""
-    _check(config)
-    if not sources:
-        return []
-    cfg = model.config
-    device = next(model.parameters()).device
-    src = pad_sequence([s.to(device) for s in sources], batch_first=True, padding_value=cfg.pad_id)  # [N, S]
-    state, encoder = model.start(src, return_attention)
-    live = torch.arange(len(sources), device=device)  # [R]: the sentence each batch row decodes
-    current = torch.full((len(sources), 1), cfg.bos_id, device=device)  # [R, 1]
-    tokens: list[list[int]] = [[] for _ in sources]
-    log_probs = torch.zeros(len(sources), device=device)  # [N]
-    steps: list[tuple[torch.Tensor, AttentionTrace | None]] = []  # per step: (rows' sentences, that step's trace)
-    for t in range(config.max_len):
-        out = model.step(state, current, return_attention)
-        forced = forced_piece(config, t, cfg.eos_id)
-        selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id)  # [R, V]
-        best = selectable.argmax(dim=-1)  # [R]
-        log_probs[live] += selectable.gather(1, best[:, None])[:, 0]
-        steps.append((live, out.attention))
-        for sentence, token in zip(live.tolist(), best.tolist(), strict=True):
-            tokens[sentence].append(token)
-        going = (best != cfg.eos_id).nonzero()[:, 0]  # [R']
-        if t + 1 == config.max_len or going.numel() == 0:
-            break
-        state = out.state if going.numel() == live.numel() else out.state.reorder(going)
-        live, current = live[going], best[going, None]  # [R'], [R', 1]
-    traces = _sentence_traces(steps, encoder, [s.numel() for s in sources], [len(t) for t in tokens]) \
-        if return_attention else [None] * len(sources)
-    return [BatchTranslation(tuple(t), float(lp), trace)
-            for t, lp, trace in zip(tokens, log_probs.tolist(), traces, strict=True)]
+    the order given: greedy_batch_steps drained, each sentence's steps assembled as DecodeResult does alone."""
+    steps: list[list[DecodeStep]] = [[] for _ in sources]
+    for step in greedy_batch_steps(model, sources, [config] * len(sources), return_attention):
+        for i, own in step.items():
+            steps[i].append(own)
+    results = [DecodeResult.from_steps(own, 1) for own in steps]
+    return [BatchTranslation(r.best.tokens, r.best.log_prob, r.attention_for() if return_attention else None)
+            for r in results]
 
 
-def _sentence_traces(steps: list[tuple[torch.Tensor, AttentionTrace]], encoder: list, source_lengths: list[int],
-                     output_lengths: list[int]) -> list[AttentionTrace]:
-    """Every step's rows written into one map per field and layer for the whole batch ([L, N, H, T, K], keys a
-    query could not see at 0 for weights and finfo.min for scores), then each sentence's own corner of it."""
-    first = steps[0][1]
-    low = torch.finfo(first.cross[0].dtype).min
-    n, length, source = len(source_lengths), len(steps), first.cross[0].size(-1)
-    layers, heads = len(first.cross), first.cross[0].size(1)
-    keys = {"dec_self": length, "dec_self_scores": length, "cross": source, "cross_scores": source}
-    maps = {field: first.cross[0].new_full((layers, n, heads, length, keys[field]), low if "scores" in field else 0.0)
-            for field in STEP_FIELDS}  # [L, N, H, T, K]
-    for t, (live, trace) in enumerate(steps):
-        for field in STEP_FIELDS:
-            rows = torch.stack(getattr(trace, field))[:, :, :, 0]  # [L, R, H, K_t]
-            maps[field][:, live, :, t, :rows.size(-1)] = rows
-    enc_weights = torch.stack([a.weights for a in encoder])  # [L, N, H, S, S]
-    enc_scores = torch.stack([a.scores for a in encoder])
-    traces = []
-    for i, (s, t) in enumerate(zip(source_lengths, output_lengths, strict=True)):
-        own = {field: list(maps[field][:, i:i + 1, :, :t, :(t if field.startswith("dec") else s)].unbind(0))
-               for field in STEP_FIELDS}  # per layer [1, H, T_i, K_i]
-        traces.append(AttentionTrace(
-            enc_self=list(enc_weights[:, i:i + 1, :, :s, :s].unbind(0)),
-            enc_self_scores=list(enc_scores[:, i:i + 1, :, :s, :s].unbind(0)), **own,
-            src_mask=torch.ones(1, 1, 1, s, dtype=torch.bool, device=enc_weights.device),
-            tgt_mask=causal_mask(t, enc_weights.device)))
-    return traces
-
-
-__all__ = ["BatchTranslation", "greedy_batch"]
+__all__ = ["BatchTranslation", "batch_key", "batchable", "greedy_batch", "greedy_batch_steps"]

@@ -149,9 +149,14 @@ class DecodeResult:
             cross_scores=_stack_rows(self.steps, hyp.path, "cross_scores", low), src_mask=first.src_mask, tgt_mask=causal)
 
 
-def _prepare(model: Transformer, src: torch.Tensor, config: DecodeConfig) -> torch.Tensor:
+def check_forced_bos(model: Transformer, config: DecodeConfig) -> None:
+    """A forced first piece must be one of the model's ids (ValueError otherwise)."""
     if config.forced_bos is not None and config.forced_bos >= model.config.vocab_size:
         raise ValueError(f"forced_bos must be an id in [0, {model.config.vocab_size}), got {config.forced_bos}")
+
+
+def _prepare(model: Transformer, src: torch.Tensor, config: DecodeConfig) -> torch.Tensor:
+    check_forced_bos(model, config)
     if src.dim() == 1:
         src = src[None]
     if src.size(0) != 1:
@@ -200,7 +205,7 @@ def forced_piece(config: DecodeConfig, t: int, eos_id: int) -> int | None:
     return config.forced_bos if t == 0 else None
 
 
-def _start(model: Transformer, src: torch.Tensor, return_attention: bool, head_mask: HeadMask | None):
+def start_sentence(model: Transformer, src: torch.Tensor, return_attention: bool, head_mask: HeadMask | None):
     """Encode the source once; with attention, the encoder's part of every step's trace."""
     state, enc = model.start(src, return_attention, head_mask=head_mask)
     if not return_attention:
@@ -208,7 +213,7 @@ def _start(model: Transformer, src: torch.Tensor, return_attention: bool, head_m
     return state, AttentionTrace.from_outputs(enc, [], [], padding_mask(src, model.config.pad_id))
 
 
-def _step_attention(encoder: AttentionTrace | None, step: AttentionTrace | None) -> AttentionTrace | None:
+def step_attention(encoder: AttentionTrace | None, step: AttentionTrace | None) -> AttentionTrace | None:
     """One step's query rows joined with the sentence's encoder self-attention."""
     if encoder is None or step is None:
         return None
@@ -224,7 +229,7 @@ def _finished(tokens: tuple[int, ...], log_prob: float, path: tuple[int, ...], e
                       path=path, ended_with_eos=tokens[-1] == eos_id)
 
 
-def _top_k(log_probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def top_next(log_probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The k most probable next tokens of each row and their probabilities ([R, k] each); exp of k values only."""
     top_log_probs, top_ids = log_probs.topk(min(k, log_probs.size(-1)), dim=-1)  # [R, k]
     return top_log_probs.exp(), top_ids
@@ -239,32 +244,42 @@ def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, retur
     impossible): greedy takes the argmax, sampling draws. src [S] or [1, S]."""
     src = _prepare(model, src, config)
     cfg = model.config
-    state, encoder = _start(model, src, return_attention, head_mask)
+    state, encoder = start_sentence(model, src, return_attention, head_mask)
     prefix = torch.tensor([[cfg.bos_id]], device=src.device)  # [1, 1]
     score = torch.zeros(1, device=src.device)
     for t in range(config.max_len):
         out = model.step(state, prefix[:, -1:], return_attention)
         state = out.state
-        topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [1, k]
+        topk_probs, topk_ids = top_next(out.log_probs, config.top_k)  # [1, k]
         forced = forced_piece(config, t, cfg.eos_id)
         selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
                                           _banned(prefix, config))[0]  # [V]
         token, sample = (forced, None) if forced is not None else choose(selectable)
-        new_score = score + selectable[token]
-        beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
-        ended = token == cfg.eos_id
-        done = ended or t + 1 == config.max_len
-        finished = (_finished(tuple(beams[0, 1:].tolist()), float(new_score), (0,) * (t + 1), cfg.eos_id,
-                              config),) if done else ()
-        yield DecodeStep(step=t, prefixes=prefix, prefix_scores=score, topk_ids=topk_ids, topk_probs=topk_probs,
-                         attention=_step_attention(encoder, out.attention),
-                         candidates=(Candidate(0, token, float(new_score), "finished" if done else "kept"),),
-                         beams=beams[:0] if ended else beams, beam_scores=new_score[:0] if ended else new_score,
-                         parents=torch.zeros(0 if ended else 1, dtype=torch.long), finished=finished, done=done,
-                         sample=sample)
-        if done:
+        step = path_step(t, prefix, score, (topk_ids, topk_probs), step_attention(encoder, out.attention), token,
+                         score + selectable[token], cfg.eos_id, config, sample)
+        yield step
+        if step.done:
             return
-        prefix, score = beams, new_score
+        prefix, score = step.beams, step.beam_scores
+
+
+def path_step(t: int, prefix: torch.Tensor, score: torch.Tensor, top: tuple[torch.Tensor, torch.Tensor],
+              attention: AttentionTrace | None, token: int, new_score: torch.Tensor, eos_id: int, config: DecodeConfig,
+              sample: SampleChoice | None = None) -> DecodeStep:
+    """Step t of a one-hypothesis decode (greedy or sampled, alone or as a row of model.batch_decoding's batch):
+    prefix [1, t+1] with its log-prob score [1], extended by ``token`` to new_score [1]; top = (topk_ids,
+    topk_probs) [1, k]. Once done, the one finished hypothesis is the output."""
+    beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
+    ended = token == eos_id
+    done = ended or t + 1 == config.max_len
+    finished = (_finished(tuple(beams[0, 1:].tolist()), float(new_score), (0,) * (t + 1), eos_id,
+                          config),) if done else ()
+    return DecodeStep(step=t, prefixes=prefix, prefix_scores=score, topk_ids=top[0], topk_probs=top[1],
+                      attention=attention,
+                      candidates=(Candidate(0, token, float(new_score), "finished" if done else "kept"),),
+                      beams=beams[:0] if ended else beams, beam_scores=new_score[:0] if ended else new_score,
+                      parents=torch.zeros(0 if ended else 1, dtype=torch.long), finished=finished, done=done,
+                      sample=sample)
 
 
 @torch.inference_mode()
@@ -317,14 +332,14 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     """
     src = _prepare(model, src, config)
     cfg, device = model.config, src.device
-    state, encoder = _start(model, src, return_attention, head_mask)
+    state, encoder = start_sentence(model, src, return_attention, head_mask)
     prefixes = torch.tensor([[cfg.bos_id]], device=device)  # [R, 1]
     scores = torch.zeros(1, device=device)  # [R]
     paths: list[tuple[int, ...]] = [()]
     finished: list[Hypothesis] = []
     for t in range(config.max_len):
         out = model.step(state, prefixes[:, -1:], return_attention)
-        topk_probs, topk_ids = _top_k(out.log_probs, config.top_k)  # [R, k]
+        topk_probs, topk_ids = top_next(out.log_probs, config.top_k)  # [R, k]
         forced = forced_piece(config, t, cfg.eos_id)
         selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
                                           _banned(prefixes, config))
@@ -341,7 +356,7 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
         beam_scores = torch.tensor([c.log_prob for c in kept], device=device)  # [R']
         done = last or not kept or _search_is_over(finished, kept[0].log_prob, t + 1, config)
         yield DecodeStep(step=t, prefixes=prefixes, prefix_scores=scores, topk_ids=topk_ids, topk_probs=topk_probs,
-                         attention=_step_attention(encoder, out.attention), candidates=tuple(candidates), beams=beams,
+                         attention=step_attention(encoder, out.attention), candidates=tuple(candidates), beams=beams,
                          beam_scores=beam_scores, parents=parents, finished=tuple(finished), done=done)
         if done:
             return

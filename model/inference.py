@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .batch_decoding import greedy_batch_steps
 from .budget import DEFAULT_BUDGET, Budget, Plan, plan_decode
 from .config import DecodeConfig
 from .decoding import DecodeResult, DecodeStep, decode_steps
@@ -96,15 +97,28 @@ def prepare_source(tokenizer: TextTokenizer, text: str, max_len: int = MAX_POSIT
     return Source(cleaned, tuple(source), tuple(tokenizer.pieces(source)), len(ids) + wrapping - len(source))
 
 
+def _capped(model: Transformer, config: DecodeConfig) -> DecodeConfig:
+    """The config with its output capped at MAX_POSITIONS positions (BOS included), or at the model's own position
+    limit (a learned table has no row past it)."""
+    limit = min(MAX_POSITIONS, model.config.position_limit)
+    return dataclasses.replace(config, max_len=min(config.max_len, limit - 1))
+
+
 def stream(model: Transformer, source: Source, config: DecodeConfig, return_attention: bool = True,
            head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
-    """The decode steps for a prepared source, the output capped at MAX_POSITIONS positions (BOS included), or
-    at the model's own position limit (a learned table has no row past it)."""
-    limit = min(MAX_POSITIONS, model.config.position_limit)
-    config = dataclasses.replace(config, max_len=min(config.max_len, limit - 1))
+    """The decode steps for a prepared source, its output capped (``_capped``)."""
     device = next(model.parameters()).device
-    return decode_steps(model, torch.tensor(source.ids, device=device), config, return_attention,
+    return decode_steps(model, torch.tensor(source.ids, device=device), _capped(model, config), return_attention,
                         None if head_mask is None else head_mask.to(device))
+
+
+def stream_batch(model: Transformer, sources: Sequence[Source], configs: Sequence[DecodeConfig],
+                 return_attention: bool = True) -> Iterator[dict[int, DecodeStep]]:
+    """Greedy decoding of several prepared sources as one batch (model.batch_decoding), source i under configs[i]:
+    per step, {i: the step ``stream`` yields for source i alone} for each source still decoding."""
+    device = next(model.parameters()).device
+    return greedy_batch_steps(model, [torch.tensor(s.ids, device=device) for s in sources],
+                              [_capped(model, c) for c in configs], return_attention)
 
 
 def finish(model: Transformer, tokenizer: TextTokenizer, source: Source, steps: list[DecodeStep],
