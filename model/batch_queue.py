@@ -1,0 +1,191 @@
+"""Concurrent greedy requests decoded as one batch: a room's sessions share the model's steps.
+
+A lecture hall pressing Translate at once would queue behind the server's few decoding slots, one sentence each; a
+batch of N reads every weight once for N rows (model.batch_decoding), so the room is served several times faster.
+
+A session submits a request (model, tokenizer, prepared source, budgeted plan) and follows it. Requests for the
+same model object and the same decode settings (``batch_key``: all but the length limit, which each row keeps)
+share one queue. Whoever finds no batch forming or running for its key leads: it takes a decoding slot through the
+``hold_slot`` factory the caller passes (so the caller's slot policy, its waiting note and its ServerBusy still
+hold, and model/ imports nothing of the app), then takes every request queued at that moment, up to MAX_BATCH, into
+one batch that a worker thread decodes while the slot is held (so the leader's session may leave, or draw slowly,
+without holding up the others). Requests arriving while a batch runs wait for the next one: a batch is not joined
+mid-decode (a late row would need its own encoder pass and a KV cache of another length). When a batch ends, the
+first request still queued leads the next.
+
+Each member receives its own steps through its own queue as they happen (a page can stream its progress), then
+assembles its Translation: exactly what it would have got alone (tests/model/test_batch_decoding.py). A member that
+leaves (its stop signal set) stops receiving; its row may decode on, but once every member of a batch has left the
+batch stops within one step. An error in a batch, or in taking the slot, reaches every member.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import AbstractContextManager, ExitStack
+
+from .batch_decoding import batch_key, batchable
+from .budget import Plan
+from .decoding import DecodeStep
+from .inference import Source, StopSignal, Translation, check_stop, finish, stream_batch
+from .tokenizer import TextTokenizer
+from .transformer import Transformer
+
+MAX_BATCH = 16  # sentences decoded together at most: past this the step is compute-bound and gains little
+POLL_S = 0.1  # how often a waiting member asks its stop signal (and tells its page that it waits)
+
+SlotFactory = Callable[[], AbstractContextManager]  # a fresh context manager that holds one decoding slot
+OnWait = Callable[[float], None]  # seconds waited so far, before the batch's first step came
+
+_LEAD, _STEP, _END, _ERROR = "lead", "step", "end", "error"  # what a member's queue carries
+
+
+class Member:
+    """One request in a BatchQueue; its session follows it with ``steps()``, then ``translation()``."""
+
+    def __init__(self, owner: BatchQueue, model: Transformer, tokenizer: TextTokenizer, source: Source, plan: Plan,
+                 hold_slot: SlotFactory, should_stop: StopSignal | None, on_wait: OnWait | None) -> None:
+        self.owner, self.model, self.tokenizer, self.source, self.plan = owner, model, tokenizer, source, plan
+        self.key: Hashable = (model, batch_key(plan.decode))
+        self.hold_slot, self.should_stop, self.on_wait = hold_slot, should_stop, on_wait
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.left = False  # set (under the owner's lock) once the session stopped following
+        self.received: list[DecodeStep] = []
+        self.ended = False
+
+    def steps(self) -> Iterator[DecodeStep]:
+        """This request's steps as the batch makes them, each the step its decode alone would give. Raises the
+        batch's error, or Cancelled once the stop signal is set; either way (or when closed early) it leaves."""
+        start = time.monotonic()
+        try:
+            while not self.ended:
+                check_stop(self.should_stop)
+                try:
+                    kind, value = self.inbox.get(timeout=POLL_S)
+                except queue.Empty:
+                    if not self.received and self.on_wait is not None:
+                        self.on_wait(time.monotonic() - start)
+                    continue
+                if kind == _LEAD:
+                    self.owner.lead(self)
+                elif kind == _ERROR:
+                    raise value
+                elif kind == _END:
+                    self.ended = True
+                else:
+                    self.received.append(value)
+                    yield value
+        finally:
+            if not self.ended:
+                self.owner.leave(self)
+
+    def translation(self) -> Translation:
+        """The finished Translation (following the rest of the steps first, if any are still to come)."""
+        for _ in self.steps():
+            pass
+        return finish(self.model, self.tokenizer, self.source, self.received, self.plan)
+
+
+class BatchQueue:
+    """The queues of greedy requests waiting to be batched, per (model, settings); one per process, shared by every
+    session (the module docstring says how a batch forms). ``batch_sizes`` records each batch's size, in order."""
+
+    def __init__(self, max_batch: int = MAX_BATCH) -> None:
+        self.max_batch = max_batch
+        self._lock = threading.Lock()
+        self._queued: dict[Hashable, list[Member]] = {}
+        self._leader: dict[Hashable, Member | None] = {}  # a key here has a batch forming (its leader) or running
+        self.batch_sizes: list[int] = []
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting for a batch now (all keys)."""
+        with self._lock:
+            return sum(len(members) for members in self._queued.values())
+
+    def submit(self, model: Transformer, tokenizer: TextTokenizer, source: Source, plan: Plan, hold_slot: SlotFactory,
+               should_stop: StopSignal | None = None, on_wait: OnWait | None = None) -> Member:
+        """Queue a request (its plan greedy: model.batch_decoding.batchable) and return it to follow."""
+        if not batchable(plan.decode):
+            raise ValueError("only greedy requests without sampling or an n-gram rule are batched")
+        member = Member(self, model, tokenizer, source, plan, hold_slot, should_stop, on_wait)
+        with self._lock:
+            self._queued.setdefault(member.key, []).append(member)
+            if member.key not in self._leader:
+                self._leader[member.key] = member
+                member.inbox.put((_LEAD, None))
+        return member
+
+    def translate(self, model: Transformer, tokenizer: TextTokenizer, source: Source, plan: Plan,
+                  hold_slot: SlotFactory, should_stop: StopSignal | None = None,
+                  on_wait: OnWait | None = None) -> Translation:
+        """Submit and wait for the Translation (no streaming)."""
+        return self.submit(model, tokenizer, source, plan, hold_slot, should_stop, on_wait).translation()
+
+    def lead(self, member: Member) -> None:
+        """In the leader's thread: take a slot, then the queued requests, and start their batch's worker."""
+        slot = ExitStack()
+        try:
+            slot.enter_context(member.hold_slot())
+        except Exception as exc:  # e.g. ServerBusy: every request waiting for this batch waited as long
+            with self._lock:
+                failed = self._queued.pop(member.key, [])
+                self._leader.pop(member.key, None)
+            for waiting in failed:
+                waiting.inbox.put((_ERROR, exc))
+            return
+        with self._lock:
+            waiting = self._queued.pop(member.key, [])
+            batch, rest = waiting[:self.max_batch], waiting[self.max_batch:]
+            if rest:
+                self._queued[member.key] = rest
+            self._leader[member.key] = None
+            self.batch_sizes.append(len(batch))
+        threading.Thread(target=self._decode, args=(member.key, batch, slot), name="batch-decode",
+                         daemon=True).start()
+
+    def _decode(self, key: Hashable, batch: list[Member], slot: ExitStack) -> None:
+        """The worker: decode the batch holding the slot, each step to its member's queue; then the next leads."""
+        try:
+            with slot:
+                steps = stream_batch(batch[0].model, [m.source for m in batch], [m.plan.decode for m in batch])
+                for step in steps:
+                    for i, own in step.items():
+                        batch[i].inbox.put((_STEP, own))
+                        if own.done:
+                            batch[i].inbox.put((_END, None))
+                    if all(m.left for m in batch):
+                        steps.close()
+                        break
+        except Exception as exc:
+            for member in batch:
+                member.inbox.put((_ERROR, exc))
+        finally:
+            with self._lock:
+                self._hand_on(key)
+
+    def leave(self, member: Member) -> None:
+        """A member stopped following: out of its queue, and its lead (if it had one unused) passed on."""
+        with self._lock:
+            member.left = True
+            waiting = self._queued.get(member.key, [])
+            if member in waiting:
+                waiting.remove(member)
+            if self._leader.get(member.key) is member:
+                self._hand_on(member.key)
+            if not waiting:
+                self._queued.pop(member.key, None)
+
+    def _hand_on(self, key: Hashable) -> None:
+        """(Lock held.) The first request still queued leads the next batch; with none, the key is free."""
+        waiting = self._queued.get(key)
+        if waiting:
+            self._leader[key] = waiting[0]
+            waiting[0].inbox.put((_LEAD, None))
+        else:
+            self._leader.pop(key, None)
+
+
+__all__ = ["MAX_BATCH", "BatchQueue", "Member"]
