@@ -26,10 +26,11 @@ import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 
+from . import inference
 from .batch_decoding import batch_key, batchable
 from .budget import Plan
 from .decoding import DecodeStep
-from .inference import Source, StopSignal, Translation, check_stop, finish, stream_batch
+from .inference import Cancelled, Source, StopSignal, Translation, check_stop, finish
 from .tokenizer import TextTokenizer
 from .transformer import Transformer
 
@@ -61,10 +62,10 @@ class Member:
         start = time.monotonic()
         try:
             while not self.ended:
-                check_stop(self.should_stop)
                 try:
                     kind, value = self.inbox.get(timeout=POLL_S)
                 except queue.Empty:
+                    check_stop(self.should_stop)
                     if not self.received and self.on_wait is not None:
                         self.on_wait(time.monotonic() - start)
                     continue
@@ -76,10 +77,16 @@ class Member:
                     self.ended = True
                 else:
                     self.received.append(value)
+                    check_stop(self.should_stop)
                     yield value
         finally:
             if not self.ended:
                 self.owner.leave(self)
+
+    def gone(self) -> bool:
+        """Whether nobody follows this request any more: it left, or its stop signal is set (asked by the worker
+        after every step, so a batch everyone left stops within one step even before they read it)."""
+        return self.left or (self.should_stop is not None and self.should_stop())
 
     def translation(self) -> Translation:
         """The finished Translation (following the rest of the steps first, if any are still to come)."""
@@ -147,24 +154,39 @@ class BatchQueue:
                          daemon=True).start()
 
     def _decode(self, key: Hashable, batch: list[Member], slot: ExitStack) -> None:
-        """The worker: decode the batch holding the slot, each step to its member's queue; then the next leads."""
+        """The worker: decode the batch holding the slot; the members whose sentence ended on the last step are told
+        once the slot is given back (so a finished request never finds its slot still taken); then the next
+        batch's leader is called."""
         try:
             with slot:
-                steps = stream_batch(batch[0].model, [m.source for m in batch], [m.plan.decode for m in batch])
-                for step in steps:
-                    for i, own in step.items():
-                        batch[i].inbox.put((_STEP, own))
-                        if own.done:
-                            batch[i].inbox.put((_END, None))
-                    if all(m.left for m in batch):
-                        steps.close()
-                        break
-        except Exception as exc:
+                ending = self._run(batch)
+            for member in ending:
+                member.inbox.put((_END, None))
+        except BaseException as exc:  # Cancelled included: every member must hear how its batch ended
             for member in batch:
                 member.inbox.put((_ERROR, exc))
         finally:
             with self._lock:
                 self._hand_on(key)
+
+    @staticmethod
+    def _run(batch: list[Member]) -> list[Member]:
+        """Every step of the batch to its members' queues (END right after a sentence's last step, but for the last
+        step of all) -> the members whose sentence ended on the last step. Raises Cancelled once every member still
+        decoding is gone."""
+        steps = _batch_steps(batch)
+        for step in steps:
+            last = all(own.done for own in step.values())
+            for i, own in step.items():
+                batch[i].inbox.put((_STEP, own))
+                if own.done and not last:
+                    batch[i].inbox.put((_END, None))
+            if last:
+                return [batch[i] for i in step]
+            if all(batch[i].gone() for i, own in step.items() if not own.done):
+                steps.close()
+                raise Cancelled("stopped: every request of the batch was abandoned")
+        return []
 
     def leave(self, member: Member) -> None:
         """A member stopped following: out of its queue, and its lead (if it had one unused) passed on."""
@@ -186,6 +208,16 @@ class BatchQueue:
             waiting[0].inbox.put((_LEAD, None))
         else:
             self._leader.pop(key, None)
+
+
+def _batch_steps(batch: list[Member]) -> Iterator[dict[int, DecodeStep]]:
+    """The batch's steps, {member index: its step}; a batch of one decodes as a sentence alone (model.inference.stream:
+    the same steps, without the batch's padding and cutting)."""
+    if len(batch) > 1:
+        yield from inference.stream_batch(batch[0].model, [m.source for m in batch], [m.plan.decode for m in batch])
+        return
+    for step in inference.stream(batch[0].model, batch[0].source, batch[0].plan.decode):
+        yield {0: step}
 
 
 __all__ = ["MAX_BATCH", "BatchQueue", "Member"]

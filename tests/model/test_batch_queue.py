@@ -131,24 +131,26 @@ class Stepping:
         return self.model.step(*args, **kwargs)
 
 
-def test_a_batch_every_member_left_stops_within_one_step(model, tokenizer):
+def test_a_batch_every_member_left_stops_within_one_step(tiny_model, tokenizer):
     queue, members = BatchQueue(), []
     stop = threading.Event()
 
     def before_step(n: int) -> None:
         if n == 2:  # every member has seen step 1 and left before step 2 is made
             until(lambda: len(members) == 2 and all(m.left for m in members))
-    engine = Stepping(model, before_step)
+    engine = Stepping(tiny_model, before_step)  # a random model: no sentence ends within 60 steps
     prepared = [planned(engine, tokenizer, text, DecodeConfig(max_len=60)) for text in TEXTS[:2]]
+    assert all(len(translate(tiny_model, tokenizer, text, DecodeConfig(max_len=60)).target_ids) > 2
+               for text in TEXTS[:2])
 
     def follow(i: int):
         members.append(member := queue.submit(engine, tokenizer, *prepared[i], gate(queue, 2), stop.is_set))
         for _ in member.steps():
             stop.set()
     results = in_threads(follow, 2)
-    assert all(isinstance(r, Cancelled) for r in results)
+    assert all(isinstance(r, Cancelled) for r in results), results
     until(lambda: queue.queued == 0 and not queue._leader)  # the worker has finished
-    assert engine.steps == 2
+    assert engine.steps <= 2  # the step that was running when the last one left, at most
 
 
 def test_an_error_in_a_batch_reaches_every_member(model, tokenizer):
