@@ -13,7 +13,9 @@ Decoding is bounded, and fair to a whole room:
 - the same request asked by many sessions at once (a class opening the lecturer's link) is decoded once: the
   others wait for it (``IN_FLIGHT``) and get the cached result;
 - a decode stops within one step when its session leaves, reruns or changes a widget (app.cancel), unless other
-  sessions are waiting for the same result.
+  sessions are waiting for the same result;
+- different greedy requests asked at once (a lecture hall pressing Translate) decode as one batch in one slot
+  (``BATCHES``, model.batch_queue), each getting exactly what it would have got alone.
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ import streamlit as st
 from app.cancel import session_stop_signal
 from app.resources import decode_rules, load_model
 from app.sentences import sentence_of
+from model.batch_decoding import batchable
+from model.batch_queue import BatchQueue
 from model.budget import Plan
 from model.checkpoint import Checkpoint
 from model.config import DecodeConfig, Sampling
@@ -380,14 +384,30 @@ def is_heavy(plan: Plan) -> bool:
     return plan.cost.seconds > HEAVY_S
 
 
+BATCHES = BatchQueue()  # one per server process, like SLOTS: concurrent greedy requests share a batch and a slot
+
+
+def batched(plan: Plan) -> bool:
+    """Whether a planned decode joins the room's batches (model.batch_queue): greedy, without sampling or an n-gram
+    rule, and light (a heavy one keeps its heavy slot alone, so one long paragraph never slows a batch)."""
+    return batchable(plan.decode) and not is_heavy(plan)
+
+
 def _decode(request: Request, job: Job, on_wait: OnWait | None, should_stop: StopSignal) -> Translation:
-    """Decode ``request`` in a slot of its weight; it stops once its session left and nobody else waits for it."""
-    ckpt, _, plan = planned_request(request)
-    with waiting_note() as note, SLOTS.slot(on_wait or note, heavy=is_heavy(plan)):
-        cached = store().get(request)  # another session may have translated it while this one waited
-        if cached is not None:
-            return cached
-        result = translate(ckpt.model, ckpt.tokenizer, request.text, request.decode_config,
-                           should_stop=lambda: should_stop() and not IN_FLIGHT.waited_for(job))
+    """Decode ``request`` in a slot of its weight, in a batch with other sessions' requests when it may be; it stops
+    once its session left and nobody else waits for it."""
+    ckpt, source, plan = planned_request(request)
+    stop = lambda: should_stop() and not IN_FLIGHT.waited_for(job)
+    with waiting_note() as note:
+        wait = on_wait or note
+        if batched(plan):
+            result = BATCHES.translate(ckpt.model, ckpt.tokenizer, source, plan, lambda: SLOTS.slot(wait), stop,
+                                       lambda waited_s: wait(SLOTS.running, waited_s))
+        else:
+            with SLOTS.slot(wait, heavy=is_heavy(plan)):
+                cached = store().get(request)  # another session may have translated it while this one waited
+                if cached is not None:
+                    return cached
+                result = translate(ckpt.model, ckpt.tokenizer, request.text, request.decode_config, should_stop=stop)
     store().put(request, result)
     return result

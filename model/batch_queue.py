@@ -35,7 +35,7 @@ from .tokenizer import TextTokenizer
 from .transformer import Transformer
 
 MAX_BATCH = 16  # sentences decoded together at most: past this the step is compute-bound and gains little
-POLL_S = 0.1  # how often a waiting member asks its stop signal (and tells its page that it waits)
+POLL_S = 0.25  # how often a waiting member asks its stop signal (and tells its page that it waits)
 
 SlotFactory = Callable[[], AbstractContextManager]  # a fresh context manager that holds one decoding slot
 OnWait = Callable[[float], None]  # seconds waited so far, before the batch's first step came

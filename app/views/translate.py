@@ -4,9 +4,12 @@ from __future__ import annotations
 import html
 import logging
 import time
+from collections.abc import Callable
+from contextlib import closing
 
 import streamlit as st
 
+from app.cancel import session_stop_signal
 from app.charts.axes import clipped
 from app.downloads import trace_json
 from app.examples import (
@@ -29,10 +32,13 @@ from app.resources import load_model, model_label
 from app.sentences import split_sentences
 from app.state import DEFAULTS, MAX_SEED, sync_url
 from app.translation import (
+    BATCHES,
     MAX_INPUT_CHARS,
     SLOTS,
+    OnWait,
     Request,
     ServerBusy,
+    batched,
     current_request,
     is_heavy,
     planned_request,
@@ -40,11 +46,13 @@ from app.translation import (
     translate_request,
     waiting_message,
 )
-from model.budget import DEFAULT_BUDGET
+from model.budget import DEFAULT_BUDGET, Plan
 from model.checkpoint import Checkpoint
+from model.decoding import DecodeStep
 from model.inference import (
     UNTRUSTED_UNKNOWN_SHARE,
     InputError,
+    Source,
     Translation,
     finish,
     stream,
@@ -210,8 +218,9 @@ def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Transl
     """Decode with a live view of the pieces so far, then assemble and store the Translation.
 
     Decoding holds one of the server's few model slots (app.translation.SLOTS); while every slot is taken, the
-    progress bar says it waits, and after SLOT_WAIT_S seconds ServerBusy ends the wait. Slow motion gives the
-    slot back during each pause."""
+    progress bar says it waits, and after SLOT_WAIT_S seconds ServerBusy ends the wait. A greedy request decodes in a
+    batch with other sessions' (app.translation.BATCHES), its own steps streamed as they come; slow motion decodes
+    alone and gives the slot back during each pause."""
     _, source, plan = planned_request(request)
     limit = plan.decode.max_len
     progress = st.progress(0.0, text="Encoding the source…")
@@ -220,20 +229,25 @@ def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Transl
     def waiting(running: int, waited_s: float) -> None:
         progress.progress(0.0, text=waiting_message(running, waited_s))
 
-    steps = []
+    def show(step: DecodeStep) -> None:
+        alive = f" · {step.beams.size(0)} hypotheses alive" if plan.decode.beam_size > 1 else ""
+        progress.progress(min(1.0, (step.step + 1) / limit), text=f"Step {step.step + 1} (at most {limit}){alive}")
+        live.markdown("**Decoding…** best so far:" + pieces_html(ckpt.tokenizer.pieces(step.best_tokens())),
+                      unsafe_allow_html=True)
+
     try:
-        with SLOTS.slot(on_wait=waiting, heavy=is_heavy(plan)) as slot:
-            for step in stream(ckpt.model, source, plan.decode):
-                steps.append(step)
-                alive = f" · {step.beams.size(0)} hypotheses alive" if plan.decode.beam_size > 1 else ""
-                progress.progress(min(1.0, (step.step + 1) / limit),
-                                  text=f"Step {step.step + 1} (at most {limit}){alive}")
-                live.markdown("**Decoding…** best so far:" + pieces_html(ckpt.tokenizer.pieces(step.best_tokens())),
-                              unsafe_allow_html=True)
-                if slow:
-                    with slot.paused():
-                        time.sleep(SLOW_MOTION_SECONDS)
-            translation = finish(ckpt.model, ckpt.tokenizer, source, steps, plan)
+        if batched(plan) and not slow:
+            translation = _batched(ckpt, source, plan, waiting, show)
+        else:
+            steps = []
+            with SLOTS.slot(on_wait=waiting, heavy=is_heavy(plan)) as slot:
+                for step in stream(ckpt.model, source, plan.decode):
+                    steps.append(step)
+                    show(step)
+                    if slow:
+                        with slot.paused():
+                            time.sleep(SLOW_MOTION_SECONDS)
+                translation = finish(ckpt.model, ckpt.tokenizer, source, steps, plan)
     except Exception:  # an error or ServerBusy: no half-finished progress left on the page (a rerun is not caught)
         progress.empty()
         live.empty()
@@ -242,6 +256,18 @@ def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Transl
     live.empty()
     store().put(request, translation)
     return translation
+
+
+def _batched(ckpt: Checkpoint, source: Source, plan: Plan, waiting: OnWait, show: Callable[[DecodeStep], None]
+             ) -> Translation:
+    """Decode in the room's batch (app.translation.BATCHES), showing this request's own steps as they come; the
+    session leaving stops following it (and the batch, once all of its sessions left)."""
+    member = BATCHES.submit(ckpt.model, ckpt.tokenizer, source, plan, lambda: SLOTS.slot(on_wait=waiting),
+                            session_stop_signal(), lambda waited_s: waiting(SLOTS.running, waited_s))
+    with closing(member.steps()) as steps:
+        for step in steps:
+            show(step)
+    return member.translation()
 
 
 def result_ui(translation: Translation, request: Request, stale: bool, model_max_len: int) -> None:

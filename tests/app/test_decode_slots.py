@@ -12,6 +12,8 @@ import pytest
 from app import translation
 from app.translation import MAX_CONCURRENT_TRANSLATIONS, SLOTS, DecodeSlots, ServerBusy, waiting_message
 from model import inference
+from model.batch_queue import BatchQueue
+from model.config import Sampling
 from model.inference import Cancelled
 
 HANG_S = 30  # a generous bound for waits that must succeed; never reached when the code is right
@@ -272,3 +274,42 @@ def test_an_abandoned_decode_stops_unless_another_session_waits_for_it(monkeypat
         translation.translate_request(request, on_wait=lambda *_: None, should_stop=lambda: True)
     assert len(steps) == 1 and translation.store().get(request) is None and not translation.IN_FLIGHT._jobs
     assert translation.translate_request(request, should_stop=lambda: False).text == "d e n o d n a b a"
+
+
+def test_a_room_of_different_greedy_requests_decodes_as_one_batch_in_one_slot(all_slots_taken, monkeypatch):
+    """Six sessions translating six sentences while every slot is taken: once one slot frees, the first of them
+    leads, and all six decode as one batch in that slot, each getting its own translation."""
+    translation.store.clear()
+    monkeypatch.setattr(translation, "BATCHES", BatchQueue())
+    texts = [" ".join(word) for word in ("room", "hall", "class", "lecture", "students", "a")]
+    results, errors = {}, []
+
+    def ask(text: str) -> None:
+        try:
+            results[text] = translation.translate_request(translation.Request(model_name="reverse", text=text),
+                                                          on_wait=lambda *_: None, should_stop=lambda: False)
+        except BaseException as exc:  # reported to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(text,), daemon=True) for text in texts]
+    for thread in threads:
+        thread.start()
+    for _ in range(HANG_S * 100):
+        if translation.BATCHES.queued == len(texts):
+            break
+        threading.Event().wait(0.01)
+    all_slots_taken()  # one slot frees: the waiting leader takes it with every request queued by then
+    for thread in threads:
+        thread.join(HANG_S)
+    assert not errors and translation.BATCHES.batch_sizes == [len(texts)]
+    assert {text: r.text for text, r in results.items()} == {text: text[::-1] for text in texts}
+    assert SLOTS.running == SLOTS.limit - 1  # the batch gave its one slot back
+
+
+def test_beam_search_and_sampling_decode_alone(monkeypatch):
+    translation.store.clear()
+    monkeypatch.setattr(translation, "BATCHES", BatchQueue())
+    for request in (translation.Request(model_name="reverse", text="b e a m", beam_size=3),
+                    translation.Request(model_name="reverse", text="s a m p l e", sampling=Sampling(temperature=0.0))):
+        translation.translate_request(request, on_wait=lambda *_: None, should_stop=lambda: False)
+    assert translation.BATCHES.batch_sizes == []
