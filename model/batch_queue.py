@@ -9,7 +9,7 @@ share one queue. Whoever finds no batch forming or running for its key leads: it
 ``hold_slot`` factory the caller passes (so the caller's slot policy, its waiting note and its ServerBusy still
 hold, and model/ imports nothing of the app), then takes every request queued at that moment, up to MAX_BATCH, into
 one batch that a worker thread decodes while the slot is held (so the leader's session may leave, or draw slowly,
-without holding up the others). Requests arriving while a batch runs wait for the next one: a batch is not joined
+without holding up the others); a batch of the leader alone decodes in its own thread, as before batching. Requests arriving while a batch runs wait for the next one: a batch is not joined
 mid-decode (a late row would need its own encoder pass and a KV cache of another length). When a batch ends, the
 first request still queued leads the next.
 
@@ -70,7 +70,9 @@ class Member:
                         self.on_wait(time.monotonic() - start)
                     continue
                 if kind == _LEAD:
-                    self.owner.lead(self)
+                    slot = self.owner.lead(self)
+                    if slot is not None:
+                        yield from self._alone(slot)
                 elif kind == _ERROR:
                     raise value
                 elif kind == _END:
@@ -82,6 +84,19 @@ class Member:
         finally:
             if not self.ended:
                 self.owner.leave(self)
+
+    def _alone(self, slot: ExitStack) -> Iterator[DecodeStep]:
+        """A batch of this request alone, decoded in its own thread as a sentence alone (model.inference.stream):
+        no hand-off to a worker, so a lone session decodes as fast as before batching; then the next batch leads."""
+        try:
+            with slot:
+                for step in inference.stream(self.model, self.source, self.plan.decode):
+                    self.received.append(step)
+                    check_stop(self.should_stop)
+                    yield step
+            self.ended = True
+        finally:
+            self.owner.batch_ended(self.key)
 
     def gone(self) -> bool:
         """Whether nobody follows this request any more: it left, or its stop signal is set (asked by the worker
@@ -131,8 +146,9 @@ class BatchQueue:
         """Submit and wait for the Translation (no streaming)."""
         return self.submit(model, tokenizer, source, plan, hold_slot, should_stop, on_wait).translation()
 
-    def lead(self, member: Member) -> None:
-        """In the leader's thread: take a slot, then the queued requests, and start their batch's worker."""
+    def lead(self, member: Member) -> ExitStack | None:
+        """In the leader's thread: take a slot, then the queued requests, and start their batch's worker -> None; or
+        -> the held slot when the batch is the leader alone (it decodes in its own thread: ``Member._alone``)."""
         slot = ExitStack()
         try:
             slot.enter_context(member.hold_slot())
@@ -142,7 +158,7 @@ class BatchQueue:
                 self._leader.pop(member.key, None)
             for waiting in failed:
                 waiting.inbox.put((_ERROR, exc))
-            return
+            return None
         with self._lock:
             waiting = self._queued.pop(member.key, [])
             batch, rest = waiting[:self.max_batch], waiting[self.max_batch:]
@@ -150,8 +166,11 @@ class BatchQueue:
                 self._queued[member.key] = rest
             self._leader[member.key] = None
             self.batch_sizes.append(len(batch))
+        if batch == [member]:
+            return slot
         threading.Thread(target=self._decode, args=(member.key, batch, slot), name="batch-decode",
                          daemon=True).start()
+        return None
 
     def _decode(self, key: Hashable, batch: list[Member], slot: ExitStack) -> None:
         """The worker: decode the batch holding the slot; the members whose sentence ended on the last step are told
@@ -166,15 +185,19 @@ class BatchQueue:
             for member in batch:
                 member.inbox.put((_ERROR, exc))
         finally:
-            with self._lock:
-                self._hand_on(key)
+            self.batch_ended(key)
+
+    def batch_ended(self, key: Hashable) -> None:
+        """A batch of ``key`` is over: the first request still queued leads the next."""
+        with self._lock:
+            self._hand_on(key)
 
     @staticmethod
     def _run(batch: list[Member]) -> list[Member]:
         """Every step of the batch to its members' queues (END right after a sentence's last step, but for the last
         step of all) -> the members whose sentence ended on the last step. Raises Cancelled once every member still
         decoding is gone."""
-        steps = _batch_steps(batch)
+        steps = inference.stream_batch(batch[0].model, [m.source for m in batch], [m.plan.decode for m in batch])
         for step in steps:
             last = all(own.done for own in step.values())
             for i, own in step.items():
@@ -208,16 +231,6 @@ class BatchQueue:
             waiting[0].inbox.put((_LEAD, None))
         else:
             self._leader.pop(key, None)
-
-
-def _batch_steps(batch: list[Member]) -> Iterator[dict[int, DecodeStep]]:
-    """The batch's steps, {member index: its step}; a batch of one decodes as a sentence alone (model.inference.stream:
-    the same steps, without the batch's padding and cutting)."""
-    if len(batch) > 1:
-        yield from inference.stream_batch(batch[0].model, [m.source for m in batch], [m.plan.decode for m in batch])
-        return
-    for step in inference.stream(batch[0].model, batch[0].source, batch[0].plan.decode):
-        yield {0: step}
 
 
 __all__ = ["MAX_BATCH", "BatchQueue", "Member"]
