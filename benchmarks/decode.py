@@ -1,6 +1,7 @@
 """Decoding speed, as ratios measured within one run (the machine is shared and noisy).
 
     python benchmarks/decode.py [--repeats 5] [--tokens 30] [--threads 1 2] [--no-engines]
+    python benchmarks/decode.py --sessions [--repeats 5]
 
 A model of the shipped size (d_model 256, 8 heads, 3+3 layers, d_ff 1024, vocab 8000), randomly
 initialised (speed does not depend on the weights; the EOS row is zeroed so every run generates
@@ -14,6 +15,10 @@ exactly --tokens tokens). Measured, interleaved and repeated, medians reported, 
     frozen weights, C++ wrapper), against the eager step and CTranslate2
   * throughput for a room: N = 1, 4, 16 sentences decoded one at a time, as one batch (model/batch_decoding.py,
     eager and compiled) and by CTranslate2's translate_batch, in sentences per second (target >= 0.8x at N = 16)
+  * N concurrent sessions through the app's scheduler (--sessions: only this row): N = 1, 4, 16 threads, each a
+    session translating its own sentence greedily with the shipped model (pretrained/en-de, 1 intra-op thread),
+    through the app's two decoding slots (app.translation.DecodeSlots): one at a time per slot vs batched by
+    model.batch_queue (what the app does for greedy requests), in sentences per second
   * KV cache: greedy with the cache vs re-running the whole model on (source, prefix) every step, the
     simplest decoder (target >= 3x); also vs a decoder-only re-run that keeps the encoder output, and at
     120 tokens, where the prefix work dominates
@@ -28,19 +33,26 @@ import argparse
 import itertools
 import platform
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 from engines import ct2_batch, engine_cases
 from timing import medians
 
+from app.translation import MAX_CONCURRENT_TRANSLATIONS, DecodeSlots
 from model.batch_decoding import greedy_batch
+from model.batch_queue import BatchQueue
+from model.checkpoint import load_checkpoint
 from model.config import DecodeConfig, ModelConfig
 from model.decoding import beam_search, greedy_decode
+from model.inference import decode_rules, planned, translate
 from model.masks import decoder_self_mask
 from model.static_cache import StaticCacheDecoder
 from model.transformer import Transformer
@@ -105,6 +117,61 @@ def room_throughput(model: Transformer, compiled: StaticCacheDecoder, config: De
                   f"{verdict(best / ct2_rate, 0.8, larger_is_better=True)}")
 
 
+ROOM = ["Yesterday I bought a new car.", "I have never seen this film.", "I don't know where my keys are.",
+        "We have not seen the new film yet.", "My sister lives in a small house in the village.",
+        "The train to Berlin leaves at eight o'clock.", "Can you tell me the way to the station?",
+        "The children are playing in the garden.", "She has read the book that you gave her yesterday.",
+        "My brother has bought a new house in the city.", "It is raining, so we stay at home today.",
+        "The weather is nice today.", "He works in a hospital near the river.", "I would like a cup of tea.",
+        "Our teacher explained the lesson again.", "The shop opens at nine in the morning."]  # 16 sessions' own
+
+
+def in_threads(work: Callable[[str], object], texts: list[str]) -> None:
+    """work(text) in one thread per text, all started at once (a room pressing Translate), until all are done."""
+    threads = [threading.Thread(target=work, args=(text,)) for text in texts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def app_sessions(args: argparse.Namespace) -> None:
+    """Sentences per second when N sessions ask for N different greedy translations at once, on the shipped model
+    through the app's two decoding slots: each decoding alone in a slot (the app's path before issue 34, and still
+    beam search's), or through model.batch_queue as the app now does (the leader holds one slot, every request
+    queued by then decodes in its batch). Every translation keeps all its attention, each exactly its own."""
+    torch.set_num_threads(1)
+    ckpt = load_checkpoint(ROOT / "pretrained" / "en-de")
+    model, tokenizer = ckpt.model, ckpt.tokenizer
+    config = DecodeConfig(max_len=60, **decode_rules(tokenizer, ckpt.meta))  # the Translate page's default request
+    slots = DecodeSlots(MAX_CONCURRENT_TRANSLATIONS)
+    sizes: list[tuple[int, ...]] = []  # the batches each room was decoded in
+
+    def alone(text: str) -> None:
+        with slots.slot():
+            translate(model, tokenizer, text, config)
+
+    def batched(queue: BatchQueue) -> Callable[[str], object]:
+        return lambda text: queue.translate(model, tokenizer, *planned(model, tokenizer, text, config), slots.slot)
+
+    def room(texts: list[str]) -> None:
+        queue = BatchQueue()
+        in_threads(batched(queue), texts)
+        sizes.append(tuple(queue.batch_sizes))
+
+    print(f"\nN concurrent sessions through the app's scheduler: pretrained/en-de, greedy, max_len 60, 1 intra-op "
+          f"thread, {slots.limit} decoding slots, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}; sentences/s")
+    for n in args.batches:
+        texts = ROOM[:n]
+        sizes.clear()
+        med = medians({"one at a time (2 slots)": lambda: in_threads(alone, texts),  # noqa: B023
+                       "batched (scheduler)": lambda: room(texts)}, args.repeats)  # noqa: B023
+        rates = {name: n / value for name, value in med.items()}
+        print(f"  N = {n:2d}: " + ", ".join(f"{name} {rate:6.1f}/s" for name, rate in rates.items())
+              + f"; batched / one at a time {rates['batched (scheduler)'] / rates['one at a time (2 slots)']:.2f}x"
+              + f"; batch sizes {sorted(set(sizes))}")
+
+
 def verdict(value: float, target: float, larger_is_better: bool = False) -> str:
     return "OK" if (value >= target if larger_is_better else value <= target) else "MISSED"
 
@@ -118,7 +185,12 @@ def main() -> int:
     parser.add_argument("--no-engines", action="store_true", help="skip CTranslate2 and Hugging Face")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 4, 16],
                         help="concurrent sentences decoded as one batch (throughput for a room)")
+    parser.add_argument("--sessions", action="store_true",
+                        help="only the row of N concurrent sessions through the app's scheduler")
     args = parser.parse_args()
+    if args.sessions:
+        app_sessions(args)
+        return 0
     torch.manual_seed(0)
     dims = dict(d_model=256, heads=8, layers=3, d_ff=1024)
     model = Transformer(ModelConfig(vocab_size=8000, d_model=dims["d_model"], n_heads=dims["heads"],
@@ -177,6 +249,7 @@ def main() -> int:
             print(f"  compiled static-cache step vs the eager step, {search} with capture: {speedup:.2f}x faster")
     for threads in args.threads:
         room_throughput(model, compiled, greedy, args, threads, dims)
+    app_sessions(args)
     if len(per_thread) > 1:
         first, *rest = args.threads
         for other in rest:
