@@ -66,15 +66,24 @@ def _check(configs: Sequence[DecodeConfig]) -> None:
         raise ValueError("the sentences of one batch must share their decode settings (all but max_len)")
 
 
-def _own_rows(trace: AttentionTrace, row: int, source_len: int, src_mask: torch.Tensor | None) -> AttentionTrace:
-    """Row ``row`` of a batch's trace cut to its sentence's own ``source_len`` positions (no padding column or
-    query) and copied, so that a sentence's steps hold its own memory, not the batch's."""
-    def own(kind: str, weights: torch.Tensor) -> torch.Tensor:  # [B, H, Q, K] -> [1, H, Q', K']
-        if kind == "enc_self":
-            return weights[row:row + 1, :, :source_len, :source_len].clone()
-        return weights[row:row + 1, ..., :source_len].clone() if kind == "cross" else weights[row:row + 1].clone()
-    fields = {f: [own(kind, w) for w in getattr(trace, f)] for kind in KINDS for f in (kind, kind + "_scores")}
-    return dataclasses.replace(trace, **fields, src_mask=src_mask)
+def _stacked(trace: AttentionTrace) -> dict[str, torch.Tensor]:
+    """Each field a batch's trace holds, its layers stacked once for all rows: [L, B, H, Q, K]."""
+    return {f: torch.stack(getattr(trace, f)) for kind in KINDS for f in (kind, kind + "_scores") if getattr(trace, f)}
+
+
+def _own_rows(trace: AttentionTrace, stacked: dict[str, torch.Tensor], row: int, source_len: int,
+              src_mask: torch.Tensor | None) -> AttentionTrace:
+    """Row ``row`` of a batch's trace (``stacked`` its fields) cut to its sentence's own ``source_len`` positions (no
+    padding column or query) and copied once per field, so that a sentence's steps hold its own memory, not the
+    batch's: per layer [1, H, Q', K']."""
+    def own(field: str, layers: torch.Tensor) -> list[torch.Tensor]:  # [L, B, H, Q, K]
+        if field.startswith("enc_self"):
+            part = layers[:, row:row + 1, :, :source_len, :source_len]
+        else:
+            part = layers[:, row:row + 1, ..., :source_len] if field.startswith("cross") else layers[:, row:row + 1]
+        return list(part.clone().unbind(0))
+    return dataclasses.replace(trace, **{field: own(field, layers) for field, layers in stacked.items()},
+                               src_mask=src_mask)
 
 
 def _selectable(log_probs: torch.Tensor, forced: list[int | None], model: Transformer) -> torch.Tensor:
@@ -101,7 +110,8 @@ def greedy_batch_steps(model: Transformer, sources: Sequence[torch.Tensor], conf
     sources = [s.to(device) for s in sources]
     state, enc = model.start(pad_sequence(sources, batch_first=True, padding_value=cfg.pad_id),
                              return_attention)  # padded sources [N, S]
-    encoders = [_own_rows(AttentionTrace.from_outputs(enc, [], []), i, s.numel(), padding_mask(s[None], cfg.pad_id))
+    encoder = AttentionTrace.from_outputs(enc, [], []) if return_attention else None
+    encoders = [_own_rows(encoder, _stacked(encoder), i, s.numel(), padding_mask(s[None], cfg.pad_id))
                 if return_attention else None for i, s in enumerate(sources)]
     live = list(range(len(sources)))  # the sentence each batch row decodes
     prefixes = [torch.full((1, 1), cfg.bos_id, device=device) for _ in sources]  # per sentence [1, t+1]
@@ -112,9 +122,10 @@ def greedy_batch_steps(model: Transformer, sources: Sequence[torch.Tensor], conf
         topk_probs, topk_ids = top_next(out.log_probs, configs[0].top_k)  # [R, k]
         selectable = _selectable(out.log_probs, [forced_piece(configs[i], t, cfg.eos_id) for i in live], model)
         best = selectable.argmax(dim=-1).tolist()  # [R]
-        steps = {i: path_step(t, prefixes[i], scores[i], (topk_ids[r:r + 1], topk_probs[r:r + 1]),
+        stacked = _stacked(out.attention) if out.attention is not None else {}
+        steps = {i: path_step(t, prefixes[i], scores[i], (topk_ids[r:r + 1].clone(), topk_probs[r:r + 1].clone()),
                               None if out.attention is None else
-                              step_attention(encoders[i], _own_rows(out.attention, r, sources[i].numel(), None)),
+                              step_attention(encoders[i], _own_rows(out.attention, stacked, r, sources[i].numel(), None)),
                               best[r], scores[i] + selectable[r, best[r]], cfg.eos_id, configs[i])
                  for r, i in enumerate(live)}
         yield steps

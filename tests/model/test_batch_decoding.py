@@ -101,6 +101,7 @@ def test_a_batch_of_requests_finishes_as_each_translated_alone(text_model, token
         got = finish(text_model, tokenizer, source, own, plan)
         assert (got.target_ids, got.text, got.target_pieces, got.notes) == \
             (alone.target_ids, alone.text, alone.target_pieces, alone.notes)
+        assert got.nbytes == alone.nbytes  # it holds its own rows, not the batch's: what the shared store bounds
         for kind in KINDS:
             torch.testing.assert_close(got.trace.weights(kind), alone.trace.weights(kind), atol=TOL, rtol=0)
             torch.testing.assert_close(got.trace.scores(kind), alone.trace.scores(kind), atol=TOL, rtol=TOL)
