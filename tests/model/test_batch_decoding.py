@@ -8,8 +8,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.batch_decoding import greedy_batch, greedy_batch_steps
-from model.config import DecodeConfig
+from model.batch_decoding import batchable, greedy_batch, greedy_batch_steps
+from model.config import DecodeConfig, Sampling
 from model.decoding import DecodeStep, decode_steps, greedy_decode
 from model.inference import finish, planned, stream_batch, translate
 from model.static_cache import StaticCacheDecoder
@@ -136,9 +136,19 @@ def test_without_attention_only_the_pieces_come_back(model):
     assert all(r.attention is None for r in results)
 
 
-def test_beam_search_and_sampling_are_not_batched(model):
+@pytest.mark.parametrize("config", [DecodeConfig(beam_size=2), DecodeConfig(sampling=Sampling()),
+                                    DecodeConfig(no_repeat_ngram=2)], ids=["beam", "sampling", "ngram"])
+def test_beam_search_sampling_and_ngram_rules_are_not_batched(model, config):
+    assert not batchable(config)
     with pytest.raises(ValueError, match="greedy"):
-        greedy_batch(model, [torch.tensor([5, EOS])], DecodeConfig(beam_size=2))
+        greedy_batch(model, [torch.tensor([5, EOS])], config)
+    with pytest.raises(ValueError, match="greedy"):
+        next(greedy_batch_steps(model, [torch.tensor([5, EOS])], [config]))
+
+
+def test_a_batch_shares_every_setting_but_the_length_limit(model):
+    with pytest.raises(ValueError, match="all but max_len"):
+        next(greedy_batch_steps(model, [torch.tensor([5, EOS])] * 2, [DecodeConfig(), DecodeConfig(forced_eos=True)]))
 
 
 def test_an_empty_batch_gives_no_results(model):
