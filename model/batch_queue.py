@@ -23,6 +23,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 
@@ -35,6 +36,7 @@ from .tokenizer import TextTokenizer
 from .transformer import Transformer
 
 MAX_BATCH = 16  # sentences decoded together at most: past this the step is compute-bound and gains little
+RECORDED_BATCHES = 1000  # the latest batches' sizes kept (bounded: a server runs for days)
 POLL_S = 0.25  # how often a waiting member asks its stop signal (and tells its page that it waits)
 
 SlotFactory = Callable[[], AbstractContextManager]  # a fresh context manager that holds one decoding slot
@@ -112,14 +114,15 @@ class Member:
 
 class BatchQueue:
     """The queues of greedy requests waiting to be batched, per (model, settings); one per process, shared by every
-    session (the module docstring says how a batch forms). ``batch_sizes`` records each batch's size, in order."""
+    session (the module docstring says how a batch forms). ``batch_sizes`` records the latest batches' sizes, in
+    order."""
 
     def __init__(self, max_batch: int = MAX_BATCH) -> None:
         self.max_batch = max_batch
         self._lock = threading.Lock()
         self._queued: dict[Hashable, list[Member]] = {}
         self._leader: dict[Hashable, Member | None] = {}  # a key here has a batch forming (its leader) or running
-        self.batch_sizes: list[int] = []
+        self.batch_sizes: deque[int] = deque(maxlen=RECORDED_BATCHES)
 
     @property
     def queued(self) -> int:

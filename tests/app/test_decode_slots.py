@@ -301,7 +301,7 @@ def test_a_room_of_different_greedy_requests_decodes_as_one_batch_in_one_slot(al
     all_slots_taken()  # one slot frees: the waiting leader takes it with every request queued by then
     for thread in threads:
         thread.join(HANG_S)
-    assert not errors and translation.BATCHES.batch_sizes == [len(texts)]
+    assert not errors and list(translation.BATCHES.batch_sizes) == [len(texts)]
     assert {text: r.text for text, r in results.items()} == {text: text[::-1] for text in texts}
     assert SLOTS.running == SLOTS.limit - 1  # the batch gave its one slot back
 
@@ -312,4 +312,4 @@ def test_beam_search_and_sampling_decode_alone(monkeypatch):
     for request in (translation.Request(model_name="reverse", text="b e a m", beam_size=3),
                     translation.Request(model_name="reverse", text="s a m p l e", sampling=Sampling(temperature=0.0))):
         translation.translate_request(request, on_wait=lambda *_: None, should_stop=lambda: False)
-    assert translation.BATCHES.batch_sizes == []
+    assert list(translation.BATCHES.batch_sizes) == []

@@ -80,7 +80,7 @@ def test_concurrent_sessions_share_batches_and_each_gets_its_own_translation(mod
                          len(TEXTS))
     for text, got in zip(TEXTS, results, strict=True):
         assert_same_translation(got, translate(model, tokenizer, text, CONFIG))
-    assert queue.batch_sizes == [len(TEXTS)]  # one batch for five requests
+    assert list(queue.batch_sizes) == [len(TEXTS)]  # one batch for five requests
     assert queue.queued == 0
 
 
@@ -91,7 +91,7 @@ def test_a_batch_takes_at_most_max_batch_and_the_rest_lead_the_next(model, token
     results = in_threads(lambda i: queue.translate(model, tokenizer, *prepared[i], slot), len(TEXTS))
     for text, got in zip(TEXTS, results, strict=True):
         assert_same_translation(got, translate(model, tokenizer, text, CONFIG))
-    assert queue.batch_sizes == [2, 2, 1]
+    assert list(queue.batch_sizes) == [2, 2, 1]
 
 
 def test_a_member_that_leaves_does_not_break_the_others(model, tokenizer):
@@ -110,7 +110,7 @@ def test_a_member_that_leaves_does_not_break_the_others(model, tokenizer):
     assert isinstance(results[0], Cancelled)
     for text, got in zip(TEXTS[1:3], results[1:], strict=True):
         assert_same_translation(got, translate(model, tokenizer, text, CONFIG))
-    assert queue.batch_sizes == [3]
+    assert list(queue.batch_sizes) == [3]
 
 
 class Stepping:
