@@ -89,3 +89,40 @@ def test_a_link_made_of_markdown_shows_as_text_not_as_a_link(browser, hall_serve
     page.get_by_role("button", name="Dismiss").click()
     notice.first.wait_for(state="detached", timeout=WAIT_MS)
     page.close()
+
+
+ROOM = ("Can you help me, please?", "The shop closes at six o'clock.", "I would like a glass of water.",
+        "We are going to the cinema tonight.", "How much does this coat cost?")
+SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem']"  # the big translation line
+
+
+def alone(text: str) -> str:
+    """What the app's default settings give for ``text`` decoded alone, in this process."""
+    from app.resources import decode_rules, default_length_penalty
+    from app.translation import Request
+    from model.checkpoint import load_checkpoint
+    from model.inference import translate
+    ckpt = load_checkpoint("pretrained/en-de")
+    request = Request(model_name="en-de", text=text, length_penalty=default_length_penalty("en-de"),
+                      **decode_rules("en-de", None))
+    return translate(ckpt.model, ckpt.tokenizer, text, request.decode_config).text
+
+
+def test_a_room_opening_different_links_at_once_gets_each_its_own_translation(browser, hall_server):
+    """Five visitors open five sentences' links at once: the server decodes them together (model.batch_queue
+    batches what arrives while a decode runs; that it batches is asserted in tests/model/test_batch_queue.py and
+    tests/app/test_decode_slots.py, where no timing decides it; a run here logged a batch of 1, then one of 4). Here, in the real server, each page must show the
+    translation its own sentence gets alone: a batch that mixed up rows, padding or steps would show another's."""
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 720}) for _ in ROOM]
+    try:
+        pages = [context.new_page() for context in contexts]
+        for page, text in zip(pages, ROOM, strict=True):
+            page.goto(f"{hall_server.url}/?{urllib.parse.urlencode({'text': text})}", wait_until="commit")
+        for page, text in zip(pages, ROOM, strict=True):
+            shown = page.locator(SHOWN).first
+            shown.wait_for(timeout=WAIT_MS)
+            assert shown.inner_text().strip() == alone(text), text
+    finally:
+        for context in contexts:
+            context.close()
+    assert "Traceback" not in hall_server.log_tail(200)
