@@ -299,10 +299,16 @@ def _open_head(chart_key: str, key: str) -> None:
 
 
 def _stats_table(translation: Translation, kind: str, key: str) -> None:
-    view = attention_view(translation, kind)
-    stats = piece_head_statistics(translation.trace.weights(kind)[:, 0], view.key_labels)
-    frame = head_stats_frame({name: to_numpy(value) for name, value in stats.items()})
-    with st.expander("Head statistics: which heads are sharp, local, diagonal, or parked on </s>?", expanded=False):
+    """The head statistics table, computed and sent only while its expander is open (a lazy expander: opening it
+    reruns this fragment). A closed one sent a data grid with every page view, whose 0.5 MB of front-end code the
+    browser evaluated before it drew the first chart (benchmarks/first_visit.py)."""
+    with st.expander("Head statistics: which heads are sharp, local, diagonal, or parked on </s>?", expanded=False,
+                     key=f"{key}_stats_open", on_change="rerun") as box:
+        if not box.open:
+            return
+        view = attention_view(translation, kind)
+        stats = piece_head_statistics(translation.trace.weights(kind)[:, 0], view.key_labels)
+        frame = head_stats_frame({name: to_numpy(value) for name, value in stats.items()})
         st.caption("One row per head of this attention kind (piece level). Entropy in nats: 0 = all weight on one "
                    "key. Mean distance: expected |query − key| position. Diagonality: weight on the "
                    "(proportional) diagonal. Click a column to sort; select a row to open that head.")

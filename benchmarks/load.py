@@ -86,15 +86,16 @@ def healthy(url: str) -> bool:
         return False
 
 
-def start_server(log_path: Path) -> tuple[subprocess.Popen, str]:
+def start_server(log_path: Path, script: str = "streamlit_app.py", cwd: Path = ROOT) -> tuple[subprocess.Popen, str]:
+    """`streamlit run script` in ``cwd`` (whose .streamlit/config.toml applies) on a free port of HOST."""
     port = free_port()
     url = f"http://{HOST}:{port}"
-    command = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.address", HOST,
+    command = [sys.executable, "-m", "streamlit", "run", script, "--server.address", HOST,
                "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}  # streamlit_app.py also sets OMP_NUM_THREADS=1 by default
     log = log_path.open("w")
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     log.close()
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not healthy(url):
