@@ -25,13 +25,14 @@ REVERSE_EXPECT = (
     "attributions below should find it. Switch off the cross-attention heads that carry it (the most important "
     "cross heads in the table, or all of them with the button) and the reversal breaks; switch off a head that "
     "does not matter and it stays intact.")
+INTRO = (  # what the page shows, under its title
+    "Looking at attention is the first step. Here you change the model and follow its numbers: switch heads off and "
+    "see what the translation loses, trace each output piece back to the source through the layers, put two "
+    "sentences side by side, and watch the attention form as the model trained.")
 
 
 def render() -> None:
-    opened = concept_page("Heads and attribution", "Looking at attention is the first step. Here you change the "
-                          "model and follow its numbers: switch heads off and see what the translation loses, trace "
-                          "each output piece back to the source through the layers, put two sentences side by side, "
-                          "and watch the attention form as the model trained.")
+    opened = concept_page("Heads and attribution", INTRO)
     if opened is None:
         return
     _, translation = opened

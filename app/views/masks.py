@@ -18,6 +18,10 @@ from model.trace import KIND_LABELS, KINDS
 
 log = logging.getLogger("attention_explorer")
 KIND_MASK = {"enc_self": "source padding", "dec_self": "target padding AND causal", "cross": "source padding"}
+INTRO = (  # what the page shows, under its title
+    "Two masks decide which keys each query may look at. The **padding mask** hides filler tokens in every "
+    "attention; the **sequence mask** stops the decoder from peeking at future words. One convention in this "
+    "project: a bool grid, **True = may attend**.")
 
 
 def _set_other(text: str) -> None:
@@ -124,10 +128,7 @@ def scores_panel(model, src, tgt_in, trace, row: int, labels: dict[str, tuple[li
 
 
 def render() -> None:
-    opened = concept_page("Masks: padding and the sequence (causal) mask", "Two masks decide which keys each query "
-                          "may look at. The **padding mask** hides filler tokens in every attention; the **sequence "
-                          "mask** stops the decoder from peeking at future words. One convention in this project: a "
-                          "bool grid, **True = may attend**.")
+    opened = concept_page("Masks: padding and the sequence (causal) mask", INTRO)
     if opened is None:
         return
     ckpt, translation = opened
