@@ -5,6 +5,7 @@ Empty or unreadable text becomes a hint with a link, a broken model an error mes
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -90,17 +91,18 @@ def require_translation() -> Translation | None:
     return None
 
 
-def concept_page(title: str, intro: str) -> tuple[Checkpoint, Translation] | None:
-    """A concept page's head: its title and what it shows, then the model and the current sentence's translation
-    (named in one line with a link to change it); None after telling the user why either is missing."""
+def concept_page(title: str, intro: str, body: Callable[[Checkpoint, Translation], None]) -> None:
+    """A concept page: its title and what it shows, then the model and the current sentence's translation (named in
+    one line with a link to change it) handed to ``body``, which draws the rest; or, where either is missing, the
+    reason why instead of the body."""
     st.title(title)
     st.markdown(intro)
     ckpt = require_checkpoint()
     translation = None if ckpt is None else require_translation()
-    if translation is None:
-        return None
+    if ckpt is None or translation is None:
+        return
     sentence_caption(translation)
-    return ckpt, translation
+    body(ckpt, translation)
 
 
 def sentence_caption(translation: Translation) -> None:

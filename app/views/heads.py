@@ -17,6 +17,8 @@ from app.heads.learning import checkpoints_section
 from app.heads.switch_off import ablation_section
 from app.page import concept_page, keep_valid
 from app.translation import current_request
+from model.checkpoint import Checkpoint
+from model.inference import Translation
 
 SECTIONS = ("Switch heads off", "Attribution", "Compare two sentences", "Watch attention learn")
 REVERSE_EXPECT = (
@@ -31,11 +33,7 @@ INTRO = (  # what the page shows, under its title
     "sentences side by side, and watch the attention form as the model trained.")
 
 
-def render() -> None:
-    opened = concept_page("Heads and attribution", INTRO)
-    if opened is None:
-        return
-    _, translation = opened
+def render(_: Checkpoint, translation: Translation) -> None:
     request = current_request()
     if request.model_name == "reverse":
         st.info(REVERSE_EXPECT, icon=":material/swap_horiz:")
@@ -53,4 +51,4 @@ def render() -> None:
         checkpoints_section(translation, request)
 
 
-render()
+concept_page("Heads and attribution", INTRO, render)

@@ -13,7 +13,8 @@ from app.examples import mask_pair
 from app.page import concept_page, keep_valid, plot, to_numpy
 from app.translation import Request, translate_request
 from explain.masks import mask_parts, padded_batch_trace, unmasked_scores
-from model.inference import InputError
+from model.checkpoint import Checkpoint
+from model.inference import InputError, Translation
 from model.trace import KIND_LABELS, KINDS
 
 log = logging.getLogger("attention_explorer")
@@ -127,11 +128,7 @@ def scores_panel(model, src, tgt_in, trace, row: int, labels: dict[str, tuple[li
                "also keeps a fully masked row at 0 instead of NaN.")
 
 
-def render() -> None:
-    opened = concept_page("Masks: padding and the sequence (causal) mask", INTRO)
-    if opened is None:
-        return
-    ckpt, translation = opened
+def render(ckpt: Checkpoint, translation: Translation) -> None:
     model_name = st.session_state["model_name"]
     other = other_ui(model_name, ckpt.meta, translation.source.text)
     try:
@@ -166,4 +163,4 @@ def render() -> None:
     scores_panel(ckpt.model, src, tgt_in, trace, row, labels)
 
 
-render()
+concept_page("Masks: padding and the sequence (causal) mask", INTRO, render)
