@@ -5,6 +5,7 @@ Empty or unreadable text becomes a hint with a link, a broken model an error mes
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,21 @@ def budget_notes(translation: Translation) -> None:
                 + " ".join(md(note) for note in translation.notes), icon=":material/speed:")
 
 
+COULD_NOT_TRANSLATE = "The model could not translate the current sentence. Try another sentence on the Translate page."
+
+
+def show_failure(exc: Exception, what: str, message: str) -> None:
+    """What a visitor sees when ``what`` raised ``exc`` and they cannot fix it, never a traceback: a full server as a
+    warning (not a failure: the class is using every model slot), anything else as ``message``, its traceback in the
+    server log. Call it inside the ``except`` clause: log.exception reads the exception being handled."""
+    if isinstance(exc, ServerBusy):
+        log.warning("%s: no free model slot: %s", what, exc)
+        st.warning(str(exc), icon=":material/hourglass_disabled:")
+    else:
+        log.exception("%s failed", what)
+        st.error(message)
+
+
 def require_translation() -> Translation | None:
     """The current sentence's Translation, or None after showing the user why there is none."""
     try:
@@ -69,27 +85,24 @@ def require_translation() -> Translation | None:
         return translation
     except InputError as exc:
         st.info(f"{exc} These pages explain the sentence you type on the Translate page.", icon=":material/edit:")
-    except ServerBusy as exc:  # not a failure: the class is using every model slot
-        log.warning("no free model slot: %s", exc)
-        st.warning(str(exc), icon=":material/hourglass_disabled:")
-    except Exception:  # a model failure must not become a traceback in a lecture
-        log.exception("translating the current sentence failed")
-        st.error("The model could not translate the current sentence. Try another sentence on the Translate page.")
+    except Exception as exc:  # a model failure must not become a traceback in a lecture
+        show_failure(exc, "translating the current sentence", COULD_NOT_TRANSLATE)
     st.page_link(TRANSLATE_PAGE, label="Go to the Translate page", icon=":material/translate:")
     return None
 
 
-def concept_page(title: str, intro: str) -> tuple[Checkpoint, Translation] | None:
-    """A concept page's head: its title and what it shows, then the model and the current sentence's translation
-    (named in one line with a link to change it); None after telling the user why either is missing."""
+def concept_page(title: str, intro: str, body: Callable[[Checkpoint, Translation], None]) -> None:
+    """A concept page: its title and what it shows, then the model and the current sentence's translation (named in
+    one line with a link to change it) handed to ``body``, which draws the rest; or, where either is missing, the
+    reason why instead of the body."""
     st.title(title)
     st.markdown(intro)
     ckpt = require_checkpoint()
     translation = None if ckpt is None else require_translation()
-    if translation is None:
-        return None
+    if ckpt is None or translation is None:
+        return
     sentence_caption(translation)
-    return ckpt, translation
+    body(ckpt, translation)
 
 
 def sentence_caption(translation: Translation) -> None:

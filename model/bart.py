@@ -26,18 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from .bpe_files import BPE_FILES, bart_settings_of, bpe_tokenizer_json
-from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, CheckpointError, save_checkpoint
+from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, CheckpointError
 from .config import ModelConfig
 from .hf_folder import (
     ACTIVATIONS,
     HF_CONFIG,
-    HF_PICKLE,
     HF_TOKENIZER_CONFIG,
     Conversion,
     Progress,
     Stage,
     check_size,
-    generation_meta,
     has_m2m100_tokenizer,
     hf_get,
     layer_names,
@@ -49,6 +47,7 @@ from .hf_folder import (
     rename_weights,
     report,
     source_name,
+    write_conversion,
 )
 from .tokenizer import HF_TOKENIZER_FILE, M2M100_FILES, HFTokenizer, M2M100Tokenizer, TokenizerError
 from .transformer import SIDES, Transformer
@@ -210,9 +209,5 @@ def convert_bart(folder: str | Path, out: str | Path, progress: Progress | None 
     meta = {"converted_from": source_name(folder), "family": hf_config["model_type"],
             "forced_eos": _get(hf_config)("forced_eos_token_id") is not None,
             "forced_bos": forced_bos if isinstance(forced_bos, int) and 0 <= forced_bos < config.vocab_size else None}
-    meta.update(generation_meta(hf_config))
-    report(progress, Stage.WRITE)
-    save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
-    return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
-                      source_lang=None, target_lang=None, family=hf_config["model_type"],
-                      target_languages=tokenizer.target_languages)
+    return write_conversion(model, tokenizer, out, hf_config, meta, file, progress, source_lang=None, target_lang=None,
+                            family=hf_config["model_type"], target_languages=tokenizer.target_languages)

@@ -67,6 +67,13 @@ def require_positive_ints(owner: str, **values: Any) -> None:
             raise ValueError(f"{owner}.{name} must be a positive integer, got {value!r}")
 
 
+def require_dropout(value: Any) -> None:
+    """A dropout probability in [0, 1) (bool is not a number here), else a ValueError: the text and vision configs
+    read it from config.json alike."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= value < 1.0:
+        raise ValueError(f"dropout must be a number in [0, 1), got {value!r}")
+
+
 def known_keys(cls: type, data: Any) -> dict[str, Any]:
     """``data`` checked to be a JSON object holding only field names of the dataclass ``cls`` (unknown keys named,
     instead of a TypeError from the constructor)."""
@@ -164,9 +171,7 @@ class ModelConfig:
             raise ValueError(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
         if self.d_model % 2:
             raise ValueError(f"d_model must be even (sinusoidal positions come in sin/cos pairs), got {self.d_model}")
-        if not isinstance(self.dropout, int | float) or isinstance(self.dropout, bool) \
-                or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+        require_dropout(self.dropout)
         for name in ("norm_first", "final_logits_bias", "scale_embedding", "layernorm_embedding", "linear_bias",
                      "attention_scale", "ffn_gated", "tie_output", "rescale_output"):
             if not isinstance(getattr(self, name), bool):

@@ -22,11 +22,12 @@ from typing import Any
 import torch
 from safetensors import SafetensorError, safe_open
 
-from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, MAX_WEIGHTS_BYTES, CheckpointError
+from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, MAX_WEIGHTS_BYTES, CheckpointError, save_checkpoint
 from .config import MAX_MODEL_BYTES, ModelConfig, format_bytes, is_early_stopping
 from .shapes import expected_shapes
 from .shards import INDEX, SINGLE, ShardError, has_weights, read_index
-from .tokenizer import HF_TOKENIZER_FILE, M2M100_FILES, HFTokenizer, M2M100Tokenizer, TokenizerError
+from .tokenizer import HF_TOKENIZER_FILE, M2M100_FILES, HFTokenizer, M2M100Tokenizer, TextTokenizer, TokenizerError
+from .transformer import Transformer
 
 HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", SINGLE, "pytorch_model.bin"
 HF_TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -360,6 +361,17 @@ def generation_meta(hf: dict[str, Any]) -> dict[str, Any]:
     if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0.0 <= alpha <= 2.0:
         meta["length_penalty"] = float(alpha)
     return meta
+
+
+def write_conversion(model: Transformer, tokenizer: TextTokenizer, out: Path, hf: dict[str, Any], meta: dict[str, Any],
+                     file: str, progress: Progress | None, **languages: Any) -> Conversion:
+    """The last stage of every family's converter: the family's meta plus generate()'s decoding rules
+    (generation_meta; keys without a value left out) saved with the model and tokenizer in ``out``, and what was
+    written told back (``languages``: the Conversion fields a family knows, source_lang and target_lang at least)."""
+    report(progress, Stage.WRITE)
+    meta = {**meta, **generation_meta(hf)}
+    save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
+    return Conversion(path=out, config=model.config, weights_file=file, pickled=file == HF_PICKLE, **languages)
 
 
 def read_tokenizer_json(folder: Path, pad_id: int, bos_id: int, eos_id: int) -> HFTokenizer:

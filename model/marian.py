@@ -17,18 +17,16 @@ from typing import Any
 
 import torch
 
-from .checkpoint import MAX_TOKENIZER_BYTES, CheckpointError, save_checkpoint
+from .checkpoint import MAX_TOKENIZER_BYTES, CheckpointError
 from .config import ModelConfig
 from .hf_folder import (
     ACTIVATIONS,
     HF_CONFIG,
-    HF_PICKLE,
     HF_TOKENIZER_CONFIG,
     Conversion,
     Progress,
     Stage,
     check_size,
-    generation_meta,
     hub_id,
     layer_names,
     open_folder,
@@ -38,6 +36,7 @@ from .hf_folder import (
     rename_weights,
     report,
     tied_embedding,
+    write_conversion,
 )
 from .positional import sinusoidal_encoding
 from .tokenizer import MARIAN_FILES, MarianTokenizer, TokenizerError
@@ -204,11 +203,8 @@ def convert_marian(folder: str | Path, out: str | Path, progress: Progress | Non
     meta = {"converted_from": _model_name(folder), "source_lang": source_lang, "target_lang": target_lang,
             # generate() ends a hypothesis at the length limit with </s> when the config says so (Marian's default)
             "forced_eos": hf_config.get("forced_eos_token_id", HF_DEFAULTS["forced_eos_token_id"]) is not None}
-    meta.update(generation_meta(hf_config))
-    report(progress, Stage.WRITE)
-    save_checkpoint(model, tokenizer, out, meta={k: v for k, v in meta.items() if v is not None})
-    return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
-                      source_lang=source_lang, target_lang=target_lang)
+    return write_conversion(model, tokenizer, out, hf_config, meta, file, progress, source_lang=source_lang,
+                            target_lang=target_lang)
 
 
 def _check_vocabulary(tokenizer: MarianTokenizer, config: ModelConfig) -> None:

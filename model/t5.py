@@ -21,17 +21,15 @@ from typing import Any
 
 import torch
 
-from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, CheckpointError, save_checkpoint
+from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, CheckpointError
 from .config import ModelConfig
 from .hf_folder import (
     HF_CONFIG,
-    HF_PICKLE,
     HF_TOKENIZER_CONFIG,
     Conversion,
     Progress,
     Stage,
     check_size,
-    generation_meta,
     hf_get,
     open_folder,
     read_bytes,
@@ -40,6 +38,7 @@ from .hf_folder import (
     rename_weights,
     report,
     source_name,
+    write_conversion,
 )
 from .spiece import SPIECE_FILE, extra_ids_of, spiece_tokenizer_json
 from .tokenizer import HF_TOKENIZER_FILE, HFTokenizer, TokenizerError
@@ -159,8 +158,5 @@ def convert_t5(folder: str | Path, out: str | Path, progress: Progress | None = 
                                          "T5ForConditionalGeneration", tied))
     meta = {"converted_from": source_name(folder), "family": "t5",
             "forced_eos": get("forced_eos_token_id") is not None}
-    meta.update(generation_meta(hf_config))
-    report(progress, Stage.WRITE)
-    save_checkpoint(model, tokenizer, out, meta=meta)
-    return Conversion(path=out, config=config, weights_file=file, pickled=file == HF_PICKLE,
-                      source_lang=None, target_lang=None, family="t5")
+    return write_conversion(model, tokenizer, out, hf_config, meta, file, progress, source_lang=None, target_lang=None,
+                            family="t5")

@@ -84,17 +84,26 @@ def relative_bias(config: ModelConfig, attentions: list[nn.Module], bidirectiona
     return bias
 
 
-class Encoder(nn.Module):
+class Stack(nn.Module):
+    """What an Encoder and a Decoder are built of alike: n_layers identical layers of one kind, the relative position
+    bias their self-attentions share (T5; None otherwise) and, pre-norm, a final norm (else the identity)."""
+
+    def __init__(self, config: ModelConfig, layer_type: type[EncoderLayer | DecoderLayer], n_layers: int,
+                 bidirectional: bool) -> None:
+        super().__init__()
+        options = layer_options(config)
+        self.layers = nn.ModuleList(layer_type(config.d_model, config.n_heads, config.d_ff, config.dropout,
+                                               config.norm_first, config.activation, options)
+                                    for _ in range(n_layers))
+        self.relative_bias = relative_bias(config, [layer.self_attn for layer in self.layers], bidirectional)
+        self.final_norm = options.make_norm(config.d_model) if config.norm_first else nn.Identity()
+
+
+class Encoder(Stack):
     """N identical EncoderLayers."""
 
     def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        options = layer_options(config)
-        self.layers = nn.ModuleList(EncoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout,
-                                                 config.norm_first, config.activation, options)
-                                    for _ in range(config.n_encoder_layers))
-        self.relative_bias = relative_bias(config, [layer.self_attn for layer in self.layers], bidirectional=True)
-        self.final_norm = options.make_norm(config.d_model) if config.norm_first else nn.Identity()
+        super().__init__(config, EncoderLayer, config.n_encoder_layers, bidirectional=True)
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor, return_attention: Capture = False,
                 heads: torch.Tensor | None = None) -> tuple[torch.Tensor, list[AttentionOutput]]:
@@ -107,17 +116,11 @@ class Encoder(nn.Module):
         return self.final_norm(x), attention
 
 
-class Decoder(nn.Module):
+class Decoder(Stack):
     """N identical DecoderLayers."""
 
     def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        options = layer_options(config)
-        self.layers = nn.ModuleList(DecoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout,
-                                                 config.norm_first, config.activation, options)
-                                    for _ in range(config.n_decoder_layers))
-        self.relative_bias = relative_bias(config, [layer.self_attn for layer in self.layers], bidirectional=False)
-        self.final_norm = options.make_norm(config.d_model) if config.norm_first else nn.Identity()
+        super().__init__(config, DecoderLayer, config.n_decoder_layers, bidirectional=False)
 
     def forward(self, y: torch.Tensor, memory_kv: list[KeyValue], self_mask: torch.Tensor | None,
                 cross_mask: torch.Tensor | None,

@@ -17,6 +17,8 @@ from app.heads.learning import checkpoints_section
 from app.heads.switch_off import ablation_section
 from app.page import concept_page, keep_valid
 from app.translation import current_request
+from model.checkpoint import Checkpoint
+from model.inference import Translation
 
 SECTIONS = ("Switch heads off", "Attribution", "Compare two sentences", "Watch attention learn")
 REVERSE_EXPECT = (
@@ -25,16 +27,13 @@ REVERSE_EXPECT = (
     "attributions below should find it. Switch off the cross-attention heads that carry it (the most important "
     "cross heads in the table, or all of them with the button) and the reversal breaks; switch off a head that "
     "does not matter and it stays intact.")
+INTRO = (  # what the page shows, under its title
+    "Looking at attention is the first step. Here you change the model and follow its numbers: switch heads off and "
+    "see what the translation loses, trace each output piece back to the source through the layers, put two "
+    "sentences side by side, and watch the attention form as the model trained.")
 
 
-def render() -> None:
-    opened = concept_page("Heads and attribution", "Looking at attention is the first step. Here you change the "
-                          "model and follow its numbers: switch heads off and see what the translation loses, trace "
-                          "each output piece back to the source through the layers, put two sentences side by side, "
-                          "and watch the attention form as the model trained.")
-    if opened is None:
-        return
-    _, translation = opened
+def render(_: Checkpoint, translation: Translation) -> None:
     request = current_request()
     if request.model_name == "reverse":
         st.info(REVERSE_EXPECT, icon=":material/swap_horiz:")
@@ -52,4 +51,4 @@ def render() -> None:
         checkpoints_section(translation, request)
 
 
-render()
+concept_page("Heads and attribution", INTRO, render)

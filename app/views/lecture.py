@@ -7,21 +7,18 @@ class following the lecturer's link shares one computation per slide.
 """
 from __future__ import annotations
 
-import logging
-
 import plotly.graph_objects as go
 import streamlit as st
 
 from app.browser import bind_keys
 from app.charts.style import capped, plotly_config, presented
 from app.lecture import SLIDES
-from app.page import TRANSLATE_PAGE, require_checkpoint, sentence_caption
+from app.page import COULD_NOT_TRANSLATE, TRANSLATE_PAGE, require_checkpoint, sentence_caption, show_failure
 from app.presenter import is_on
 from app.slide_figures import Deck, SlideUnavailable, build
 from app.translation import Request, ServerBusy, current_request, translate_request
 from model.inference import InputError, Translation
 
-log = logging.getLogger("attention_explorer")
 SLIDE_HEIGHT = 520  # px: with the slide's title row, fits a 720-px-high screen
 KEYS = {"ArrowRight": "lecture_next", "PageDown": "lecture_next", "ArrowLeft": "lecture_prev",
         "PageUp": "lecture_prev"}
@@ -68,18 +65,13 @@ def slide_ui(index: int, request: Request, translation: Translation) -> None:
     try:
         fig, facts = slide_content(request.model_name, request.text, request.max_len, request.length_penalty, index,
                                    is_on(), deck_for(request, translation))
-    except SlideUnavailable as exc:
+    except Exception as exc:  # a failing slide must not end the lecture: the next one may work
         controls_ui(index, slide.title.split(":")[0])
-        st.info(str(exc), icon=":material/info:")
-        return
-    except ServerBusy as exc:
-        controls_ui(index, slide.title.split(":")[0])
-        st.warning(str(exc), icon=":material/hourglass_disabled:")
-        return
-    except Exception:  # a failing slide must not end the lecture: the next one may work
-        log.exception("lecture slide %d failed for %r", index + 1, request)
-        controls_ui(index, slide.title.split(":")[0])
-        st.error("This slide could not be drawn (the details are in the server log). Go on to the next one.")
+        if isinstance(exc, SlideUnavailable):
+            st.info(str(exc), icon=":material/info:")
+        else:
+            show_failure(exc, f"lecture slide {index + 1} for {request!r}",
+                         "This slide could not be drawn (the details are in the server log). Go on to the next one.")
         return
     controls_ui(index, slide.title.format_map(facts))
     c_fig, c_text = st.columns([7, 3], gap="medium")
@@ -109,13 +101,10 @@ def main() -> None:
         st.info(f"{exc} The tour explains the sentence you type on the Translate page.", icon=":material/edit:")
         st.page_link(TRANSLATE_PAGE, label="Go to the Translate page", icon=":material/translate:")
         return
-    except ServerBusy as exc:
-        controls_ui(index, "Waiting for the model")
-        st.warning(str(exc), icon=":material/hourglass_disabled:")
-        return
-    except Exception:
-        log.exception("lecture: translating %r failed", request)
-        st.error("The model could not translate the current sentence. Try another sentence on the Translate page.")
+    except Exception as exc:
+        if isinstance(exc, ServerBusy):
+            controls_ui(index, "Waiting for the model")
+        show_failure(exc, f"lecture: translating {request!r}", COULD_NOT_TRANSLATE)
         return
     slide_ui(index, request, translation)
 

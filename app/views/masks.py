@@ -13,11 +13,16 @@ from app.examples import mask_pair
 from app.page import concept_page, keep_valid, plot, to_numpy
 from app.translation import Request, translate_request
 from explain.masks import mask_parts, padded_batch_trace, unmasked_scores
-from model.inference import InputError
+from model.checkpoint import Checkpoint
+from model.inference import InputError, Translation
 from model.trace import KIND_LABELS, KINDS
 
 log = logging.getLogger("attention_explorer")
 KIND_MASK = {"enc_self": "source padding", "dec_self": "target padding AND causal", "cross": "source padding"}
+INTRO = (  # what the page shows, under its title
+    "Two masks decide which keys each query may look at. The **padding mask** hides filler tokens in every "
+    "attention; the **sequence mask** stops the decoder from peeking at future words. One convention in this "
+    "project: a bool grid, **True = may attend**.")
 
 
 def _set_other(text: str) -> None:
@@ -123,14 +128,7 @@ def scores_panel(model, src, tgt_in, trace, row: int, labels: dict[str, tuple[li
                "also keeps a fully masked row at 0 instead of NaN.")
 
 
-def render() -> None:
-    opened = concept_page("Masks: padding and the sequence (causal) mask", "Two masks decide which keys each query "
-                          "may look at. The **padding mask** hides filler tokens in every attention; the **sequence "
-                          "mask** stops the decoder from peeking at future words. One convention in this project: a "
-                          "bool grid, **True = may attend**.")
-    if opened is None:
-        return
-    ckpt, translation = opened
+def render(ckpt: Checkpoint, translation: Translation) -> None:
     model_name = st.session_state["model_name"]
     other = other_ui(model_name, ckpt.meta, translation.source.text)
     try:
@@ -165,4 +163,4 @@ def render() -> None:
     scores_panel(ckpt.model, src, tgt_in, trace, row, labels)
 
 
-render()
+concept_page("Masks: padding and the sequence (causal) mask", INTRO, render)

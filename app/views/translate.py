@@ -26,7 +26,7 @@ from app.examples import (
 )
 from app.explorer import attention_explorer, clamp_state, pieces_html
 from app.language_check import looks_like
-from app.page import budget_notes
+from app.page import budget_notes, show_failure
 from app.quality import quality_note
 from app.resources import load_model, model_label
 from app.sentences import split_sentences
@@ -37,7 +37,6 @@ from app.translation import (
     SLOTS,
     OnWait,
     Request,
-    ServerBusy,
     batched,
     current_request,
     is_heavy,
@@ -367,13 +366,9 @@ def main() -> None:
     except InputError as exc:
         st.info(str(exc))
         return
-    except ServerBusy as exc:
-        log.warning("no free model slot for %r: %s", request, exc)
-        st.warning(str(exc), icon=":material/hourglass_disabled:")
-        return
-    except Exception:
-        log.exception("translation failed for %r", request)
-        st.error("Sorry, the translation failed (an internal error; the details are in the server log).")
+    except Exception as exc:
+        show_failure(exc, f"translating {request!r}",
+                     "Sorry, the translation failed (an internal error; the details are in the server log).")
         return
     if translation is None:
         last = st.session_state.get("last_request")

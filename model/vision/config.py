@@ -3,20 +3,27 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
-from model.config import known_keys, require_positive_ints
+from model.config import known_keys, require_dropout, require_positive_ints
 
 N_CLASSES = 10
 
 
-def _from_dict(cls, data: dict[str, Any]):
-    """Rebuild from JSON, naming unknown keys; JSON lists become the tuples the dataclass holds."""
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in known_keys(cls, data).items()})
+class _JsonConfig:
+    """config.json's object and back, the same for both vision configs."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Rebuild from JSON, naming unknown keys; JSON lists become the tuples the dataclass holds."""
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in known_keys(cls, data).items()})
 
 
 @dataclass(frozen=True)
-class ViTConfig:
+class ViTConfig(_JsonConfig):
     """A Vision Transformer: the image cut into patch_size x patch_size patches, one token each, plus [CLS].
 
     Defaults fit the 8x8 digits: 2x2 patches give a 4x4 grid of 16 tokens (17 with [CLS]), about a sentence.
@@ -38,8 +45,7 @@ class ViTConfig:
             raise ValueError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        require_dropout(self.dropout)
 
     @property
     def grid(self) -> int:
@@ -50,16 +56,9 @@ class ViTConfig:
     def n_patches(self) -> int:
         return self.grid ** 2
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ViTConfig:
-        return _from_dict(cls, data)
-
 
 @dataclass(frozen=True)
-class SwinConfig:
+class SwinConfig(_JsonConfig):
     """A Swin Transformer: attention inside window x window windows, shifted by window // 2 every second block,
     and 2x2 patch merging between stages (resolution halves, width doubles).
 
@@ -102,8 +101,7 @@ class SwinConfig:
                                  "grid")
             if i + 1 < len(self.depths) and resolution % 2:
                 raise ValueError(f"stage {i + 1}: an odd {resolution}x{resolution} grid cannot be merged 2x2")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        require_dropout(self.dropout)
 
     @property
     def n_stages(self) -> int:
@@ -128,10 +126,3 @@ class SwinConfig:
     def shifts(self) -> tuple[int, ...]:
         """Shift of the odd blocks per stage: window // 2, or 0 where one window covers the grid."""
         return tuple(w // 2 if r > w else 0 for r, w in zip(self.resolutions, self.windows, strict=True))
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SwinConfig:
-        return _from_dict(cls, data)
