@@ -25,30 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import hf_folder
 from .bpe_files import BPE_FILES, bart_settings_of, bpe_tokenizer_json
 from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, CheckpointError
 from .config import ModelConfig
-from .hf_folder import (
-    ACTIVATIONS,
-    HF_CONFIG,
-    HF_TOKENIZER_CONFIG,
-    Conversion,
-    Progress,
-    Stage,
-    check_size,
-    has_m2m100_tokenizer,
-    hf_get,
-    layer_names,
-    open_folder,
-    read_bytes,
-    read_m2m100_tokenizer,
-    read_tokenizer_json,
-    read_weights,
-    rename_weights,
-    report,
-    source_name,
-    write_conversion,
-)
+from .hf_folder import ACTIVATIONS, HF_CONFIG, Stage, read_bytes, report
 from .tokenizer import HF_TOKENIZER_FILE, M2M100_FILES, HFTokenizer, M2M100Tokenizer, TokenizerError
 from .transformer import SIDES, Transformer
 
@@ -94,7 +75,7 @@ def _family(hf: dict[str, Any]) -> Family:
 
 def _get(hf: dict[str, Any]) -> Callable[[str], Any]:
     """config.json's keys read with the family's defaults (an absent key means what Hugging Face assumes)."""
-    return hf_get(hf, {**HF_DEFAULTS, **dict(_family(hf).defaults)})
+    return hf_folder.hf_get(hf, {**HF_DEFAULTS, **dict(_family(hf).defaults)})
 
 
 def _refuse_unsupported(hf: dict[str, Any]) -> None:
@@ -142,7 +123,7 @@ def bart_config(hf: dict[str, Any], unk_id: int, final_logits_bias: bool, tokeni
 def hf_names(config: ModelConfig) -> dict[str, str]:
     """Our state-dict name -> Hugging Face's, for every tensor of Transformer(config) of a BART, mBART or M2M100
     model (M2M100's sinusoids are computed, not stored)."""
-    names = layer_names(config)
+    names = hf_folder.layer_names(config)
     for side in SIDES:
         if config.positional_layout == "learned":
             names[f"embed.learned.{side}.weight"] = f"model.{side}.embed_positions.weight"
@@ -168,10 +149,10 @@ def _read_tokenizer(folder: Path, hf: dict[str, Any]) -> tuple[HFTokenizer | M2M
     -> (the tokenizer, the file whose pieces it numbers, for messages)."""
     get = _get(hf)
     ids = (get("pad_token_id"), get("decoder_start_token_id"), get("eos_token_id"))
-    if hf.get("model_type") == "m2m_100" and has_m2m100_tokenizer(folder):
-        return read_m2m100_tokenizer(folder, *ids), M2M100_FILES[1]
+    if hf.get("model_type") == "m2m_100" and hf_folder.has_m2m100_tokenizer(folder):
+        return hf_folder.read_m2m100_tokenizer(folder, *ids), M2M100_FILES[1]
     if _has_bpe_files(folder, hf):
-        settings = folder / HF_TOKENIZER_CONFIG
+        settings = folder / hf_folder.HF_TOKENIZER_CONFIG
         try:
             prefix, matching = bart_settings_of(read_bytes(settings, MAX_CONFIG_BYTES) if settings.is_file() else None)
             data = bpe_tokenizer_json(*(read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in BPE_FILES),
@@ -179,35 +160,36 @@ def _read_tokenizer(folder: Path, hf: dict[str, Any]) -> tuple[HFTokenizer | M2M
             return HFTokenizer(data, pad_id=ids[0], bos_id=ids[1], eos_id=ids[2]), BPE_FILES[0]
         except TokenizerError as exc:
             raise CheckpointError(str(exc)) from None
-    return read_tokenizer_json(folder, *ids), HF_TOKENIZER_FILE
+    return hf_folder.read_tokenizer_json(folder, *ids), HF_TOKENIZER_FILE
 
 
-def convert_bart(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
+def convert_bart(folder: str | Path, out: str | Path, progress: hf_folder.Progress | None = None) -> hf_folder.Conversion:
     """Read a Hugging Face BART, mBART or M2M100/NLLB folder and write this project's checkpoint to ``out`` (a new or
     empty directory), telling ``progress`` each stage as it starts."""
     report(progress, Stage.READ_CONFIG)
-    folder, out, hf_config = open_folder(folder, out)
+    folder, out, hf_config = hf_folder.open_folder(folder, out)
     _refuse_unsupported(hf_config)
     report(progress, Stage.READ_TOKENIZER)
     tokenizer, tokenizer_file = _read_tokenizer(folder, hf_config)
     kind = "m2m100" if isinstance(tokenizer, M2M100Tokenizer) else "hf"
     config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=True, tokenizer=kind)
-    check_size(config)
+    hf_folder.check_size(config)
     # M2M100's embedding has spare rows past its language codes (128112 for 128100 pieces): never emitted
     if tokenizer.vocab_size > config.vocab_size or (kind == "hf" and tokenizer.vocab_size != config.vocab_size):
         raise CheckpointError(f"vocabulary mismatch: {tokenizer_file} has {tokenizer.vocab_size} pieces, {HF_CONFIG} "
                               f"says vocab_size {config.vocab_size}")
     report(progress, Stage.READ_WEIGHTS)
-    hf_weights, file = read_weights(folder)
+    hf_weights, file = hf_folder.read_weights(folder)
     report(progress, Stage.MAP_WEIGHTS)
     if "final_logits_bias" not in hf_weights:  # HF then adds zeros: the same as no bias
         config = bart_config(hf_config, tokenizer.unk_id, final_logits_bias=False, tokenizer=kind)
     model = Transformer(config)
-    model.load_state_dict(rename_weights(hf_weights, hf_names(config), config, file, set(),
-                                         _family(hf_config).architecture))
+    model.load_state_dict(hf_folder.rename_weights(hf_weights, hf_names(config), config, file, set(),
+                                                   _family(hf_config).architecture))
     forced_bos = hf_config.get("forced_bos_token_id")
-    meta = {"converted_from": source_name(folder), "family": hf_config["model_type"],
+    meta = {"converted_from": hf_folder.source_name(folder), "family": hf_config["model_type"],
             "forced_eos": _get(hf_config)("forced_eos_token_id") is not None,
             "forced_bos": forced_bos if isinstance(forced_bos, int) and 0 <= forced_bos < config.vocab_size else None}
-    return write_conversion(model, tokenizer, out, hf_config, meta, file, progress, source_lang=None, target_lang=None,
-                            family=hf_config["model_type"], target_languages=tokenizer.target_languages)
+    return hf_folder.write_conversion(model, tokenizer, out, hf_config, meta, file, progress, source_lang=None,
+                                      target_lang=None, family=hf_config["model_type"],
+                                      target_languages=tokenizer.target_languages)

@@ -17,27 +17,10 @@ from typing import Any
 
 import torch
 
+from . import hf_folder
 from .checkpoint import MAX_TOKENIZER_BYTES, CheckpointError
 from .config import ModelConfig
-from .hf_folder import (
-    ACTIVATIONS,
-    HF_CONFIG,
-    HF_TOKENIZER_CONFIG,
-    Conversion,
-    Progress,
-    Stage,
-    check_size,
-    hub_id,
-    layer_names,
-    open_folder,
-    read_bytes,
-    read_json,
-    read_weights,
-    rename_weights,
-    report,
-    tied_embedding,
-    write_conversion,
-)
+from .hf_folder import ACTIVATIONS, HF_CONFIG, HF_TOKENIZER_CONFIG, Stage, read_json, report
 from .positional import sinusoidal_encoding
 from .tokenizer import MARIAN_FILES, MarianTokenizer, TokenizerError
 from .transformer import Transformer
@@ -126,14 +109,14 @@ def read_marian_tokenizer(folder: Path) -> MarianTokenizer:
         raise CheckpointError(f"{HF_TOKENIZER_CONFIG}: unsupported, separate source and target vocabularies "
                               "(one embedding serves both sides here)")
     try:
-        return MarianTokenizer(*(read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in MARIAN_FILES))
+        return MarianTokenizer(*(hf_folder.read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in MARIAN_FILES))
     except TokenizerError as exc:
         raise CheckpointError(str(exc)) from None
 
 
 def hf_names(config: ModelConfig) -> dict[str, str]:
     """Our state-dict name -> Hugging Face MarianMTModel's, for every tensor of Transformer(config)."""
-    return layer_names(config)
+    return hf_folder.layer_names(config)
 
 
 def _check_positions(hf: dict[str, torch.Tensor], file: str) -> None:
@@ -151,7 +134,7 @@ def map_weights(hf: dict[str, torch.Tensor], config: ModelConfig, file: str) -> 
     """Hugging Face tensors renamed to ours, shapes checked against the config, float32, finite; stored position
     tables must be Marian's sinusoids."""
     _check_positions(hf, file)
-    return rename_weights(hf, hf_names(config), config, file, set(POSITIONS), "MarianMTModel")
+    return hf_folder.rename_weights(hf, hf_names(config), config, file, set(POSITIONS), "MarianMTModel")
 
 
 def languages(folder: Path) -> tuple[str | None, str | None]:
@@ -174,24 +157,24 @@ def _model_name(folder: Path) -> str:
     """The folder's model name for the meta: the model id of a snapshot in Hugging Face's cache, else opus-mt-XX-YY
     when a part of its path says so, else its name."""
     match = next((p for p in reversed(folder.resolve().parts) if FOLDER_NAME.search(p)), folder.resolve().name)
-    return (hub_id(folder) or match.split("--")[-1])[:100]
+    return (hf_folder.hub_id(folder) or match.split("--")[-1])[:100]
 
 
-def convert_marian(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
+def convert_marian(folder: str | Path, out: str | Path, progress: hf_folder.Progress | None = None) -> hf_folder.Conversion:
     """Read a Hugging Face Marian folder and write this project's checkpoint to ``out`` (a new or empty directory),
     telling ``progress`` each stage as it starts."""
     report(progress, Stage.READ_CONFIG)
-    folder, out, hf_config = open_folder(folder, out, "Marian")
+    folder, out, hf_config = hf_folder.open_folder(folder, out, "Marian")
     _refuse_unsupported(hf_config)
     report(progress, Stage.READ_TOKENIZER)
     tokenizer = read_marian_tokenizer(folder)
     config = marian_config(hf_config, tokenizer.unk_id, final_logits_bias=True)
-    check_size(config)
+    hf_folder.check_size(config)
     _check_vocabulary(tokenizer, config)
     report(progress, Stage.READ_WEIGHTS)
-    hf_weights, file = read_weights(folder)
+    hf_weights, file = hf_folder.read_weights(folder)
     report(progress, Stage.MAP_WEIGHTS)
-    embedding = tied_embedding(hf_weights, file)
+    embedding = hf_folder.tied_embedding(hf_weights, file)
     if embedding.dim() != 2 or embedding.size(0) != tokenizer.vocab_size:
         raise CheckpointError(f"vocabulary mismatch: {MARIAN_FILES[2]} has {tokenizer.vocab_size} pieces, the "
                               f"embedding in {file} has shape {tuple(embedding.shape)}")
@@ -203,8 +186,8 @@ def convert_marian(folder: str | Path, out: str | Path, progress: Progress | Non
     meta = {"converted_from": _model_name(folder), "source_lang": source_lang, "target_lang": target_lang,
             # generate() ends a hypothesis at the length limit with </s> when the config says so (Marian's default)
             "forced_eos": hf_config.get("forced_eos_token_id", HF_DEFAULTS["forced_eos_token_id"]) is not None}
-    return write_conversion(model, tokenizer, out, hf_config, meta, file, progress, source_lang=source_lang,
-                            target_lang=target_lang)
+    return hf_folder.write_conversion(model, tokenizer, out, hf_config, meta, file, progress,
+                                      source_lang=source_lang, target_lang=target_lang)
 
 
 def _check_vocabulary(tokenizer: MarianTokenizer, config: ModelConfig) -> None:

@@ -21,25 +21,10 @@ from typing import Any
 
 import torch
 
+from . import hf_folder
 from .checkpoint import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, CheckpointError
 from .config import ModelConfig
-from .hf_folder import (
-    HF_CONFIG,
-    HF_TOKENIZER_CONFIG,
-    Conversion,
-    Progress,
-    Stage,
-    check_size,
-    hf_get,
-    open_folder,
-    read_bytes,
-    read_tokenizer_json,
-    read_weights,
-    rename_weights,
-    report,
-    source_name,
-    write_conversion,
-)
+from .hf_folder import HF_CONFIG, Stage, hf_get, read_bytes, report
 from .spiece import SPIECE_FILE, extra_ids_of, spiece_tokenizer_json
 from .tokenizer import HF_TOKENIZER_FILE, HFTokenizer, TokenizerError
 from .transformer import Transformer
@@ -120,8 +105,8 @@ def read_tokenizer(folder: Path, pad_id: int, bos_id: int, eos_id: int) -> tuple
     """The folder's tokenizer.json, else the one T5Tokenizer builds of its spiece.model (with tokenizer_config.json's
     extra_ids), config.json's special ids either way; and the file it was read from."""
     if (folder / HF_TOKENIZER_FILE).is_file() or not (folder / SPIECE_FILE).is_file():
-        return read_tokenizer_json(folder, pad_id, bos_id, eos_id), HF_TOKENIZER_FILE
-    settings = folder / HF_TOKENIZER_CONFIG
+        return hf_folder.read_tokenizer_json(folder, pad_id, bos_id, eos_id), HF_TOKENIZER_FILE
+    settings = folder / hf_folder.HF_TOKENIZER_CONFIG
     try:
         extra_ids = extra_ids_of(read_bytes(settings, MAX_CONFIG_BYTES) if settings.is_file() else None)
         data = spiece_tokenizer_json(read_bytes(folder / SPIECE_FILE, MAX_TOKENIZER_BYTES), extra_ids)
@@ -130,11 +115,12 @@ def read_tokenizer(folder: Path, pad_id: int, bos_id: int, eos_id: int) -> tuple
         raise CheckpointError(str(exc)) from None
 
 
-def convert_t5(folder: str | Path, out: str | Path, progress: Progress | None = None) -> Conversion:
+def convert_t5(folder: str | Path, out: str | Path,
+               progress: hf_folder.Progress | None = None) -> hf_folder.Conversion:
     """Read a Hugging Face T5 folder and write this project's checkpoint to ``out`` (a new or empty directory), telling
     ``progress`` each stage as it starts."""
     report(progress, Stage.READ_CONFIG)
-    folder, out, hf_config = open_folder(folder, out)
+    folder, out, hf_config = hf_folder.open_folder(folder, out)
     if hf_config.get("model_type") != "t5":
         raise CheckpointError(f"{HF_CONFIG}: model_type is {str(hf_config.get('model_type'))[:40]!r}, not 't5'")
     get = hf_get(hf_config, HF_DEFAULTS)
@@ -142,21 +128,21 @@ def convert_t5(folder: str | Path, out: str | Path, progress: Progress | None = 
     tokenizer, tokenizer_file = read_tokenizer(folder, get("pad_token_id"), get("decoder_start_token_id"),
                                                get("eos_token_id"))
     config = t5_config(hf_config, tokenizer.unk_id)
-    check_size(config)
+    hf_folder.check_size(config)
     if tokenizer.vocab_size > config.vocab_size:  # T5's embedding has spare rows (32128 for 32100 pieces)
         raise CheckpointError(f"vocabulary mismatch: {tokenizer_file} has {tokenizer.vocab_size} pieces, "
                               f"{HF_CONFIG} says vocab_size {config.vocab_size}")
     report(progress, Stage.READ_WEIGHTS)
-    hf_weights, file = read_weights(folder)
+    hf_weights, file = hf_folder.read_weights(folder)
     report(progress, Stage.MAP_WEIGHTS)
     head, shared = hf_weights.get("lm_head.weight"), hf_weights.get(TIED[0])
     untied = head is not None and (shared is None or head.shape != shared.shape or not torch.equal(head, shared))
     config = t5_config(hf_config, tokenizer.unk_id, tied=not untied)
     model = Transformer(config)
     tied = TIED if untied else (*TIED, "lm_head.weight")
-    model.load_state_dict(rename_weights(hf_weights, hf_names(config), config, file, set(),
-                                         "T5ForConditionalGeneration", tied))
-    meta = {"converted_from": source_name(folder), "family": "t5",
+    model.load_state_dict(hf_folder.rename_weights(hf_weights, hf_names(config), config, file, set(),
+                                                   "T5ForConditionalGeneration", tied))
+    meta = {"converted_from": hf_folder.source_name(folder), "family": "t5",
             "forced_eos": get("forced_eos_token_id") is not None}
-    return write_conversion(model, tokenizer, out, hf_config, meta, file, progress, source_lang=None, target_lang=None,
-                            family="t5")
+    return hf_folder.write_conversion(model, tokenizer, out, hf_config, meta, file, progress, source_lang=None,
+                                      target_lang=None, family="t5")

@@ -39,8 +39,9 @@ class ViTConfig(_JsonConfig):
     n_classes: int = N_CLASSES
 
     def __post_init__(self) -> None:
-        require_positive_ints("ViTConfig", image_size=self.image_size, patch_size=self.patch_size, d_model=self.d_model,
-                  n_heads=self.n_heads, n_layers=self.n_layers, d_ff=self.d_ff, n_classes=self.n_classes)
+        require_positive_ints("ViTConfig", image_size=self.image_size, patch_size=self.patch_size,
+                              d_model=self.d_model, n_heads=self.n_heads, n_layers=self.n_layers, d_ff=self.d_ff,
+                              n_classes=self.n_classes)
         if self.image_size % self.patch_size:
             raise ValueError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
         if self.d_model % self.n_heads:
@@ -79,8 +80,9 @@ class SwinConfig(_JsonConfig):
     n_classes: int = N_CLASSES
 
     def __post_init__(self) -> None:
-        require_positive_ints("SwinConfig", image_size=self.image_size, upsample=self.upsample, patch_size=self.patch_size,
-                  d_model=self.d_model, window=self.window, mlp_ratio=self.mlp_ratio, n_classes=self.n_classes)
+        require_positive_ints("SwinConfig", image_size=self.image_size, upsample=self.upsample,
+                              patch_size=self.patch_size, d_model=self.d_model, window=self.window,
+                              mlp_ratio=self.mlp_ratio, n_classes=self.n_classes)
         if not isinstance(self.depths, tuple) or not isinstance(self.heads, tuple):
             raise ValueError("depths and heads must be tuples (one entry per stage)")
         if not self.depths or len(self.depths) != len(self.heads):
