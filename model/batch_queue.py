@@ -5,13 +5,15 @@ batch of N reads every weight once for N rows (model.batch_decoding), so the roo
 
 A session submits a request (model, tokenizer, prepared source, budgeted plan) and follows it. Requests for the
 same model object and the same decode settings (``batch_key``: all but the length limit, which each row keeps)
-share one queue. Whoever finds no batch forming or running for its key leads: it takes a decoding slot through the
+share one queue. Whoever finds no batch forming for its key leads: it waits for a decoding slot through the
 ``hold_slot`` factory the caller passes (so the caller's slot policy, its waiting note and its ServerBusy still
-hold, and model/ imports nothing of the app), then takes every request queued at that moment, up to MAX_BATCH, into
-one batch that a worker thread decodes while the slot is held (so the leader's session may leave, or draw slowly,
-without holding up the others); a batch of the leader alone decodes in its own thread, as before batching. Requests arriving while a batch runs wait for the next one: a batch is not joined
-mid-decode (a late row would need its own encoder pass and a KV cache of another length). When a batch ends, the
-first request still queued leads the next.
+hold, and model/ imports nothing of the app), and every request arriving meanwhile joins its batch. Once it holds a
+slot it takes every request queued at that moment, up to MAX_BATCH, into one batch that a worker thread decodes
+while the slot is held (so the leader's session may leave, or draw slowly, without holding up the others); a batch
+of the leader alone decodes in its own thread, as before batching. The next request to arrive leads the next batch
+at once, so while a slot is free nobody waits for a running batch (two sessions on two slots decode side by side,
+as before batching), and once every slot is taken a room's requests gather behind one leader. A running batch is not
+joined mid-decode (a late row would need its own encoder pass and a KV cache of another length).
 
 Each member receives its own steps through its own queue as they happen (a page can stream its progress), then
 assembles its Translation: exactly what it would have got alone (tests/model/test_batch_decoding.py). A member that
@@ -89,16 +91,13 @@ class Member:
 
     def _alone(self, slot: ExitStack) -> Iterator[DecodeStep]:
         """A batch of this request alone, decoded in its own thread as a sentence alone (model.inference.stream):
-        no hand-off to a worker, so a lone session decodes as fast as before batching; then the next batch leads."""
-        try:
-            with slot:
-                for step in inference.stream(self.model, self.source, self.plan.decode):
-                    self.received.append(step)
-                    check_stop(self.should_stop)
-                    yield step
-            self.ended = True
-        finally:
-            self.owner.batch_ended(self.key)
+        no hand-off to a worker, so a lone session decodes as fast as before batching."""
+        with slot:
+            for step in inference.stream(self.model, self.source, self.plan.decode):
+                self.received.append(step)
+                check_stop(self.should_stop)
+                yield step
+        self.ended = True
 
     def gone(self) -> bool:
         """Whether nobody follows this request any more: it left, or its stop signal is set (asked by the worker
@@ -121,7 +120,7 @@ class BatchQueue:
         self.max_batch = max_batch
         self._lock = threading.Lock()
         self._queued: dict[Hashable, list[Member]] = {}
-        self._leader: dict[Hashable, Member | None] = {}  # a key here has a batch forming (its leader) or running
+        self._leader: dict[Hashable, Member] = {}  # a key here has a batch forming: its leader, first in the queue
         self.batch_sizes: deque[int] = deque(maxlen=RECORDED_BATCHES)
 
     @property
@@ -150,8 +149,9 @@ class BatchQueue:
         return self.submit(model, tokenizer, source, plan, hold_slot, should_stop, on_wait).translation()
 
     def lead(self, member: Member) -> ExitStack | None:
-        """In the leader's thread: take a slot, then the queued requests, and start their batch's worker -> None; or
-        -> the held slot when the batch is the leader alone (it decodes in its own thread: ``Member._alone``)."""
+        """In the leader's thread: take a slot, then the queued requests (the first one left over leads the next
+        batch), and start their batch's worker -> None; or -> the held slot when the batch is the leader alone (it
+        decodes in its own thread: ``Member._alone``)."""
         slot = ExitStack()
         try:
             slot.enter_context(member.hold_slot())
@@ -167,18 +167,17 @@ class BatchQueue:
             batch, rest = waiting[:self.max_batch], waiting[self.max_batch:]
             if rest:
                 self._queued[member.key] = rest
-            self._leader[member.key] = None
+            self._hand_on(member.key)
             self.batch_sizes.append(len(batch))
         if batch == [member]:
             return slot
-        threading.Thread(target=self._decode, args=(member.key, batch, slot), name="batch-decode",
+        threading.Thread(target=self._decode, args=(batch, slot), name="batch-decode",
                          daemon=True).start()
         return None
 
-    def _decode(self, key: Hashable, batch: list[Member], slot: ExitStack) -> None:
+    def _decode(self, batch: list[Member], slot: ExitStack) -> None:
         """The worker: decode the batch holding the slot; the members whose sentence ended on the last step are told
-        once the slot is given back (so a finished request never finds its slot still taken); then the next
-        batch's leader is called."""
+        once the slot is given back (so a finished request never finds its slot still taken)."""
         try:
             with slot:
                 ending = self._run(batch)
@@ -187,13 +186,6 @@ class BatchQueue:
         except BaseException as exc:  # Cancelled included: every member must hear how its batch ended
             for member in batch:
                 member.inbox.put((_ERROR, exc))
-        finally:
-            self.batch_ended(key)
-
-    def batch_ended(self, key: Hashable) -> None:
-        """A batch of ``key`` is over: the first request still queued leads the next."""
-        with self._lock:
-            self._hand_on(key)
 
     @staticmethod
     def _run(batch: list[Member]) -> list[Member]:
@@ -227,7 +219,8 @@ class BatchQueue:
                 self._queued.pop(member.key, None)
 
     def _hand_on(self, key: Hashable) -> None:
-        """(Lock held.) The first request still queued leads the next batch; with none, the key is free."""
+        """(Lock held.) The first request still queued leads the next batch (it waits for a slot of its own); with
+        none, the key is free."""
         waiting = self._queued.get(key)
         if waiting:
             self._leader[key] = waiting[0]

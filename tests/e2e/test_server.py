@@ -208,7 +208,7 @@ def test_a_model_failure_shows_a_short_message_and_logs_the_traceback(browser, r
             page.locator("[data-testid=stAlert]").count() >= 1
         assert_no_details_on_page(page, "Translate")
         log = rigged_server.log_path.read_text(errors="replace")
-        assert "translation failed for" in log  # the page's own log.exception line
+        assert "translating Request(" in log and ") failed" in log  # the page's own log.exception line
         assert "Traceback" in log and "RuntimeError" in log and SECRET in log
         page.screenshot(path=str(screenshot_dir / "server_model_error.png"), full_page=True)
     except Exception:

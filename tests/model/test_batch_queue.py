@@ -153,6 +153,33 @@ def test_a_batch_every_member_left_stops_within_one_step(tiny_model, tokenizer):
     assert engine.steps <= 2  # the step that was running when the last one left, at most
 
 
+def test_while_a_slot_is_free_a_request_does_not_wait_for_a_running_batch(model, tokenizer):
+    """Two sessions on a server with two slots decode side by side, as before batching: the second request leads a
+    batch of its own at once instead of queueing behind the first one's. The first one's step waits until both
+    slots are held, so a queue that made the second wait would fail here (after WAIT_S), not pass by timing."""
+    queue, slots, held = BatchQueue(), threading.Semaphore(2), []
+
+    @contextmanager
+    def slot():
+        with slots:
+            held.append(1)
+            try:
+                yield
+            finally:
+                held.pop()
+    engine = Stepping(model, lambda n: until(lambda: len(held) == 2) if n == 1 else None)
+    prepared = [planned(engine, tokenizer, text, CONFIG) for text in TEXTS[:2]]
+
+    def follow(i: int):
+        if i == 1:
+            until(lambda: len(held) == 1)  # the first request's batch holds its slot and is decoding
+        return queue.translate(engine, tokenizer, *prepared[i], slot)
+    results = in_threads(follow, 2)
+    for text, got in zip(TEXTS[:2], results, strict=True):
+        assert_same_translation(got, translate(model, tokenizer, text, CONFIG))
+    assert list(queue.batch_sizes) == [1, 1]
+
+
 def test_an_error_in_a_batch_reaches_every_member(model, tokenizer):
     queue = BatchQueue()
 
