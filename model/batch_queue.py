@@ -9,9 +9,9 @@ share one queue. Whoever finds no batch forming or running for its key leads: it
 ``hold_slot`` factory the caller passes (so the caller's slot policy, its waiting note and its ServerBusy still
 hold, and model/ imports nothing of the app), then takes every request queued at that moment, up to MAX_BATCH, into
 one batch that a worker thread decodes while the slot is held (so the leader's session may leave, or draw slowly,
-without holding up the others); a batch of the leader alone decodes in its own thread, as before batching. Requests arriving while a batch runs wait for the next one: a batch is not joined
-mid-decode (a late row would need its own encoder pass and a KV cache of another length). When a batch ends, the
-first request still queued leads the next.
+without holding up the others); a batch of the leader alone decodes in its own thread, as before batching. Requests
+arriving while a batch runs wait for the next one: a batch is not joined mid-decode (a late row would need its own
+encoder pass and a KV cache of another length). When a batch ends, the first request still queued leads the next.
 
 Each member receives its own steps through its own queue as they happen (a page can stream its progress), then
 assembles its Translation: exactly what it would have got alone (tests/model/test_batch_decoding.py). A member that
