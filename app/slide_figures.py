@@ -117,7 +117,8 @@ def stages(deck: Deck, kind: str, layer: int, head: int) -> Made:
     query = len(queries) // 2
     parts = [(f"scores {it.scores_label}", to_numpy(it.unmasked[head, query])),
              ("softmax = weights", to_numpy(it.weights[head, query]))]
-    title = f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}: query {query} · {plotly_text([queries[query]])[0]}"
+    title = (f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}: query {query} · "
+             f"{plotly_text([queries[query]])[0]}")
     return stage_bars(parts, keys, to_numpy(it.mask[query]), title, masked_from=len(parts)), {}
 
 

@@ -39,7 +39,8 @@ def _shown(name: str) -> str:
 
 def _upload_target(name: str) -> str:
     """The checkpoint file an uploaded file is: Marian's tokenizer files and tokenizer.json by their exact names (two
-    .spm files differ only by name; two .json files too), the others by suffix. Archives, pickles and anything else are refused by name, never opened."""
+    .spm files differ only by name; two .json files too), the others by suffix. Archives, pickles and anything else
+    are refused by name, never opened."""
     suffixes = [s.lower() for s in Path(name).suffixes]
     suffix = suffixes[-1] if suffixes else ""
     if ARCHIVE_SUFFIXES & set(suffixes):

@@ -21,8 +21,9 @@ What is timed, all on the page's clock (performance.now()), from the click event
 Printed per length and view: open s / switch s = painted - click (what a person waits), split into server (click ->
 message), browser (message -> drawn: protobuf, React, Plotly) and paint, and "draws", the afterplots per action
 (Streamlit 1.67 draws every new chart twice). --profile DIR saves the page's CPU profile of each length (open it
-in Chromium's DevTools) to see which Plotly or Streamlit functions the browser time goes to. Hooks (an init script): every Plotly graph div's `emit` is wrapped
-when Plotly's Events.init registers its passive wheel listener (that happens before the first draw), and every
+in Chromium's DevTools) to see which Plotly or Streamlit functions the browser time goes to. Hooks (an init
+script): every Plotly graph div's `emit` is wrapped when Plotly's Events.init registers its passive wheel listener
+(that happens before the first draw), and every
 WebSocket message is logged with its size. Payload = the figure's JSON in the Streamlit message (len(spec), the
 same measure as figures.py's len(fig.to_json())), read by Playwright from the WebSocket frames. A figure the
 browser already holds arrives as a cached reference (Streamlit's message cache): such samples are counted but

@@ -77,8 +77,8 @@ def greedy_without_cache(model: Transformer, src: torch.Tensor, n_tokens: int) -
     memory_kv = model.memory_key_values(memory)
     prefix = torch.tensor([[model.config.bos_id]])
     for _ in range(n_tokens):
-        hidden, _, _ = model.decoder(model.embed(prefix, side="decoder"), memory_kv, decoder_self_mask(prefix, model.config.pad_id),
-                                     src_mask)
+        hidden, _, _ = model.decoder(model.embed(prefix, side="decoder"), memory_kv,
+                                     decoder_self_mask(prefix, model.config.pad_id), src_mask)
         token = model.logits(hidden[:, -1]).argmax(-1, keepdim=True)  # [1, 1]
         prefix = torch.cat([prefix, token], dim=1)
     return prefix[0, 1:].tolist()

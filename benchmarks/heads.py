@@ -73,7 +73,8 @@ def main() -> int:
         model(src, tgt)
 
     with torch.no_grad():
-        hidden = model.decoder(model.embed(tgt, side="decoder"), model.memory_key_values(model.encode(src)[0]), None, None)[0]
+        hidden = model.decoder(model.embed(tgt, side="decoder"), model.memory_key_values(model.encode(src)[0]),
+                               None, None)[0]
     rows = hidden.expand(len(heads), -1, -1).contiguous()  # [72, T, D]
     target = torch.tensor(list(output)).expand(rows.size(0), -1)  # [72, T]
 
@@ -95,7 +96,8 @@ def main() -> int:
         "output layer alone, 72 rows": output_layer,
         "attribution (rollout, norms, gradient x input)": lambda: attribute(model, source, output),
     }
-    print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, torch {torch.__version__}, "
+    print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, "
+          f"torch {torch.__version__}, "
           f"{args.threads} intra-op thread(s), OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
     print(f"model: pretrained/en-de ({len(heads)} heads); sentence: {len(source)} source pieces, {len(output)} output "
           f"pieces (</s> included); median of {args.repeats}, cases interleaved")

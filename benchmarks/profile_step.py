@@ -111,8 +111,8 @@ def main() -> int:
     model, src = shipped_size_model()
     config = DecodeConfig(beam_size=1, max_len=args.tokens)
     n = len(greedy_decode(model, src, config, return_attention=False).best.tokens)
-    print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, torch {torch.__version__}, "
-          f"1 intra-op thread, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
+    print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, "
+          f"torch {torch.__version__}, 1 intra-op thread, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
     print(f"greedy, {n} tokens from a 20-piece source, model of the shipped size; median of {args.rounds} profiled "
           "decodes; per generated token (the encoder's one pass included, spread over the tokens):")
     rows = profiled(model, src, config, args.rounds)
@@ -130,15 +130,18 @@ def main() -> int:
     bookkeeping = "views, reshapes and copies (bookkeeping)"
     dispatch = (wall_off - sum(fam_off.values()) + fam_off.get(bookkeeping, 0.0)) / n
     print(f"\n  without capture: Python, dispatch and tensor bookkeeping (outside operators + views and copies) "
-          f"{dispatch * 1000:.2f} ms per token ({dispatch * n / wall_off:.0%}), the linear layers {linear * 1000:.2f} ms "
-          f"({linear * n / wall_off:.0%}); a C++ engine such as CTranslate2 pays no per-call Python or dispatch cost")
+          f"{dispatch * 1000:.2f} ms per token ({dispatch * n / wall_off:.0%}), the linear layers "
+          f"{linear * 1000:.2f} ms ({linear * n / wall_off:.0%}); a C++ engine such as CTranslate2 pays no per-call "
+          "Python or dispatch cost")
     print(f"  weights read per step: {weights / 1e6:.1f} MB, which the linear layers get through at "
           f"{weights / linear / 1e9:.1f} GB/s ({linear * 1000:.2f} ms per token)")
-    print(f"  capture adds {(calls_on - calls_off) / n:.0f} ATen calls and {(wall_on - wall_off) / n * 1000:+.2f} ms per "
-          f"token (profiled): attention arithmetic "
+    print(f"  capture adds {(calls_on - calls_off) / n:.0f} ATen calls and "
+          f"{(wall_on - wall_off) / n * 1000:+.2f} ms per token (profiled): attention arithmetic "
           f"{(fam_on.get('attention arithmetic', 0) - fam_off.get('attention arithmetic', 0)) / n * 1000:+.3f} ms, "
-          f"other operators {(fam_on.get('other operators', 0) - fam_off.get('other operators', 0)) / n * 1000:+.3f} ms, "
-          f"outside operators {((wall_on - sum(fam_on.values())) - (wall_off - sum(fam_off.values()))) / n * 1000:+.3f} ms")
+          "other operators "
+          f"{(fam_on.get('other operators', 0) - fam_off.get('other operators', 0)) / n * 1000:+.3f} ms, "
+          "outside operators "
+          f"{((wall_on - sum(fam_on.values())) - (wall_off - sum(fam_off.values()))) / n * 1000:+.3f} ms")
     return 0
 
 

@@ -89,7 +89,8 @@ def build(
 ) -> dict[str, collections.Counter]:
     """Download, read, deduplicate, split and write one corpus and its attribution file; return its counts."""
     started = time.monotonic()
-    sources = (PLUS_SOURCES + MORE_SOURCES if more else PLUS_SOURCES if extra else SOURCES) + (WORDS_SOURCES if words else ())
+    sources = ((PLUS_SOURCES + MORE_SOURCES if more else PLUS_SOURCES if extra else SOURCES)
+               + (WORDS_SOURCES if words else ()))
     all_packages = [p for name in sources for p in SOURCE_INFO[name].packages]
     debs = download_debs(all_packages, cache)
     versions = {p: deb_version(d) for p, d in debs.items()}

@@ -104,7 +104,8 @@ def read_source(name: str, files: list[Path]) -> list[tuple[str, str]]:
         tables = {path.name: read_openttd_lng(path.read_bytes()) for path in files}
         (en_version, english), (de_version, german) = tables["english.lng"], tables["german.lng"]
         if en_version != de_version:   # string ids only match within one build
-            sys.exit(f"openttd: english.lng and german.lng are from different builds ({en_version:#x}, {de_version:#x})")
+            sys.exit("openttd: english.lng and german.lng are from different builds "
+                     f"({en_version:#x}, {de_version:#x})")
         return pair_openttd(english, german)
     pairs = []
     for path in files:

@@ -202,7 +202,8 @@ def gradient_x_input(model: Transformer, source_ids: Sequence[int], output_ids: 
     device = model.embed.token.weight.device
     length = len(output_ids)
     source = torch.tensor([list(source_ids)], device=device).expand(length, -1)  # [T, S]
-    decoder_input = torch.tensor([shifted_right(output_ids, model.config.bos_id)], device=device).expand(length, -1)  # [T, T]
+    decoder_input = torch.tensor([shifted_right(output_ids, model.config.bos_id)],
+                                 device=device).expand(length, -1)  # [T, T]
     rows = torch.arange(length, device=device)
     target = torch.tensor(list(output_ids), device=device)  # [T]
     with torch.enable_grad():

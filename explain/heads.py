@@ -272,7 +272,8 @@ def _staircase(model: Transformer, unmasked: _Unmasked, masks: tuple[torch.Tenso
     for layer, dec in enumerate(model.decoder.layers):  # unmasked one: they join at its cross-attention
         self_join = cross_join = None
         if "dec_self" in kinds:
-            self_join = (unmasked.sublayer_input[dec.self_attn].expand(g, -1, -1), unmasked.without(dec.self_attn, heads))
+            self_join = (unmasked.sublayer_input[dec.self_attn].expand(g, -1, -1),
+                         unmasked.without(dec.self_attn, heads))
             labels.append(("dec_self", layer))
         if "cross" in kinds:
             cross_join = (unmasked.sublayer_input[dec.cross_attn].expand(g, -1, -1),

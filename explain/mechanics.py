@@ -24,7 +24,8 @@ class AttentionInternals:
     the same names, plus the steps the Mechanics page shows between them.
 
     From the forward: query_input [Q, D] (the sub-layer's input), q [H, Q, d_k], k and v [H, K, d_k], unmasked
-    = QK^T / sqrt(d_k) [H, Q, K] as this model computes it (T5: no division, plus its position bias), context [H, Q, d_k] = weights @ V, output [Q, D] = Concat(heads) W^O. Added:
+    = QK^T / sqrt(d_k) [H, Q, K] as this model computes it (T5: no division, plus its position bias), context
+    [H, Q, d_k] = weights @ V, output [Q, D] = Concat(heads) W^O. Added:
     qk = QK^T [H, Q, K] before the scaling; mask bool [Q, K] (True = may attend); masked [H, Q, K], the softmax
     input; weights [H, Q, K]; d_k; whether this model divides by sqrt(d_k) (``scaled``: T5 does not) and adds a
     relative position bias to these scores (``position_bias``: T5's self-attention), so that ``unmasked`` is named

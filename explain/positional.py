@@ -44,7 +44,8 @@ def offset_error(max_len: int, d_model: int, offset: int, layout: str = "interle
 
 @torch.no_grad()
 def learned_positions(model: Transformer, n: int, side: str = "encoder") -> torch.Tensor:
-    """The first ``n`` rows a learned-position model's ``side`` stack reads (BART: rows 2..n+1 of its table) -> [n, D]."""
+    """The first ``n`` rows a learned-position model's ``side`` stack reads (BART: rows 2..n+1 of its table)
+    -> [n, D]."""
     return model.embed.positions(0, min(n, model.config.position_limit), side).detach().cpu()
 
 

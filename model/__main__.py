@@ -135,8 +135,8 @@ def translate_command(args: argparse.Namespace) -> int:
               "was built for; it runs on positions it never saw", file=sys.stderr)
     print(result.text)
     if args.json:
-        data = translation_to_dict(result, ckpt.tokenizer, {**dataclasses.asdict(result.decode or decode), "device": str(device),
-                                                            "checkpoint": str(args.checkpoint)})
+        data = translation_to_dict(result, ckpt.tokenizer, {**dataclasses.asdict(result.decode or decode),
+                                                            "device": str(device), "checkpoint": str(args.checkpoint)})
         try:
             Path(args.json).write_text(json.dumps(data, ensure_ascii=False))
         except OSError as exc:
@@ -151,7 +151,8 @@ def convert_command(args: argparse.Namespace) -> int:
     from .hf_folder import STAGES
     from .marian import convert_marian
 
-    def progress(stage: str) -> None:  # a large model takes minutes: each stage is said as it starts, as the sidebar does
+    # a large model takes minutes: each stage is said as it starts, as the sidebar does
+    def progress(stage: str) -> None:
         print(f"{STAGES.index(stage) + 1}/{len(STAGES)}: {stage}", flush=True)
 
     try:

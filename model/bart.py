@@ -163,7 +163,8 @@ def _read_tokenizer(folder: Path, hf: dict[str, Any]) -> tuple[HFTokenizer | M2M
     return hf_folder.read_tokenizer_json(folder, *ids), HF_TOKENIZER_FILE
 
 
-def convert_bart(folder: str | Path, out: str | Path, progress: hf_folder.Progress | None = None) -> hf_folder.Conversion:
+def convert_bart(folder: str | Path, out: str | Path,
+                 progress: hf_folder.Progress | None = None) -> hf_folder.Conversion:
     """Read a Hugging Face BART, mBART or M2M100/NLLB folder and write this project's checkpoint to ``out`` (a new or
     empty directory), telling ``progress`` each stage as it starts."""
     report(progress, Stage.READ_CONFIG)

@@ -125,7 +125,8 @@ def greedy_batch_steps(model: Transformer, sources: Sequence[torch.Tensor], conf
         stacked = _stacked(out.attention) if out.attention is not None else {}
         steps = {i: path_step(t, prefixes[i], scores[i], (topk_ids[r:r + 1].clone(), topk_probs[r:r + 1].clone()),
                               None if out.attention is None else
-                              step_attention(encoders[i], _own_rows(out.attention, stacked, r, sources[i].numel(), None)),
+                              step_attention(encoders[i],
+                                             _own_rows(out.attention, stacked, r, sources[i].numel(), None)),
                               best[r], scores[i] + selectable[r, best[r]], cfg.eos_id, configs[i])
                  for r, i in enumerate(live)}
         yield steps

@@ -3,8 +3,9 @@
     python -m model convert HF_DIR --out pretrained/NAME
 
 Each family's converter maps its weights onto this project's Transformer and records what differs as named
-ModelConfig options and meta (model.marian for Marian opus-mt, model.bart for BART, mBART, M2M100 and NLLB, model.t5 for T5 and Flan-T5). A folder of a type without a converter is refused
-with one line naming the types that have one, before anything is written.
+ModelConfig options and meta (model.marian for Marian opus-mt, model.bart for BART, mBART, M2M100 and NLLB, model.t5
+for T5 and Flan-T5). A folder of a type without a converter is refused with one line naming the types that have one,
+before anything is written.
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def model_type(folder: Path) -> str:
     if found is None:
         raise CheckpointError(f"{HF_CONFIG} names no model_type; supported: {supported}")
     if found not in CONVERTERS:
-        raise CheckpointError(f"{HF_CONFIG}: model_type {str(found)[:40]!r} cannot be converted; supported: {supported}")
+        raise CheckpointError(f"{HF_CONFIG}: model_type {str(found)[:40]!r} cannot be converted; "
+                              f"supported: {supported}")
     return found
 
 

@@ -146,7 +146,8 @@ class DecodeResult:
             enc_self=first.enc_self, dec_self=_stack_rows(self.steps, hyp.path, "dec_self", 0.0),
             cross=_stack_rows(self.steps, hyp.path, "cross", 0.0), enc_self_scores=first.enc_self_scores,
             dec_self_scores=_stack_rows(self.steps, hyp.path, "dec_self_scores", low),
-            cross_scores=_stack_rows(self.steps, hyp.path, "cross_scores", low), src_mask=first.src_mask, tgt_mask=causal)
+            cross_scores=_stack_rows(self.steps, hyp.path, "cross_scores", low), src_mask=first.src_mask,
+            tgt_mask=causal)
 
 
 def check_forced_bos(model: Transformer, config: DecodeConfig) -> None:

@@ -129,8 +129,8 @@ def _load_pickle(path: Path) -> dict[str, torch.Tensor]:
 def read_weights(folder: Path) -> tuple[dict[str, torch.Tensor], str]:
     """The folder's tensors by Hugging Face name and the file they came from: model.safetensors preferred."""
     if (folder / f"{HF_PICKLE}.index.json").is_file() and not has_weights(folder):
-        raise CheckpointError(f"unsupported: the weights in {folder} are sharded pickles (pytorch_model.bin.index.json); "
-                              "save the model with safetensors")
+        raise CheckpointError(f"unsupported: the weights in {folder} are sharded pickles "
+                              "(pytorch_model.bin.index.json); save the model with safetensors")
     if (folder / INDEX).is_file() and not (folder / HF_SAFETENSORS).is_file():
         return _read_shards(folder), INDEX
     path = folder / HF_SAFETENSORS

@@ -141,7 +141,8 @@ def unknown_share(source: Source, unk_id: int) -> float:
     by a byte-fallback tokenizer. Chinese or emoji for the en-de model are all such pieces, and its "translation"
     then says nothing about the input."""
     ids, pieces = source.ids[:-1], source.pieces[:-1]
-    return sum(i == unk_id or bool(BYTE_PIECE.fullmatch(p)) for i, p in zip(ids, pieces, strict=True)) / max(len(ids), 1)
+    return (sum(i == unk_id or bool(BYTE_PIECE.fullmatch(p)) for i, p in zip(ids, pieces, strict=True))
+            / max(len(ids), 1))
 
 
 def beyond_training(model: Transformer, length: int) -> bool:

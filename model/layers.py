@@ -138,8 +138,8 @@ class DecoderLayer(nn.Module):
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, options)
         self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first, options) for _ in range(3)])
 
-    def forward(self, y: torch.Tensor, memory_kv: KeyValue, self_mask: torch.Tensor | None, cross_mask: torch.Tensor | None,
-                past: KeyValue | None = None, return_attention: Capture = False,
+    def forward(self, y: torch.Tensor, memory_kv: KeyValue, self_mask: torch.Tensor | None,
+                cross_mask: torch.Tensor | None, past: KeyValue | None = None, return_attention: Capture = False,
                 heads: tuple[torch.Tensor, torch.Tensor] | None = None
                 ) -> tuple[torch.Tensor, AttentionOutput, AttentionOutput]:
         """y [B, T_new, D]; memory_kv = this layer's projected encoder keys/values [B, H, S, d_k];

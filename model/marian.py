@@ -160,7 +160,8 @@ def _model_name(folder: Path) -> str:
     return (hf_folder.hub_id(folder) or match.split("--")[-1])[:100]
 
 
-def convert_marian(folder: str | Path, out: str | Path, progress: hf_folder.Progress | None = None) -> hf_folder.Conversion:
+def convert_marian(folder: str | Path, out: str | Path,
+                   progress: hf_folder.Progress | None = None) -> hf_folder.Conversion:
     """Read a Hugging Face Marian folder and write this project's checkpoint to ``out`` (a new or empty directory),
     telling ``progress`` each stage as it starts."""
     report(progress, Stage.READ_CONFIG)

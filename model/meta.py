@@ -92,7 +92,8 @@ MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or 
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
                    "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
                    "earlier": (dict,), "device": (str,),
-                   "vocabulary_after": (str,)}  # the run after this link read another tokenizer (training.vocab_transfer)
+                   # the run after this link read another tokenizer (training.vocab_transfer)
+                   "vocabulary_after": (str,)}
 
 
 def _typed(values: dict, types: dict[str, tuple[type, ...]]) -> dict:

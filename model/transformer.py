@@ -143,8 +143,8 @@ class DecoderState:
     """What incremental decoding carries between steps (one row per hypothesis).
 
     memory_kv: per decoder layer, the encoder keys/values for cross-attention [B, H, S, d_k], computed
-    once; cross_mask [B, 1, 1, S] (None when nothing is padded); past: per layer, the decoder self-attention keys/values so far
-    [B, H, t, d_k]; length = t, the number of target tokens already fed.
+    once; cross_mask [B, 1, 1, S] (None when nothing is padded); past: per layer, the decoder self-attention
+    keys/values so far [B, H, t, d_k]; length = t, the number of target tokens already fed.
     """
 
     memory_kv: list[KeyValue]

@@ -1,10 +1,10 @@
 """BART-family checkpoints for tests, built without transformers or any download.
 
 BART's tokenizer layout (byte-level BPE without a prefix space; <s> 0, <pad> 1, </s> 2, <unk> 3; "<s> ... </s>"
-around a source) trained here with the tokenizers package, and ``bart_checkpoint``: a converted BART, mBART or M2M100 (NLLB)
-checkpoint as `python -m model convert` writes it, with random weights. ``bart_folder`` is the other side: a Hugging
-Face BART folder as save_pretrained writes it (random weights under Hugging Face's names), and ``cache_model`` puts a
-folder into a Hugging Face cache as the hub's libraries lay it out.
+around a source) trained here with the tokenizers package, and ``bart_checkpoint``: a converted BART, mBART or M2M100
+(NLLB) checkpoint as `python -m model convert` writes it, with random weights. ``bart_folder`` is the other side: a
+Hugging Face BART folder as save_pretrained writes it (random weights under Hugging Face's names), and ``cache_model``
+puts a folder into a Hugging Face cache as the hub's libraries lay it out.
 """
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def bart_tokenizer_json(vocab_size: int = 400, languages: tuple[str, ...] = ()) 
     if languages:
         tk.add_special_tokens(list(languages))
         tk.post_processor = processors.TemplateProcessing(
-            single=f"{languages[0]} $A </s>", special_tokens=[(languages[0], tk.token_to_id(languages[0])), ("</s>", 2)])
+            single=f"{languages[0]} $A </s>",
+            special_tokens=[(languages[0], tk.token_to_id(languages[0])), ("</s>", 2)])
     return tk.to_str().encode()
 
 
@@ -151,7 +152,7 @@ def cache_model(cache: Path, model_id: str, source: Path, commit: str = "0123abc
     return snapshot
 
 
-# ---------------------------------------------------------------- the reference models' settings (tests/model/test_bart*.py)
+# ------------------------------------------------------- the reference models' settings (tests/model/test_bart*.py)
 MAX_NEW = 12
 EOS_SCALE = {"bart": 2.5, "mbart": -2.0, "m2m_100": -6.0}  # found by trying: outputs of 1-12 pieces
 

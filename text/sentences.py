@@ -53,7 +53,8 @@ def _can_start(first: str, after_dots: bool) -> bool:
 
 
 def _no_end(word: str, lang: str) -> bool:
-    """A last word whose full stop marks an abbreviation, an initial or a German ordinal ("Dr.", "e.g.", "J.", "17.")."""
+    """A last word whose full stop marks an abbreviation, an initial or a German ordinal
+    ("Dr.", "e.g.", "J.", "17.")."""
     if not word.endswith("."):
         return False
     word = word.lstrip(_OPENERS)

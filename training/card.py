@@ -44,8 +44,8 @@ def _weak_model(epochs: list[dict], last: int = 3) -> str:
     elif per_epoch >= STILL_FALLING:
         trend = (f"Its validation loss was still falling by {per_epoch:.3f} per epoch over its last {len(losses) - 1} "
                  f"epochs ({losses[0]:.3f} -> {losses[-1]:.3f}), so **it is undertrained**: continuing from this "
-                 f"checkpoint (`python -m training.train --task en-de --out runs/en-de-next --init-from pretrained/en-de "
-                 f"--epochs {int(epochs[-1]['epoch']) + 10}`) is expected to improve it.")
+                 f"checkpoint (`python -m training.train --task en-de --out runs/en-de-next "
+                 f"--init-from pretrained/en-de --epochs {int(epochs[-1]['epoch']) + 10}`) is expected to improve it.")
     elif per_epoch >= SLOWLY_FALLING:
         trend = (f"Its validation loss was still falling, slowly, by {per_epoch:.3f} per epoch over its last "
                  f"{len(losses) - 1} epochs ({losses[0]:.3f} -> {losses[-1]:.3f}): more epochs of this recipe buy a "
@@ -104,7 +104,8 @@ def _score_table(report: dict, group: str = "per_source", order: Sequence[str] =
     for key in settings:
         r = report[key]
         lines.append(_md_row([key, *([r["overall"]["bleu"], r["overall"]["chrf"]] if overall else []),
-                              *(f"{r[group][k]['bleu']} / {r[group][k]['chrf']} (n={r[group][k]['n']})" for k in keys)]))
+                              *(f"{r[group][k]['bleu']} / {r[group][k]['chrf']} (n={r[group][k]['n']})"
+                                for k in keys)]))
     return lines
 
 
@@ -227,8 +228,8 @@ def _attention_spread(entropy: dict | None) -> list[str]:
                      "source, not particular words: the model has not learned to align.")
     elif min(entropy["cross"]) > 0.4:
         lines.append("  Cross-attention is still broad: the decoder has begun to read particular source words "
-                     "but spreads much of its weight (the reversal model, which aligns exactly, reads under 0.2 in its last "
-                     "layer).")
+                     "but spreads much of its weight (the reversal model, which aligns exactly, reads under 0.2 in its "
+                     "last layer).")
     if entropy["encoder_self"][0] < 0.1:
         lines.append("  The first encoder layer's heads each put nearly all their weight on one token, so the "
                      "encoder's positions come out alike, which leaves cross-attention little to tell apart.")
@@ -266,7 +267,8 @@ def new_sources_section(report: dict, extra: dict | None) -> list[str]:
             _md_row(["source", "test pairs", *(f"{k} BLEU / chrF" for k in extra_settings)]),
             _md_row(["---"] * (2 + len(extra_settings))),
             *[_md_row([name, scores[extra_first][name]["n"],
-                       *(f"{scores[k][name]['bleu']} / {scores[k][name]['chrf']}" for k in extra_settings)]) for name in new]]
+                       *(f"{scores[k][name]['bleu']} / {scores[k][name]['chrf']}" for k in extra_settings)])
+              for name in new]]
 
 
 def study_section(checkpoint: Path) -> list[str]:
@@ -316,7 +318,8 @@ def names_numbers_section(report: dict | None) -> list[str]:
             "if it stands in the translation verbatim and whole (\"Anna\" is not in \"Annatin\"). "
             f"Target: {NAMES_NUMBERS_TARGET:g}%.", "",
             "| decoding | carried over | BLEU | chrF |", "|---|---|---|---|",
-            *[_md_row([name, f"{shares[key]['share']}%", report[key]["overall"]["bleu"], report[key]["overall"]["chrf"]])
+            *[_md_row([name, f"{shares[key]['share']}%",
+                       report[key]["overall"]["bleu"], report[key]["overall"]["chrf"]])
               for name, key in (("greedy", "greedy"), ("beam 4", "beam4"))], "",
             *(["Every miss:", "", "| decoding | missing | English | translation |", "|---|---|---|---|",
                *[_md_row([key.replace("beam4", "beam 4"), string, report["en"][row], report[key]["translations"][row]])
@@ -383,7 +386,8 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         f"| epoch | step | valid loss | valid BLEU ({meta.get('valid_sentences', 400)} sentences, greedy) | "
         "valid chrF |",
         "|---|---|---|---|---|",
-        *[f"| {e['epoch']} | {e['step']} | {e['valid_loss']} | {e['valid_bleu']} | {e['valid_chrf']} |" for e in epochs],
+        *[f"| {e['epoch']} | {e['step']} | {e['valid_loss']} | {e['valid_bleu']} | {e['valid_chrf']} |"
+          for e in epochs],
         "",
         f"## Test scores (sacrebleu {__import__('sacrebleu').__version__}, {report.get('split', 'test')} split, "
         f"{report['greedy']['overall']['n']} pairs)",
@@ -394,7 +398,8 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
             *_score_table(report, "per_length", LENGTH_LABELS)] if "per_length" in report.get("greedy", {}) else []),
         *new_sources_section(report, extra),
         "",
-        *everyday_section(everyday_report(ckpt.model, ckpt.tokenizer, everyday, ckpt.length_penalty) if everyday else None),
+        *everyday_section(everyday_report(ckpt.model, ckpt.tokenizer, everyday, ckpt.length_penalty)
+                          if everyday else None),
         *names_numbers_section(names_numbers_report(ckpt.model, ckpt.tokenizer, names_numbers, ckpt.length_penalty)
                                if names_numbers else None),
         "Per-source counts of the corpus:",

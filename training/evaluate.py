@@ -90,8 +90,8 @@ NAMES_NUMBERS = EVERYDAY.with_name("names_numbers.tsv")  # names and numbers to 
 
 
 def carried_over(hyps: Sequence[str], keeps: Sequence[Sequence[str]]) -> dict:
-    """The share of the strings each translation must copy verbatim and whole (names, years, amounts, codes) that it does,
-    and every one it misses as (row, string): a name or number turned into another is wrong however fluent."""
+    """The share of the strings each translation must copy verbatim and whole (names, years, amounts, codes) that it
+    does, and every one it misses as (row, string): a name or number turned into another is wrong however fluent."""
     misses = [(row, s) for row, (hyp, keep) in enumerate(zip(hyps, keeps, strict=True)) for s in keep
               if not re.search(rf"(?<!\w){re.escape(s)}(?!\w)", hyp)]  # whole: "Anna" is not in "Annatin"
     total = sum(len(keep) for keep in keeps)

@@ -60,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--run", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--which", default="best",
-                        help="checkpoint directory inside the run: best (default), last, or e.g. avg from training.average")
+                        help="checkpoint directory inside the run: best (default), last, "
+                             "or e.g. avg from training.average")
     parser.add_argument("--fp32", action="store_true", help="keep float32 weights (default: float16)")
     parser.add_argument("--snapshot", help="ship as a snapshot of an earlier stage of training, with this one-line "
                                            "description (at most 100 characters); no logs")

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported: busy-waiting threads starve a shared CPU
+# before torch is imported: busy-waiting threads starve a shared CPU
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
 import csv
@@ -79,8 +80,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--dropout", type=float, help="residual, attention and FFN dropout (default 0.1; with "
                         "--init-from: the checkpoint's own unless given)")
     parser.add_argument("--label-smoothing", type=float, default=0.1)
-    parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast (faster on GPUs and on CPUs with native bf16, e.g. AMX; "
-                        "emulated and far slower on others, so it is then refused)")
+    parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast (faster on GPUs and on CPUs with "
+                        "native bf16, e.g. AMX; emulated and far slower on others, so it is then refused)")
     parser.add_argument("--device", default="auto", help="auto (CUDA if present), cpu or cuda")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     parser.add_argument("--save-every", type=int, default=100, help="steps between resumable saves")
@@ -100,8 +101,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tokenizer", help="a sentencepiece model to use instead of training one (e.g. another run's "
                         "tokenizer.model); with --init-from of another vocabulary, the checkpoint's embeddings are "
                         "carried over piece by piece (training.vocab_transfer)")
-    parser.add_argument("--start-step", type=int, default=0, help="with --init-from: the schedule's step to start at (default: the checkpoint's own)")
-    parser.add_argument("--start-epoch", type=int, default=0, help="with --init-from: epochs already done (default: the checkpoint's own)")
+    parser.add_argument("--start-step", type=int, default=0, help="with --init-from: the schedule's step to start at "
+                        "(default: the checkpoint's own)")
+    parser.add_argument("--start-epoch", type=int, default=0, help="with --init-from: epochs already done (default: "
+                        "the checkpoint's own)")
     args = parser.parse_args(argv)
     for key, value in PRESETS[args.task].items():
         if getattr(args, key) is None:

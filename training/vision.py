@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported: busy-waiting threads starve a shared CPU
+# before torch is imported: busy-waiting threads starve a shared CPU
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
 import csv

@@ -23,7 +23,8 @@ SLANT = 1.6
 SLANT_OVERHANG = 0.6 * 0.71
 # The width of a figure in a page of 1, 2 or 3 columns on a 1280-px screen with the sidebar open (measured in
 # Chromium: the main column runs from x = 380 to 1200; columns are 16 px apart), before its colour bar and piece
-# labels: how much room its axes have for labels. (950 / 440 / 270 before: labels collided, tests/e2e/test_text_layout.py.)
+# labels: how much room its axes have for labels. (950 / 440 / 270 before: labels collided,
+# tests/e2e/test_text_layout.py.)
 COLUMN_PX = {1: 820, 2: 400, 3: 262}
 SLIDE_PX = 560  # a slide's figure column (7 of 10 beside the slide's text) at 1280 px
 COLORBAR_PX = 90  # what a vertical colour bar with its title takes of a figure's width

@@ -39,7 +39,8 @@ def topk_figure(pieces: Sequence[str], probs: np.ndarray, chosen: Sequence[bool]
     fig = go.Figure(go.Bar(
         x=probs, y=np.arange(len(pieces)), orientation="h", marker_color=colors, text=[f"{p:.3f}" for p in probs],
         textposition="outside",
-        customdata=np.array([[p, "chosen" if c else ""] for p, c in zip(plotly_text(pieces), chosen, strict=True)], dtype=object),
+        customdata=np.array([[p, "chosen" if c else ""] for p, c in zip(plotly_text(pieces), chosen, strict=True)],
+                            dtype=object),
         hovertemplate="next piece <b>%{customdata[0]}</b><br>probability %{x:.4f}<br>%{customdata[1]}<extra></extra>",
         name="probability"))
     fig.update_xaxes(automargin=True, title_text="probability of the next piece", range=[0, 1.12], showgrid=True,
@@ -117,7 +118,8 @@ def beam_tree_nodes(steps: Sequence[Sequence[TreeCandidate]], hypotheses: Sequen
     frame["nbest"], frame["best"] = False, False
     frame.loc[0, ["nbest", "best"]] = True
     for rank, (tokens, path) in enumerate(hypotheses):
-        ids = [index[(t, row, tok)] for t, (row, tok) in enumerate(zip(path, tokens, strict=True)) if (t, row, tok) in index]
+        ids = [index[(t, row, tok)] for t, (row, tok) in enumerate(zip(path, tokens, strict=True))
+               if (t, row, tok) in index]
         frame.loc[ids, "nbest"] = True
         if rank == 0:
             frame.loc[ids, "best"] = True

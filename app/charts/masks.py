@@ -62,7 +62,8 @@ def unmasked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str
     rows, cols = np.nonzero(~mask)
     if rows.size:
         fig.add_trace(go.Scatter(x=cols + 0.3, y=rows - 0.28, mode="markers", hoverinfo="skip", showlegend=False,
-                                 marker=dict(symbol="x-thin", size=9, line=dict(width=1.5, color="rgba(60,60,60,0.8)"))))
+                                 marker=dict(symbol="x-thin", size=9,
+                                             line=dict(width=1.5, color="rgba(60,60,60,0.8)"))))
     return _matrix_axes(fig, key_labels, query_labels, title, columns)
 
 

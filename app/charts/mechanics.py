@@ -163,7 +163,8 @@ def saturation(d_ks: list[int], stats: dict[str, np.ndarray]) -> go.Figure:
                                      name=label, legendgroup=variant, showlegend=c == 1, line=dict(color=color),
                                      hovertemplate=f"{label}<br>d_k %{{x}}<br>%{{y:.3f}}<extra></extra>"),
                           row=1, col=c)
-        fig.update_xaxes(type="log", title_text="d_k (log scale)", tickvals=[d for d in d_ks if d in (1, 4, 16, 64, 256, 1024)],
+        fig.update_xaxes(type="log", title_text="d_k (log scale)",
+                         tickvals=[d for d in d_ks if d in (1, 4, 16, 64, 256, 1024)],
                          tickangle=0, row=1, col=c)
     fig.update_annotations(yshift=8)  # subplot titles clear of the plots
     fig.update_layout(legend=dict(orientation="h", y=-0.3))
@@ -185,7 +186,8 @@ def sample_softmax(scaled: np.ndarray, unscaled: np.ndarray, d_k: int) -> go.Fig
 def output_matrix(output: np.ndarray, query_labels: list[str], d_model: int, highlight: int | None = None
                   ) -> go.Figure:
     """MultiHead output [Q, D] = Concat(heads) W^O."""
-    return vector_matrix(output, query_labels, f"Output = Concat(heads) · W<sup>O</sup>   (W<sup>O</sup> is {d_model} × {d_model})",
+    return vector_matrix(output, query_labels,
+                         f"Output = Concat(heads) · W<sup>O</sup>   (W<sup>O</sup> is {d_model} × {d_model})",
                          "query", highlight, x_title="model dimension (d_model)")
 
 

@@ -43,7 +43,8 @@ def pe_curves(pe: np.ndarray, dims: list[int], wavelengths: list[float], sines: 
     positions = np.arange(pe.shape[0])
     for i, (dim, lam, sine) in enumerate(zip(dims, wavelengths, sines, strict=True)):
         fig.add_trace(go.Scatter(x=positions, y=pe[:, dim], mode="lines+markers", marker=dict(size=4),
-                                 name=dimension_label(dim, lam, sine), line=dict(color=HEAD_COLORS[i % len(HEAD_COLORS)]),
+                                 name=dimension_label(dim, lam, sine),
+                                 line=dict(color=HEAD_COLORS[i % len(HEAD_COLORS)]),
                                  hovertemplate=f"dim {dim}<br>position %{{x}}<br>PE %{{y:.3f}}<extra></extra>"))
     fig.update_xaxes(title_text="position")
     fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1])

@@ -94,7 +94,8 @@ def architecture_diagram(cfg: dict, start_piece: str = "<s>") -> go.Figure:
     shifted = f"Output shifted right: {plotly_text([start_piece])[0]} y<sub>1</sub> … y<sub>t−1</sub>"
     for (x0, x1), label in ((enc, "Source pieces (S)"), (dec, shifted)):
         _box(fig, x0 + 0.2, x1 - 0.2, 1.0, 1.8, f"Embedding × √{d}<br>+ positional encoding", COLORS["embed"])
-        fig.add_annotation(x=(x0 + x1) / 2, y=0.35, text=label, showarrow=False, font=dict(size=DIAGRAM_FONT, color=INK))
+        fig.add_annotation(x=(x0 + x1) / 2, y=0.35, text=label, showarrow=False,
+                           font=dict(size=DIAGRAM_FONT, color=INK))
         _arrow(fig, (x0 + x1) / 2, 0.55, (x0 + x1) / 2, 1.0)
     fig.add_annotation(x=5.0, y=1.4, text=f"shared E<br>{v:,} × {d}", showarrow=False,
                        font=dict(size=DIAGRAM_FONT, color="#a33"))
@@ -124,7 +125,8 @@ def architecture_diagram(cfg: dict, start_piece: str = "<s>") -> go.Figure:
 
 def lr_schedule(curves: list[tuple[str, np.ndarray, np.ndarray]], stop: tuple[int, float] | None = None,
                 title: str = "Learning-rate schedule") -> go.Figure:
-    """Learning rate against step; ``curves`` = (label, steps, lr) and ``stop`` = (step, lr) of the checkpoint's weights."""
+    """Learning rate against step; ``curves`` = (label, steps, lr) and ``stop`` = (step, lr) of the checkpoint's
+    weights."""
     fig = go.Figure()
     for i, (label, steps, lrs) in enumerate(curves):
         fig.add_trace(go.Scatter(x=np.asarray(steps), y=np.asarray(lrs), mode="lines", name=label,

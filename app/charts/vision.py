@@ -245,7 +245,8 @@ def window_attention(weights: np.ndarray, mask: np.ndarray | None, title: str) -
                                      colorbar=dict(title=dict(text="weight"), thickness=14), name=f"W{w} H{h + 1}",
                                      hovertemplate=f"window {w} · head {h + 1}<br>query %{{y}} · key %{{x}}"
                                                    "<br>weight %{z:.3f}<extra></extra>"), **where)
-            fig.update_xaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False, constrain="domain", **where)
+            fig.update_xaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False, constrain="domain",
+                             **where)
             fig.update_yaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False, autorange="reversed",
                              constrain="domain", **where)
     fig.update_layout(plot_bgcolor=MASKED_COLOR)

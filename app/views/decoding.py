@@ -134,7 +134,8 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
                         config=plotly_config("decoder_self_row", fmt))
         cross_row = select_head(to_numpy(step.cross[layer, row]), head)
         st.plotly_chart(presentable(attention_row_figure(cross_row, list(translation.source.pieces),
-                                                         title=f"Cross-attention of “{query}” over the source<br><sup>{what}</sup>",
+                                                         title=f"Cross-attention of “{query}” over the source"
+                                                               f"<br><sup>{what}</sup>",
                                                          key_title="source piece", query_label=prefix[-1])),
                         key="decoding_cross", width="stretch", theme=None,
                         config=plotly_config("cross_row", fmt))

@@ -84,7 +84,8 @@ def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) ->
                               "Causal (sequence) mask<br><sup>lower-triangular: no later key</sup>"),
              "mask_causal")
     with c3:
-        plot(charts.mask_grid(dec_mask, tgt, tgt, "Padding AND causal<br><sup>what decoder self-attention used</sup>"), "mask_dec")
+        plot(charts.mask_grid(dec_mask, tgt, tgt, "Padding AND causal<br><sup>what decoder self-attention used</sup>"),
+             "mask_dec")
     st.caption("Rows of padded *queries* are still computed, but nothing reads them: they are masked as keys "
                "everywhere and the loss ignores padded targets.")
 
@@ -116,7 +117,8 @@ def scores_panel(model, src, tgt_in, trace, row: int, labels: dict[str, tuple[li
                                   f"2 · After masking<br><sup>mask: {KIND_MASK[kind]}</sup>"), "mask_scores")
     right, note = st.columns(2, vertical_alignment="center")
     with right:
-        plot(charts.masked_weights(weights, mask, queries, keys, "3 · Softmax<br><sup>the weights exactly as the model used them</sup>"),
+        plot(charts.masked_weights(weights, mask, queries, keys,
+                                   "3 · Softmax<br><sup>the weights exactly as the model used them</sup>"),
              "mask_weights")
     leak = float(np.max(weights[~mask], initial=0.0))
     sums = weights.sum(-1)

@@ -25,13 +25,17 @@ from model.transformer import shifted_right
 
 log = logging.getLogger("attention_explorer")
 D_KS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
-QKV_SOURCES = """
-| Attention | Queries Q from | Keys K and values V from | Mask |
-|---|---|---|---|
-| Encoder self-attention | the previous encoder layer (layer 1: embeddings + PE) | the same sequence | source padding |
-| Decoder self-attention | the previous decoder layer (layer 1: embeddings + PE) | the same sequence, positions ≤ t | target padding AND causal |
-| Cross-attention | the decoder's masked self-attention sub-layer | the **final encoder output** (every decoder layer) | source padding |
-"""
+QKV_SOURCES = (
+    "\n"
+    "| Attention | Queries Q from | Keys K and values V from | Mask |\n"
+    "|---|---|---|---|\n"
+    "| Encoder self-attention | the previous encoder layer (layer 1: embeddings + PE) | the same sequence "
+    "| source padding |\n"
+    "| Decoder self-attention | the previous decoder layer (layer 1: embeddings + PE) "
+    "| the same sequence, positions ≤ t | target padding AND causal |\n"
+    "| Cross-attention | the decoder's masked self-attention sub-layer "
+    "| the **final encoder output** (every decoder layer) | source padding |\n"
+)
 SCORE_FUNCTIONS = [  # (name, formula, note)
     ("additive", r"\mathrm{score}(s_t,h_i)=v_a^\top\tanh(W_a[s_t;h_i])", "Bahdanau 2015"),
     ("general", r"\mathrm{score}(s_t,h_i)=s_t^\top W_a h_i", "Luong 2015"),
@@ -122,11 +126,11 @@ def multihead_panel(it, qs: list[str], head: int, query: int, n_heads: int) -> N
     st.latex(r"\mathrm{MultiHead}(Q,K,V)=\mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W^O,\quad "
              r"\mathrm{head}_i=\mathrm{Attention}(QW_i^Q,KW_i^K,VW_i^V)")
     st.markdown(f"The {n_heads} heads run in parallel on {it.d_k}-dimensional slices; their outputs are laid side by "
-                f"side ({n_heads} × {it.d_k} = {n_heads * it.d_k}) and mixed by one matrix $W^O$. The dotted box is the "
-                "head shown above. Why several heads? One head averages everything it attends to into one "
-                "vector; with h heads, each with its own W<sup>Q</sup>, W<sup>K</sup>, W<sup>V</sup>, the model can attend "
-                "to different positions in different representation subspaces at once (the paper found one head "
-                "0.9 BLEU worse than 8, Table 3). The cost stays that of one full-width head: d_k = d_model / h.",
+                f"side ({n_heads} × {it.d_k} = {n_heads * it.d_k}) and mixed by one matrix $W^O$. The dotted box "
+                "is the head shown above. Why several heads? One head averages everything it attends to into one "
+                "vector; with h heads, each with its own W<sup>Q</sup>, W<sup>K</sup>, W<sup>V</sup>, the model can "
+                "attend to different positions in different representation subspaces at once (the paper found one "
+                "head 0.9 BLEU worse than 8, Table 3). The cost stays that of one full-width head: d_k = d_model / h.",
                 unsafe_allow_html=True)
     c1, c2 = st.columns(2)
     with c1:

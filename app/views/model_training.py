@@ -52,7 +52,8 @@ def config_panel(ckpt) -> None:
     c = ckpt.config
     rows = [("Encoder layers N", c.n_encoder_layers, 6), ("Decoder layers N", c.n_decoder_layers, 6),
             ("d_model (token vector width)", c.d_model, 512), ("Heads h", c.n_heads, 8),
-            ("d_k = d_v" + (" = d_model / h" if c.head_dim is None else " (its own)"), c.d_k, 64), ("d_ff (feed-forward width)", c.d_ff, 2048),
+            ("d_k = d_v" + (" = d_model / h" if c.head_dim is None else " (its own)"), c.d_k, 64),
+            ("d_ff (feed-forward width)", c.d_ff, 2048),
             ("Vocabulary (source + target)", c.vocab_size, "37000 (BPE)"),
             ("Dropout (residual, attn, FFN)", c.dropout, 0.1), ("Max positions", c.max_len, "—"),
             ("Normalisation", "pre-norm" if c.norm_first else "post-norm", "post-norm"),
@@ -93,8 +94,8 @@ def architecture_panel(ckpt) -> None:
     plot(charts.architecture_diagram(c.to_dict(), start), "model_architecture")
     st.markdown("**Encoder–decoder, auto-regressive.** The encoder reads the whole source at once and produces "
                 f"one {c.d_model}-dimensional vector per piece. The decoder generates the output one piece at a time, "
-                f"reading its own previous outputs (shifted right, starting with {start}) and the encoder output through "
-                "cross-attention — see *Decoding, step by step*.")
+                f"reading its own previous outputs (shifted right, starting with {start}) and the encoder output "
+                "through cross-attention — see *Decoding, step by step*.")
     c1, c2 = st.columns(2)
     with c1:
         norm = "RMSNorm" if c.norm == "rms" else "LayerNorm"

@@ -60,7 +60,8 @@ def matrix_panel(d_model: int, max_len: int, layout: str) -> None:
     st.markdown(f"Each (sin, cos) pair is a wave. Wavelengths grow geometrically, from **2π ≈ {lam[0]:.2f}** "
                 f"positions (dimensions {sin_dims[0]}, {cos_dims[0]}) to **{lam[-1]:,.0f}** positions (the last "
                 "pair; the formula's limit "
-                f"is 10000·2π ≈ {10000 * 2 * math.pi:,.0f}). Left columns{' of each half' if layout != 'interleaved' else ''} "
+                f"is 10000·2π ≈ {10000 * 2 * math.pi:,.0f}). "
+                f"Left columns{' of each half' if layout != 'interleaved' else ''} "
                 "change every position; right columns barely change over a whole sentence, so together they give "
                 "each position a unique code.")
     dims = dimensions_ui(d_model, layout)
@@ -190,7 +191,8 @@ def render() -> None:
     relative_panel(d_model, max_len, layout)
     st.info("**Learned vs fixed.** The paper also tried learned positional embeddings and got nearly identical "
             "results (Table 3, row E). It kept the sinusoids because they need no parameters and may extrapolate "
-            "to sentences longer than any seen in training. This model uses the fixed sinusoids.", icon=":material/push_pin:")
+            "to sentences longer than any seen in training. This model uses the fixed sinusoids.",
+            icon=":material/push_pin:")
     translation = require_translation()
     if translation is not None:
         embedding_panel(ckpt, translation)

@@ -90,7 +90,8 @@ def read_weights(data: bytes, model: nn.Module) -> dict[str, torch.Tensor]:
     expected = model.state_dict()
     missing, unexpected = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
     if missing or unexpected:
-        raise CheckpointError(f"{WEIGHTS} does not match the config: missing {missing[:5]}, unexpected {unexpected[:5]}")
+        raise CheckpointError(f"{WEIGHTS} does not match the config: missing {missing[:5]}, "
+                              f"unexpected {unexpected[:5]}")
     for name, tensor in weights.items():
         if tuple(tensor.shape) != tuple(expected[name].shape):
             raise CheckpointError(f"{WEIGHTS}: {name} has shape {tuple(tensor.shape)}, "

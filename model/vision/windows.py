@@ -58,7 +58,8 @@ def shifted_window_mask(resolution: int, window: int, shift: int) -> torch.Tenso
 def relative_position_index(window: int) -> torch.Tensor:
     """[M*M, M*M] long: for query i and key j of a window, the row of the bias table [(2M-1)^2, H] that holds
     the bias of their offset (dy, dx), each in -(M-1)..M-1, as (dy + M - 1) * (2M - 1) + (dx + M - 1)."""
-    coords = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window), indexing="ij")).flatten(1)  # [2, M*M]
+    coords = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window),
+                                        indexing="ij")).flatten(1)  # [2, M*M]
     offset = coords[:, :, None] - coords[:, None, :] + window - 1  # [2, M*M, M*M], each in 0..2M-2
     return offset[0] * (2 * window - 1) + offset[1]  # [M*M, M*M]
 

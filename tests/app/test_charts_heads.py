@@ -27,7 +27,8 @@ def test_panels_share_the_row_pieces_and_keep_each_scale():
     np.testing.assert_array_equal(fig.data[1].z, b.astype(np.float32))
     assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1.0
     assert fig.layout.coloraxis2.cmid == 0 and fig.layout.coloraxis2.cmax == 0.5
-    assert list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "▁x"] and list(fig.layout.xaxis2.ticktext)[1] == "&lt;/s&gt;"
+    assert (list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "▁x"]
+            and list(fig.layout.xaxis2.ticktext)[1] == "&lt;/s&gt;")
     assert "diff: <b>%{z:.4f}</b>" in fig.data[1].hovertemplate and "%{y}" in fig.data[1].hovertemplate
     assert fig.data[0].customdata is None and fig.data[0].text is None  # no per-cell strings
     assert len(fig.layout.shapes) == 2  # the selected row, outlined in both panels

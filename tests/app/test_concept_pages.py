@@ -71,8 +71,10 @@ def test_masks_page_weights_are_the_batch_trace_with_exact_zeros(app_test, figur
         assert np.isfinite(raw).all()
         np.testing.assert_allclose(raw[mask], trace.scores(kind)[layer, 1, head].numpy()[mask], rtol=1e-4, atol=1e-4)
         crosses = figures(at)["mask_raw_scores"]["data"][1]
-        cells = zip(np.rint(np.asarray(crosses["y"])).astype(int), np.rint(np.asarray(crosses["x"])).astype(int), strict=True)
-        assert sorted(cells) == sorted(zip(*np.nonzero(~mask), strict=True))  # one cross in the corner of each masked cell
+        cells = zip(np.rint(np.asarray(crosses["y"])).astype(int),
+                    np.rint(np.asarray(crosses["x"])).astype(int), strict=True)
+        # one cross in the corner of each masked cell
+        assert sorted(cells) == sorted(zip(*np.nonzero(~mask), strict=True))
 
 
 def test_masks_page_longer_second_sentence_pads_the_current_one(app_test, figures):
@@ -123,7 +125,8 @@ def test_model_page_schedule_uses_the_checkpoint_settings(app_test, figures):
     own = figures(at)["model_lr_own"]["data"]
     meta, d = ckpt.meta, ckpt.config.d_model
     # the curve is the rate the log recorded at each step, which is the schedule with this checkpoint's settings
-    np.testing.assert_allclose(own[0]["y"], [noam_lr(int(s), d, meta["warmup"], meta["lr_factor"]) for s in own[0]["x"]],
+    np.testing.assert_allclose(own[0]["y"],
+                               [noam_lr(int(s), d, meta["warmup"], meta["lr_factor"]) for s in own[0]["x"]],
                                rtol=1e-5)
     assert list(own[1]["x"]) == [meta["steps"]]  # the step these weights are from
     bars = figures(at)["model_label_smoothing"]["data"][0]["y"]

@@ -56,7 +56,8 @@ def test_the_positional_page_shows_the_learned_tables_not_sinusoids(on_model, fi
     assert any("This model learns its positions" in i.value for i in at.info)
     drawn = figures(at)
     table = drawn["pe_matrix"]["data"][0]["z"]
-    expected = converted.model.embed.learned["encoder"].weight[2:2 + len(table)].detach().numpy()  # rows after the offset
+    # rows after the offset
+    expected = converted.model.embed.learned["encoder"].weight[2:2 + len(table)].detach().numpy()
     assert torch.allclose(torch.tensor(table, dtype=torch.float32), torch.from_numpy(expected), atol=1e-6)
     assert "learned" in drawn["pe_matrix"]["layout"]["title"]["text"]
     assert not at.latex, "the sinusoid formula is not this model's"
@@ -68,8 +69,10 @@ def test_fairseqs_sinusoids_are_drawn_as_the_model_reads_them(on_model, figures,
     at = on_model(PAGES[2], converted, pe_positions=20)
     assert not at.exception and "d_{model}/2" in at.latex[0].value
     assert any("row p + 2" in c.value for c in at.caption)
-    table = torch.tensor(figures(at)["pe_matrix"]["data"][0]["z"], dtype=torch.float32)  # positions 0..19 of the formula
-    assert torch.allclose(table[2:], converted.model.embed.positions(0, 18), atol=1e-6)  # the model's position p: row p + 2
+    # positions 0..19 of the formula
+    table = torch.tensor(figures(at)["pe_matrix"]["data"][0]["z"], dtype=torch.float32)
+    # the model's position p: row p + 2
+    assert torch.allclose(table[2:], converted.model.embed.positions(0, 18), atol=1e-6)
 
 
 @pytest.mark.parametrize("converted", ["bart", "mbart", "m2m_100"], indirect=True)

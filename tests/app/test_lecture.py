@@ -87,7 +87,8 @@ def test_slides_show_the_models_own_numbers(shipped, decks):
 def test_the_limitation_comes_from_the_model_card(shipped, decks):
     weak = is_weak(shipped_scores(shipped("en-de").path))  # the card leads with the warning only for a weak model
     assert card_limitation(decks(shipped, "en-de")) == ("It does not translate reliably." if weak else
-                                                        "Long or unusual sentences, names and rare words often come out wrong.")
+                                                        "Long or unusual sentences, names and rare words "
+                                                        "often come out wrong.")
     assert md("a *b* [c](d) " + "x" * 200, 140).startswith(r"a \*b\* \[c\]\(d\)")
     assert len(md("y" * 500, 140)) == 140
 

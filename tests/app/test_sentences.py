@@ -10,7 +10,8 @@ WORDS = st.sampled_from(["the", "house", "Dr.", "Anna", "3.5", "1,250.00", "e.g.
                          "Haus", "über", "42", "café"])
 ENDS = st.sampled_from([".", "!", "?", "…", ".”", "?)"])
 SENTENCE = st.builds(lambda first, rest, end: " ".join([first, *rest]) + end,
-                     st.sampled_from(["The", "Anna", "Where", "Über", "1989", "“Yes"]), st.lists(WORDS, max_size=8), ENDS)
+                     st.sampled_from(["The", "Anna", "Where", "Über", "1989", "“Yes"]),
+                     st.lists(WORDS, max_size=8), ENDS)
 
 
 @given(st.lists(SENTENCE, min_size=1, max_size=6), st.sampled_from([" ", "  ", "\n", " \n\n"]))

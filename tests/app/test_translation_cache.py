@@ -15,7 +15,8 @@ def test_nbytes_counts_the_trace_and_grows_with_the_sentence(shipped):
 
 def test_the_store_evicts_least_recently_used_by_count_and_by_bytes(shipped):
     ckpt = shipped("reverse")
-    translations = [translate(ckpt.model, ckpt.tokenizer, text, DecodeConfig(max_len=8)) for text in ("a b", "c d", "e f")]
+    translations = [translate(ckpt.model, ckpt.tokenizer, text, DecodeConfig(max_len=8))
+                    for text in ("a b", "c d", "e f")]
     requests = [Request(model_name="reverse", text=t.source.text) for t in translations]
     by_count = TranslationStore(capacity=2)
     for request, translation in zip(requests, translations, strict=True):

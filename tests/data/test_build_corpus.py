@@ -180,7 +180,8 @@ def test_strip_ding_notes_nested_abbreviations_and_crossrefs():
 
 
 def test_parse_ding_resolves_word_slash_alternatives_to_the_first():
-    line = "Es war purer/reiner Zufall. | Er fuhr 50 km/h schnell. :: It was sheer/pure coincidence. | He drove at 50 km/h fast."
+    line = ("Es war purer/reiner Zufall. | Er fuhr 50 km/h schnell. :: "
+            "It was sheer/pure coincidence. | He drove at 50 km/h fast.")
     assert parse_ding_line(line) == [
         ("It was sheer coincidence.", "Es war purer Zufall."),
         ("He drove at 50 km/h fast.", "Er fuhr 50 km/h schnell."),
@@ -201,7 +202,8 @@ def test_parse_ding_filters(line):
 
 
 def test_parse_ding_swaps_back_reversed_entries():
-    line = "In the current situation many investors are holding back. :: In der aktuellen Situation halten sich viele Anleger zurück."
+    line = ("In the current situation many investors are holding back. :: "
+            "In der aktuellen Situation halten sich viele Anleger zurück.")
     assert parse_ding_line(line) == [
         ("In the current situation many investors are holding back.",
          "In der aktuellen Situation halten sich viele Anleger zurück.")
@@ -597,7 +599,8 @@ def test_read_po_catalog_reads_like_a_mo_catalog(tmp_path: Path):
     entries = {
         "": MO_HEADER,
         "The penguins were drawn towards it and crashed.": "Die Pinguine zog es dorthin und ihr Boot schlug leck.",
-        "menu\x04Dig a tunnel and you might make it to the exit.": "Grabe einen Tunnel und du könntest es zum Ausgang schaffen.",
+        "menu\x04Dig a tunnel and you might make it to the exit.":
+            "Grabe einen Tunnel und du könntest es zum Ausgang schaffen.",
         "One penguin was saved today.\0%d penguins were saved today.":
             "Heute wurde ein Pinguin gerettet.\0Heute wurden %d Pinguine gerettet.",
         'He said "run" and ran away.': 'Er sagte "lauf" und lief davon.',
@@ -636,11 +639,13 @@ def test_read_qm_source_first_translation_and_null_translations():
         ("Nobody has translated this message yet.", [None], "Main"),
     ])
     assert read_qm(data) == [
-        ("There's already a team with same name in the list.", "Es gibt bereits ein Team mit dem gleichen Namen in der Liste."),
+        ("There's already a team with same name in the list.",
+         "Es gibt bereits ein Team mit dem gleichen Namen in der Liste."),
         ("%n file(s) were exported.", "Eine Datei wurde exportiert."),
     ]
     assert parse_qm_messages(read_qm(data)) == [
-        ("There's already a team with same name in the list.", "Es gibt bereits ein Team mit dem gleichen Namen in der Liste."),
+        ("There's already a team with same name in the list.",
+         "Es gibt bereits ein Team mit dem gleichen Namen in der Liste."),
     ]   # the %n template is dropped by the .mo rules
     with pytest.raises(ValueError):
         read_qm(b"\0" * 16 + data[16:])
@@ -720,7 +725,8 @@ def test_prose_text_keeps_formatting_marks_code_and_rejects_blocks_and_hidden_te
 
 def test_prose_pairs_drop_only_the_sentences_holding_code():
     en = 'APT needs a list of sources. The file <code>sources.list</code> holds it. Each line is one source.'
-    de = 'APT braucht eine Liste der Quellen. Die Datei <code>sources.list</code> enthält sie. Jede Zeile ist eine Quelle.'
+    de = ('APT braucht eine Liste der Quellen. Die Datei <code>sources.list</code> enthält sie. '
+          'Jede Zeile ist eine Quelle.')
     assert prose_pairs(en, de) == [
         ("APT needs a list of sources.", "APT braucht eine Liste der Quellen."),
         ("Each line is one source.", "Jede Zeile ist eine Quelle."),
@@ -740,7 +746,8 @@ def test_pair_help_pages_by_paragraph_id():
     )
     de_page = (
         '<p id="par_2" class="listitem">Wählen Sie <span class="emph">Tabelle – Tabelle einfügen</span>.</p>'
-        '<p id="par_1" class="paragraph" dir="auto">Setzen Sie den Cursor an die Stelle, an der die Tabelle stehen soll.</p>'
+        '<p id="par_1" class="paragraph" dir="auto">'
+        'Setzen Sie den Cursor an die Stelle, an der die Tabelle stehen soll.</p>'
         '<p id="par_3" class="paragraph">Hier nur einmal gezeigt.</p>'
     )
     assert help_paragraphs(en_page)["par_3"] == ["Shown twice here.", "Shown twice here."]

@@ -201,7 +201,8 @@ def test_clicking_a_model_view_map_or_a_statistics_row_opens_that_head(browser, 
         table = page.locator("[data-testid=stDataFrame]").first
         table.wait_for(timeout=WAIT_MS)
         table.scroll_into_view_if_needed()
-        opened = "() => Array.from(document.querySelectorAll('.gtitle')).some(t => t.textContent.endsWith('layer 2 · head 1'))"
+        opened = ("() => Array.from(document.querySelectorAll('.gtitle'))"
+                  ".some(t => t.textContent.endsWith('layer 2 · head 1'))")
         row_height = 35  # Streamlit's data grid: a header row, then rows of 35 px; the first column selects
         for _ in range(3):  # the grid may still be laying out right after the expander opens: retry the click
             box = steady_box(table)

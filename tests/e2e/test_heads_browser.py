@@ -120,7 +120,8 @@ def test_switch_a_head_off_then_compare_two_sentences(browser, streamlit_server,
                   for t in page.locator(".st-key-heads_ckpt_maps .infolayer .annotation-text").all()]
         assert titles[-1] == "this model (epoch 19)" and len(titles) >= 3, titles
         assert all(re.fullmatch(r"epoch \d+", t) for t in titles[:-1]), titles
-        expect(page.locator(".st-key-heads_ckpt_maps .gtitle").first).to_contain_text("The same map as training goes on")
+        expect(page.locator(".st-key-heads_ckpt_maps .gtitle").first).to_contain_text(
+            "The same map as training goes on")
         expect(page.locator("[data-testid=stDataFrame]").last).to_be_visible()  # one row per checkpoint
         assert_no_error(page, "Heads: watch attention learn")
         screenshot_whole_page(page, screenshot_dir / "heads_4_learn.png")

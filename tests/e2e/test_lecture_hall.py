@@ -111,8 +111,9 @@ def alone(text: str) -> str:
 def test_a_room_opening_different_links_at_once_gets_each_its_own_translation(browser, hall_server):
     """Five visitors open five sentences' links at once: the server decodes them together (model.batch_queue
     batches what arrives while a decode runs; that it batches is asserted in tests/model/test_batch_queue.py and
-    tests/app/test_decode_slots.py, where no timing decides it; a run here logged a batch of 1, then one of 4). Here, in the real server, each page must show the
-    translation its own sentence gets alone: a batch that mixed up rows, padding or steps would show another's."""
+    tests/app/test_decode_slots.py, where no timing decides it; a run here logged a batch of 1, then one of 4). Here, in
+    the real server, each page must show the translation its own sentence gets alone: a batch that mixed up rows,
+    padding or steps would show another's."""
     contexts = [browser.new_context(viewport={"width": 1280, "height": 720}) for _ in ROOM]
     try:
         pages = [context.new_page() for context in contexts]

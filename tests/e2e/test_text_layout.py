@@ -46,7 +46,8 @@ BASE_URL_PROBE = re.compile(r"/[^/?]+/_stcore/(health|host-config)$")
 SETTLED = """async ([settled, limit]) => {
   const idle = () => document.querySelector('[data-testid=stApp][data-test-script-state=notRunning]');
   const state = () => Array.from(document.querySelectorAll('.js-plotly-plot text'),
-    (t) => t.textContent + '@' + Math.round(t.getBoundingClientRect().x) + ',' + Math.round(t.getBoundingClientRect().y))
+    (t) => t.textContent + '@' + Math.round(t.getBoundingClientRect().x) + ','
+      + Math.round(t.getBoundingClientRect().y))
     .join('|') + '#' + document.querySelectorAll('.js-plotly-plot').length;
   const end = Date.now() + limit;
   let last = null, since = Date.now();
@@ -116,7 +117,8 @@ MEASURE = """([tolerance, minPx]) => {
   const main = document.querySelector('[data-testid=stMain]') || document.body;
   // Streamlit cuts a label that does not fit with an ellipsis or by hiding what overflows one line.
   main.querySelectorAll('p, span, div, label').forEach((el) => {
-    if (el.closest('.js-plotly-plot, [data-testid=stDataFrame], pre, .katex-display, .katex') || !el.offsetWidth || !visible(el)) return;
+    if (el.closest('.js-plotly-plot, [data-testid=stDataFrame], pre, .katex-display, .katex') || !el.offsetWidth
+        || !visible(el)) return;
     const style = getComputedStyle(el);
     const cuts = style.textOverflow === 'ellipsis' || (style.overflow === 'hidden' && style.whiteSpace === 'nowrap');
     if (cuts && el.textContent.trim() && el.scrollWidth > el.clientWidth + tolerance) {
@@ -187,7 +189,8 @@ def test_no_text_collides_is_cut_or_too_small_on_any_page_or_slide(browser, stre
                 settle(page)
             assert_no_error(page, name)
             problems += problems_of(page, f"{width}x{height} {mode} {name}", min_px)
-        page.goto(f"{streamlit_server.url}/lecture?slide=1{'&' + query if query else ''}", wait_until="domcontentloaded")
+        page.goto(f"{streamlit_server.url}/lecture?slide=1{'&' + query if query else ''}",
+                  wait_until="domcontentloaded")
         for number in range(1, len(SLIDES) + 1):
             if number > 1:
                 page.keyboard.press("ArrowRight")  # one session for the whole lecture, as a clicker walks it

@@ -117,7 +117,8 @@ def test_pick_a_digit_see_the_overlays_click_a_patch_and_open_the_swin_mask(brow
         screenshot_whole_page(page, screenshot_dir / "vision_swin.png")
 
         with rerun(page):
-            page.locator("[data-testid=stButtonGroup] button", has_text=re.compile(r"^\W*Draw your own\s*$")).first.click()
+            page.locator("[data-testid=stButtonGroup] button",
+                         has_text=re.compile(r"^\W*Draw your own\s*$")).first.click()
         groups = page.locator("[data-testid=stButtonGroup]")  # Digit, the 8 rows of the drawing grid, Model
         assert groups.count() == 10
         assert page.get_by_text("Nothing is drawn", exact=False).count() == 1  # an empty grid is not a digit

@@ -223,7 +223,8 @@ def test_hugging_faces_length_penalty_equals_generate(pair, alpha):
     """A converted model ranks finished beams as generate() does, log P / |Y|^α (its meta says so): beam 4's n-best
     and scores equal generate(length_penalty=α, early_stopping=True)."""
     hf, ckpt = pair
-    assert ckpt.decode_rules["length_penalty_formula"] == "hf" and ckpt.length_penalty == 1.0  # Hugging Face's default α
+    # Hugging Face's default α
+    assert ckpt.decode_rules["length_penalty_formula"] == "hf" and ckpt.length_penalty == 1.0
     for text in EN[:4] + TEXTS:
         src = torch.tensor(ckpt.tokenizer.encode_source(text))
         beam = DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=alpha, forced_eos=ckpt.forced_eos,

@@ -40,7 +40,8 @@ def assert_same_step(got: DecodeStep, alone: DecodeStep) -> None:
         assert torch.equal(getattr(got, name), getattr(alone, name)), name
     for name in ("prefix_scores", "topk_probs", "beam_scores"):
         torch.testing.assert_close(getattr(got, name), getattr(alone, name), atol=TOL, rtol=0)
-    assert [(c.row, c.token, c.status) for c in got.candidates] == [(c.row, c.token, c.status) for c in alone.candidates]
+    assert ([(c.row, c.token, c.status) for c in got.candidates]
+            == [(c.row, c.token, c.status) for c in alone.candidates])
     assert [c.log_prob for c in got.candidates] == pytest.approx([c.log_prob for c in alone.candidates], abs=TOL)
     assert [(h.tokens, h.path, h.ended_with_eos) for h in got.finished] == \
         [(h.tokens, h.path, h.ended_with_eos) for h in alone.finished]

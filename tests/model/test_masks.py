@@ -47,7 +47,8 @@ def test_wavelengths_span_two_pi_to_ten_thousand_two_pi():
     assert abs(w[0] - 2 * torch.pi) < 1e-9 and w[-1] < 10000 * 2 * torch.pi and w[-1] > 0.9 * 10000 * 2 * torch.pi
 
 
-@given(lengths=st.lists(st.integers(0, 6), min_size=1, max_size=4), pad_id=st.integers(0, 9), start_is_pad=st.booleans())
+@given(lengths=st.lists(st.integers(0, 6), min_size=1, max_size=4), pad_id=st.integers(0, 9),
+       start_is_pad=st.booleans())
 def test_the_decoder_start_is_never_padding_and_real_tokens_never_are(lengths, pad_id, start_is_pad):
     """Decoder inputs are the start token, then the output, then right padding. Marian's start token is the pad id
     itself: position 0 must stay visible to every query, exactly as any real token, and only the padding is masked."""

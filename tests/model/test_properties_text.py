@@ -97,8 +97,8 @@ def test_translate_returns_a_sound_translation_or_raises_input_error(models, whi
         assert str(exc).strip(), "an InputError needs a message for the user"
         return
     n_src = len(translation.source.ids)
-    event("Translation, source cut" if translation.source.dropped else f"Translation, {min(n_src, 4)}{'+' * (n_src >= 4)}"
-          " source positions")
+    event("Translation, source cut" if translation.source.dropped
+          else f"Translation, {min(n_src, 4)}{'+' * (n_src >= 4)} source positions")
     assert isinstance(translation, Translation) and isinstance(translation.text, str)
     # What the page shows is valid text: the cleaned source has no control character or lone surrogate left.
     assert not any(unicodedata.category(ch).startswith("C") for ch in translation.source.text)

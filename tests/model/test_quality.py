@@ -26,7 +26,8 @@ def test_the_bars_are_checked_together_not_across_settings():
 
 def test_shipped_scores_are_read_from_the_shipped_file_and_a_broken_one_is_reported(tmp_path):
     assert shipped_scores(tmp_path) is None
-    (tmp_path / QUALITY_FILE).write_text(json.dumps({"split": "test", "beam4": {"overall": {"bleu": 15.4, "chrf": 38.5}}}))
+    (tmp_path / QUALITY_FILE).write_text(json.dumps({"split": "test",
+                                                     "beam4": {"overall": {"bleu": 15.4, "chrf": 38.5}}}))
     assert shipped_scores(tmp_path) == {"beam4": {"bleu": 15.4, "chrf": 38.5}}
     (tmp_path / QUALITY_FILE).write_text('{"beam4": {"overall": {"bleu": 15.4}}}')
     with pytest.raises(ValueError, match="unreadable"):

@@ -40,7 +40,8 @@ def models():
 
 
 def sources():
-    return st.lists(st.integers(FIRST_ID, VOCAB - 1), min_size=0, max_size=11).map(lambda ids: torch.tensor([*ids, EOS]))
+    return (st.lists(st.integers(FIRST_ID, VOCAB - 1), min_size=0, max_size=11)
+            .map(lambda ids: torch.tensor([*ids, EOS])))
 
 
 def assert_same_decode(expected: DecodeResult, got: DecodeResult) -> None:

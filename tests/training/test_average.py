@@ -75,8 +75,10 @@ def test_epochs_ship_as_snapshots_listed_in_training_order(tmp_path, tokenizer, 
     assert listed["late"][1]["snapshot"] == "Epoch 2 of a test run"
     late = load_checkpoint(listed["late"][0])
     for name, tensor in late.model.state_dict().items():  # fp16 on disk, the same weights to fp16 precision
-        torch.testing.assert_close(tensor, load_checkpoint(run / "epochs" / "2").model.state_dict()[name].half().float())
-    assert sorted(p.name for p in listed["late"][0].iterdir()) == ["config.json", "model.safetensors", "tokenizer.model"]
+        torch.testing.assert_close(tensor,
+                                   load_checkpoint(run / "epochs" / "2").model.state_dict()[name].half().float())
+    assert (sorted(p.name for p in listed["late"][0].iterdir())
+            == ["config.json", "model.safetensors", "tokenizer.model"])
     assert checkpoint_snapshots(tmp_path / "pretrained" / "none") == {}
     card = snapshots_section(shipped)  # the model card's table: one row per snapshot, in training order
     assert card[0] == "## Snapshots of earlier training"

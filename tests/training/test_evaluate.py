@@ -86,7 +86,8 @@ def test_card_reports_the_measured_numbers(reversal_tsv, tmp_path):
 
 
 @pytest.mark.parametrize("losses, says", [
-    ([3.40, 3.30, 3.21, 3.15], ["falling by 0.083 per epoch", "3.400 -> 3.150", "**it is undertrained**", "--epochs 17"]),
+    ([3.40, 3.30, 3.21, 3.15], ["falling by 0.083 per epoch", "3.400 -> 3.150",
+                                "**it is undertrained**", "--epochs 17"]),
     ([3.130, 3.123, 3.118, 3.110], ["falling, slowly, by 0.007 per epoch", "3.130 -> 3.110", "buy a little each"]),
     ([3.130, 3.128, 3.127, 3.124], ["fell by only 0.002 per epoch", "3.130 -> 3.124", "would gain little"]),
 ])

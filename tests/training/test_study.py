@@ -17,7 +17,8 @@ def write_run(directory, losses, first_epoch=1):
     directory.mkdir()
     epochs = range(first_epoch, first_epoch + len(losses))
     pd.DataFrame({"epoch": list(epochs), "step": [100 * e for e in epochs], "train_loss": 0.0,
-                  "valid_loss": losses, "valid_bleu": [e / 10 for e in epochs], "valid_chrf": [float(e) for e in epochs],
+                  "valid_loss": losses, "valid_bleu": [e / 10 for e in epochs],
+                  "valid_chrf": [float(e) for e in epochs],
                   "elapsed_s": 1}).to_csv(directory / "epochs.csv", index=False)
     return directory
 

@@ -84,12 +84,14 @@ def test_init_from_continues_a_checkpoint_and_its_history_without_its_optimizer(
     # --dropout holds for a continued model too (it keeps the weights), and every segment records its own
     config = json.loads((second / "last" / "config.json").read_text())["model"]
     assert config["dropout"] == 0.3 and meta["dropout"] == 0.3 and meta["continued_from"]["dropout"] == 0.1
-    assert train_main([*TINY, "--out", str(second), "--lr-factor", "0.5", "--max-steps", "26"]) == 0  # resumed: its own 0.3
+    # resumed: its own 0.3
+    assert train_main([*TINY, "--out", str(second), "--lr-factor", "0.5", "--max-steps", "26"]) == 0
     assert json.loads((second / "last" / "config.json").read_text())["model"]["dropout"] == 0.3
     third = tmp_path / "third"  # continuing the continuation keeps the first recipe too
     assert train_main([*TINY, "--out", str(third), "--init-from", str(second / "last"), "--max-steps", "28"]) == 0
     segments = training_segments(json.loads((third / "last" / "config.json").read_text())["meta"])
-    assert [(s["first_step"], s["last_step"], s["lr_factor"]) for s in segments] == [(1, 20, 1.0), (21, 26, 0.5), (27, 28, 1.0)]
+    assert ([(s["first_step"], s["last_step"], s["lr_factor"]) for s in segments]
+            == [(1, 20, 1.0), (21, 26, 0.5), (27, 28, 1.0)])
     assert [s["dropout"] for s in segments] == [0.1, 0.3, 0.3]  # without --dropout a continuation keeps the model's
 
 
@@ -178,6 +180,7 @@ def test_the_card_says_where_each_stretch_of_training_ran():
             "processes": 2, "device": "CPU", "continued_from": gpu}
     assert _where(meta).startswith("on one NVIDIA H100 80GB HBM3 GPU then on shared 2-core ")
     recipe = _recipe(meta)
-    assert recipe[1].startswith("  - steps 1-6864 (epochs 1-39): ") and recipe[1].endswith("on CUDA (NVIDIA H100 80GB HBM3);")
+    assert (recipe[1].startswith("  - steps 1-6864 (epochs 1-39): ")
+            and recipe[1].endswith("on CUDA (NVIDIA H100 80GB HBM3);"))
     assert recipe[2].startswith("  - steps 6865-7800 (epochs 40-45) (continued") and recipe[2].endswith("on CPU.")
     assert "no GPU" in _where({"steps": 10, "epochs": 1})  # older checkpoints recorded no device: the shared CPUs
