@@ -14,8 +14,9 @@ Decoding is bounded, and fair to a whole room:
   others wait for it (``IN_FLIGHT``) and get the cached result;
 - a decode stops within one step when its session leaves, reruns or changes a widget (app.cancel), unless other
   sessions are waiting for the same result;
-- different greedy requests asked at once (a lecture hall pressing Translate) decode as one batch in one slot
-  (``BATCHES``, model.batch_queue), each getting exactly what it would have got alone.
+- different greedy requests asked at once (a lecture hall pressing Translate) decode side by side while a slot is
+  free and, once every slot is taken, gather into one batch for the next free one (``BATCHES``, model.batch_queue),
+  each getting exactly what it would have got alone.
 """
 from __future__ import annotations
 
