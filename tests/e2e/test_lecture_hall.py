@@ -127,3 +127,40 @@ def test_a_room_opening_different_links_at_once_gets_each_its_own_translation(br
         for context in contexts:
             context.close()
     assert "Traceback" not in hall_server.log_tail(200)
+
+
+# Long enough that a decode outlasts the clicks on the other pages, so that requests meet at the slots.
+LONG_ROOM = ("My brother lives in a small town near Hamburg and works as a teacher at the school in the centre.",
+             "She has been learning German for two years because she wants to study in Berlin next autumn.",
+             "We visited our grandparents last weekend and they showed us the old photos of the village.",
+             "The doctor said that I should rest for a few days and drink a lot of water and tea.",
+             "Our train was late again this morning, so we missed the first part of the lecture on history.")
+
+
+def test_a_room_pressing_translate_at_once_each_watches_its_own_decode(browser, hall_server):
+    """Five visitors type five sentences and press Translate together: the Translate page streams each decode, two
+    side by side on the two slots and the rest as one batch behind them (model.batch_queue; a run here logged
+    batches of 1, 1 and 3), and every page ends with the translation its own sentence gets alone, whichever way the
+    timing formed the batches."""
+    from tests.e2e.waits import expect, rerun
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 720}) for _ in LONG_ROOM]
+    try:
+        pages = [context.new_page() for context in contexts]
+        for page, text in zip(pages, LONG_ROOM, strict=True):
+            page.set_default_timeout(WAIT_MS)
+            page.goto(hall_server.url, wait_until="domcontentloaded")
+            box = page.locator("[data-testid=stTextArea] textarea").first
+            box.fill(text)
+            with rerun(page, WAIT_MS):
+                box.press("Control+Enter")  # the text area's value reaches the server (otherwise on blur)
+        buttons = [page.get_by_role("button", name="Translate").first for page in pages]
+        for button in buttons:
+            button.wait_for()
+        for button in buttons:  # as close together as the pages allow: no wait for actionability in between
+            button.dispatch_event("click")
+        for page, text in zip(pages, LONG_ROOM, strict=True):
+            expect(page.locator(SHOWN).first).to_have_text(alone(text), timeout=WAIT_MS)
+    finally:
+        for context in contexts:
+            context.close()
+    assert "Traceback" not in hall_server.log_tail(200)
