@@ -153,6 +153,20 @@ def hf_folder(family: str, folder: Path, seed: int = 0) -> Path:
     return folder
 
 
+def slow_tokenizer_folder(tmp_path_factory, name: str, write_tokenizer) -> tuple:
+    """A fresh root holding folder ``name`` with a slow tokenizer's files written by ``write_tokenizer`` (it returns
+    their vocabulary size), torch seeded for the reference model drawn next -> (transformers, root, folder, size).
+    The test is skipped without transformers, the reference."""
+    import pytest
+
+    transformers = pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) is the reference")
+    root = tmp_path_factory.mktemp(name)
+    folder = root / name
+    size = write_tokenizer(folder)
+    torch.manual_seed(0)
+    return transformers, root, folder, size
+
+
 def converted_without_tokenizer_json(hf, folder: Path, root: Path, tokenizer_class, model_class) -> tuple:
     """``hf`` saved into ``folder`` beside the slow tokenizer's files written there (no tokenizer.json), converted
     into root/converted -> (the slow tokenizer as transformers reads the folder, its eager model, our checkpoint)."""
@@ -164,6 +178,20 @@ def converted_without_tokenizer_json(hf, folder: Path, root: Path, tokenizer_cla
     ckpt = load_checkpoint(convert(folder, root / "converted").path)
     reference = model_class.from_pretrained(folder, attn_implementation="eager").eval()
     return tokenizer_class.from_pretrained(folder), reference, ckpt
+
+
+def converted_tokenizer(ckpt):
+    """The tokenizer of a checkpoint converted from a folder without tokenizer.json: ours, written as one."""
+    assert ckpt.config.tokenizer == "hf" and (ckpt.path / "tokenizer.json").is_file()
+    return ckpt.tokenizer
+
+
+def assert_encodes_as(slow, tokenizer, text: str) -> None:
+    """``tokenizer`` gives ``text`` the ids transformers' ``slow`` tokenizer gives, piece for piece, and reads them
+    back as it does."""
+    ids = tokenizer.encode_source(text)
+    assert ids == slow(text).input_ids
+    assert tokenizer.decode(ids) == slow.decode(ids, skip_special_tokens=True).strip()
 
 
 def texts_with(specials: list[str]):

@@ -31,7 +31,13 @@ from tests.bart_helpers import (
     hf_output,
     write_bart_weights,
 )
-from tests.hf_folders import converted_without_tokenizer_json, texts_with
+from tests.hf_folders import (
+    assert_encodes_as,
+    converted_tokenizer,
+    converted_without_tokenizer_json,
+    slow_tokenizer_folder,
+    texts_with,
+)
 from tests.marian_helpers import EN
 
 TEXTS = ["The house is small.", "Grüße aus Köln!", "Zebra quartz 你好 😀", "  two  spaces ", "a</s>b <mask> x"]
@@ -60,11 +66,7 @@ def write_bart_slow_tokenizer(folder: Path) -> int:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     """(transformers' BartTokenizer read from vocab.json + merges.txt, its eager BART, our converted checkpoint)."""
-    transformers = pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) is the reference")
-    root = tmp_path_factory.mktemp("bart-slow")
-    folder = root / "bart-slow"
-    size = write_bart_slow_tokenizer(folder)
-    torch.manual_seed(0)
+    transformers, root, folder, size = slow_tokenizer_folder(tmp_path_factory, "bart-slow", write_bart_slow_tokenizer)
     hf = transformers.BartForConditionalGeneration(transformers.BartConfig(**hf_config("bart", size)))
     with torch.no_grad():  # as tests/model/test_bart.py: outputs differ between tokens and vary in length
         for name, p in hf.named_parameters():
@@ -79,8 +81,7 @@ def pair(tmp_path_factory):
 @pytest.mark.slow
 def test_the_pieces_keep_their_vocab_json_ids(pair):
     slow, _, ckpt = pair
-    tok = ckpt.tokenizer
-    assert ckpt.config.tokenizer == "hf" and (ckpt.path / "tokenizer.json").is_file()
+    tok = converted_tokenizer(ckpt)
     vocab = json.loads((ckpt.path.parent / "bart-slow" / "vocab.json").read_text())
     assert tok.vocab_size == len(slow) == len(vocab) == ckpt.config.vocab_size
     assert (tok.bos_id, tok.pad_id, tok.eos_id, tok.unk_id) == (2, 1, 2, 3)
@@ -94,9 +95,7 @@ def test_source_ids_are_bart_tokenizers(pair, text):
     """Any text (spaces, unicode, emoji, special pieces written in it, <mask> taking the space before it): the ids
     transformers' BartTokenizer gives ("<s> ... </s>"), piece for piece, and the same text read back."""
     slow, _, ckpt = pair
-    ids = ckpt.tokenizer.encode_source(text)
-    assert ids == slow(text).input_ids
-    assert ckpt.tokenizer.decode(ids) == slow.decode(ids, skip_special_tokens=True).strip()
+    assert_encodes_as(slow, ckpt.tokenizer, text)
 
 
 @pytest.mark.slow

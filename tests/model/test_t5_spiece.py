@@ -21,8 +21,11 @@ from model.convert import convert
 from model.spiece import SPIECE_FILE
 from tests.hf_folders import T5_EXTRA_IDS as EXTRA_IDS
 from tests.hf_folders import (
+    assert_encodes_as,
     assert_t5_decodes_as_generate,
+    converted_tokenizer,
     converted_without_tokenizer_json,
+    slow_tokenizer_folder,
     t5_config,
     texts_with,
     write_t5_slow_tokenizer,
@@ -38,11 +41,7 @@ MAX_NEW = 12
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     """(transformers' T5Tokenizer read from spiece.model, its eager T5 v1.1 model, our converted checkpoint)."""
-    transformers = pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) is the reference")
-    root = tmp_path_factory.mktemp("t5-spiece")
-    folder = root / "t5-small-slow"
-    size = write_t5_slow_tokenizer(folder)
-    torch.manual_seed(0)
+    transformers, root, folder, size = slow_tokenizer_folder(tmp_path_factory, "t5-small-slow", write_t5_slow_tokenizer)
     hf = transformers.T5ForConditionalGeneration(transformers.T5Config(**t5_config("v1.1", size + 8)))
     with torch.no_grad():  # as tests/model/test_t5.py: outputs differ between tokens and vary in length
         for name, p in hf.named_parameters():
@@ -56,8 +55,7 @@ def pair(tmp_path_factory):
 @pytest.mark.slow
 def test_the_pieces_keep_their_sentencepiece_ids_and_the_sentinels_follow_reversed(pair):
     slow, _, ckpt = pair
-    tok = ckpt.tokenizer
-    assert ckpt.config.tokenizer == "hf" and (ckpt.path / "tokenizer.json").is_file()
+    tok = converted_tokenizer(ckpt)
     assert tok.vocab_size == len(slow) == 100 + EXTRA_IDS < ckpt.config.vocab_size
     assert (tok.pad_id, tok.eos_id, tok.unk_id, tok.bos_id) == (0, 1, 2, 0)
     sp = spm.SentencePieceProcessor(model_file=str(ckpt.path.parent / "t5-small-slow" / SPIECE_FILE))
@@ -73,9 +71,7 @@ def test_source_ids_are_t5_tokenizers(pair, text):
     """Any text, special pieces and sentinels written in it included: the ids transformers' T5Tokenizer gives
     (</s> last), piece for piece, and the same text read back."""
     slow, _, ckpt = pair
-    ids = ckpt.tokenizer.encode_source(text)
-    assert ids == slow(text).input_ids
-    assert ckpt.tokenizer.decode(ids) == slow.decode(ids, skip_special_tokens=True).strip()
+    assert_encodes_as(slow, ckpt.tokenizer, text)
 
 
 @pytest.mark.slow
