@@ -17,6 +17,7 @@ import pandas as pd
 import sacrebleu
 import torch
 
+from model.batch_decoding import greedy_batch
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from model.config import DecodeConfig
 from model.decoding import DecodeResult, decode_steps
@@ -26,18 +27,31 @@ from model.transformer import Transformer
 from .data import load_corpus
 from .diagnostics import source_reliance
 
+GREEDY_BATCH = 64  # sentences decoded together when greedy: one model step serves them all
+
 
 @torch.inference_mode()
 def translate_many(model: Transformer, tokenizer: Tokenizer, sentences: Sequence[str], beam_size: int = 1,
                    max_len: int = 100, length_penalty: float = DecodeConfig.length_penalty) -> list[str]:
-    """Translate sentences one by one with the KV-cached decoder, no attention capture."""
+    """Translate sentences with the KV-cached decoder, no attention capture. Greedy runs in batches of similar
+    length (greedy_batch gives each sentence what it gets alone; on a GPU one step per sentence left it idle);
+    beam search runs one by one."""
     device = next(model.parameters()).device
     config = DecodeConfig(beam_size=beam_size, max_len=min(max_len, model.config.max_len - 1),
                           length_penalty=length_penalty)
+    sources = [torch.tensor(tokenizer.encode_source(text, model.config.max_len), device=device) for text in sentences]
+    if beam_size == 1:
+        order = sorted(range(len(sources)), key=lambda i: sources[i].numel())  # little padding per batch
+        tokens: dict[int, list[int]] = {}
+        for start in range(0, len(order), GREEDY_BATCH):
+            chunk = order[start:start + GREEDY_BATCH]
+            for i, result in zip(chunk, greedy_batch(model, [sources[i] for i in chunk], config,
+                                                     return_attention=False), strict=True):
+                tokens[i] = result.tokens
+        return [tokenizer.decode(tokens[i]) for i in range(len(sources))]
     outputs = []
-    for text in sentences:
-        ids = tokenizer.encode_source(text, model.config.max_len)
-        steps = list(decode_steps(model, torch.tensor(ids, device=device), config, return_attention=False))
+    for ids in sources:
+        steps = list(decode_steps(model, ids, config, return_attention=False))
         outputs.append(tokenizer.decode(DecodeResult.from_steps(steps, 1).best.tokens))
     return outputs
 

@@ -5,8 +5,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 from model.checkpoint import load_checkpoint
+from model.config import DecodeConfig
+from model.decoding import DecodeResult, decode_steps
 from training.card import build_card
 from training.data import load_corpus, reversal_corpus
 from training.diagnostics import source_reliance
@@ -188,3 +191,19 @@ def test_card_lists_the_share_carried_over_and_every_miss(tmp_path):
         assert f"| {key} | {carried['share']}% |" in section
         for row, string in carried["misses"]:  # each miss is listed with the translation that lost it
             assert f"| {key} | {string} | {english[row]} | {hyps[row]} |" in section
+
+
+def test_batched_greedy_evaluation_gives_each_sentence_its_own_greedy_translation():
+    """translate_many decodes greedy in length-sorted batches: each output, in input order, is what the sentence
+    gets decoded alone (a wrong reorder or a padding leak would change the scores of the card)."""
+    ckpt = load_checkpoint(PRETRAINED / "en-de")
+    english = ["Good morning.", "The old man who lives next door gave me the book yesterday.", "Thank you!",
+               "On 14 March 2023, Dr. Anna Schmidt paid 1,250 euros for 3 tickets to Berlin.", "Where is it?"]
+    config = DecodeConfig(beam_size=1, max_len=100)
+    alone = []
+    for text in english:
+        ids = ckpt.tokenizer.encode_source(text, ckpt.model.config.max_len)
+        steps = list(decode_steps(ckpt.model, torch.tensor(ids), config, return_attention=False))
+        alone.append(ckpt.tokenizer.decode(DecodeResult.from_steps(steps, 1).best.tokens))
+    assert translate_many(ckpt.model, ckpt.tokenizer, english, beam_size=1) == alone
+    assert len(set(alone)) == len(alone)
