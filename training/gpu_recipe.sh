@@ -6,10 +6,14 @@
 #       bash training/gpu_recipe.sh                       # the same path on the CPU first, on a small corpus
 #
 # Two recipes train side by side on the one GPU (a model this small leaves it mostly idle), differing only in how
-# many copy-augmented pairs they add (a study row); each stops after the last epoch that fits in MINUTES. The one
-# with the lower validation loss is averaged over its last epochs (paper 6.1), exported in fp16 with snapshots of
-# its own epochs 1, 4 and 16 ("watch attention learn"), and packed into parts of at most 15 MiB under $OUT (the
-# lent machine returns at most 8 files of 16 MiB). Unpack here with: cat $OUT/ship.tgz.part-* | tar xz
+# many copy-augmented pairs they add (a study row: VARIANTS="name=copies ..."); each stops after the last epoch that
+# fits in MINUTES. Each is averaged over its last epochs (paper 6.1) and exported in fp16 (so the choice can be made
+# on the full evaluation afterwards); the one with the lower validation loss also gets snapshots of its own epochs 1,
+# 4 and 16 ("watch attention learn"). All is packed into parts of at most 15 MiB under $OUT (the lent machine returns
+# at most 8 files of 16 MiB). Unpack here with: cat $OUT/ship.tgz.part-* | tar xz
+#
+# INIT=<checkpoint> continues that model instead (the same run's lineage, so its shipped snapshots stay valid): fresh
+# Adam, the schedule at the checkpoint's own step unless START_STEP says otherwise.
 set -u
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda}
@@ -18,6 +22,10 @@ CORPUS=${CORPUS:-data/en-de-plus2-words.tsv.gz}
 MAX_TOKENS=${MAX_TOKENS:-16384}
 OUT=${OUT:?set OUT to the folder whose files come back}
 RUNS=${RUNS:-runs/gpu}
+VARIANTS=${VARIANTS:-aug2=2 aug4=4}
+INIT=${INIT:-}
+WARMUP=${WARMUP:-3000}
+LR_FACTOR=${LR_FACTOR:-1.0}
 STAGE=$RUNS/ship
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT" "$RUNS"
@@ -26,24 +34,30 @@ mkdir -p "$OUT" "$RUNS"
     >"$RUNS/device.txt" 2>&1
 common=(--task en-de --corpus "$CORPUS" --tokenizer data/tokenizers/en-de-digits.model --device "$DEVICE" --bf16
         --epochs 1000 --stop-minutes "$MINUTES" --snapshot-epochs 1,2,4,8,16 --keep-epochs 5 --valid-bleu 100
-        --save-every 100000 --threads 2 --warmup 3000 --lr-factor 1.0 --max-tokens "$MAX_TOKENS")
-$PY -m training.train "${common[@]}" --copy-augment 2 --out "$RUNS/aug2" >"$RUNS/aug2.log" 2>&1 &
-$PY -m training.train "${common[@]}" --copy-augment 4 --out "$RUNS/aug4" >"$RUNS/aug4.log" 2>&1 &
+        --save-every 100000 --threads 2 --warmup "$WARMUP" --lr-factor "$LR_FACTOR" --max-tokens "$MAX_TOKENS")
+[ -n "$INIT" ] && common+=(--init-from "$INIT")
+[ -n "${START_STEP:-}" ] && common+=(--start-step "$START_STEP")
+names=()
+for variant in $VARIANTS; do
+    name=${variant%%=*}
+    names+=("$name")
+    $PY -m training.train "${common[@]}" --copy-augment "${variant#*=}" --out "$RUNS/$name" >"$RUNS/$name.log" 2>&1 &
+done
 wait
 
 pack() {  # whatever exists of the logs and the shipped model, in few files that come back
-    tar czf "$OUT/logs.tgz" -C "$RUNS" --ignore-failed-read device.txt aug2.log aug4.log average.log \
-        aug2/epochs.csv aug4/epochs.csv translate.log 2>/dev/null
+    tar czf "$OUT/logs.tgz" -C "$RUNS" --ignore-failed-read device.txt average.log translate.log \
+        "${names[@]/%/.log}" "${names[@]/%//epochs.csv}" 2>/dev/null
     [ -d "$STAGE" ] && tar cf - -C "$STAGE" . | gzip -1 | split -b 15m - "$OUT/ship.tgz.part-"
     ls -la "$OUT"
 }
 trap pack EXIT
 
-best=$($PY - "$RUNS" <<'EOF'
+best=$($PY - "$RUNS" "${names[@]}" <<'EOF'
 import csv, sys
 from pathlib import Path
 losses = {}
-for run in ("aug2", "aug4"):
+for run in sys.argv[2:]:
     path = Path(sys.argv[1]) / run / "epochs.csv"
     if path.exists():
         rows = list(csv.DictReader(path.open()))
@@ -55,9 +69,14 @@ EOF
 )
 [ -n "$best" ] || { echo "no run finished an epoch"; tail -5 "$RUNS"/*.log; exit 1; }
 echo "best: $best"
+for name in "${names[@]}"; do  # every variant's average comes back: the full evaluation may prefer the other
+    [ -d "$RUNS/$name/epochs" ] || continue
+    $PY -m training.average "$RUNS/$name"/epochs/* --out "$RUNS/$name/avg" --corpus data/en-de.tsv.gz \
+        | tee -a "$RUNS/average.log"
+    [ "$name" = "$best" ] && dest=en-de || dest=$name
+    $PY -m training.export --run "$RUNS/$name" --which avg --out "$STAGE/$dest"
+done
 run=$RUNS/$best
-$PY -m training.average "$run"/epochs/* --out "$run/avg" --corpus data/en-de.tsv.gz | tee "$RUNS/average.log"
-$PY -m training.export --run "$run" --which avg --out "$STAGE/en-de"
 for epoch in 1 4 16; do
     [ -d "$run/snapshots/$epoch" ] || continue
     $PY -m training.export --run "$run" --which "snapshots/$epoch" --out "$STAGE/en-de/snapshots/epoch-$(printf %02d "$epoch")" \
