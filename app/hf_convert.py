@@ -185,8 +185,11 @@ def _convert_with_progress(source: Source) -> tuple[str, str]:
 
 
 def convert_ui() -> None:
-    """The sidebar's expander: pick a cached model or an allowed folder, press Convert, watch the stages."""
-    with st.expander("Open a Hugging Face model"):
+    """The sidebar's expander: pick a cached model or an allowed folder, press Convert, watch the stages. Lazy: the
+    caches are scanned only while it is open."""
+    with st.expander("Open a Hugging Face model", key="hf_open", on_change="rerun") as box:
+        if not box.open:
+            return
         if "_hf_done" in st.session_state:
             st.success(md(st.session_state.pop("_hf_done")))
         found = sources()

@@ -16,7 +16,11 @@ from model.checkpoint import CheckpointError
 
 
 def _upload_ui() -> None:
-    with st.expander("Use your own checkpoint"):
+    """Lazy, like every sidebar expander: the uploader's front-end code is sent only once the expander is opened, not
+    with every first visit before the first chart (benchmarks/first_visit.py)."""
+    with st.expander("Use your own checkpoint", key="upload_open", on_change="rerun") as box:
+        if not box.open:
+            return
         st.caption("Upload every file of a checkpoint directory together, as separate files (not an archive): "
                    "model.safetensors, config.json and its tokenizer, tokenizer.model (`python -m training.train`) "
                    "or source.spm, target.spm and vocab.json (`python -m model convert-marian`). Weights are read "

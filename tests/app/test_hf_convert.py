@@ -49,7 +49,7 @@ def errors(at) -> list[str]:
 
 
 def test_a_cached_model_is_converted_selected_and_translates(app_test, hub, tmp_path):
-    at = app_test()
+    at = app_test(hf_open=True)
     assert at.selectbox(key="hf_source").options == [SOURCE, UNSUPPORTED]  # convertible ones first
     assert any("into pretrained/tiny-bart" in c.value.replace("\\", "") for c in at.caption)
     assert any(FOLDERS_ENV in c.value.replace("\\", "") for c in at.caption)  # no folders offered, and how to
@@ -65,7 +65,7 @@ def test_a_cached_model_is_converted_selected_and_translates(app_test, hub, tmp_
 
 
 def test_converting_the_same_model_again_selects_the_one_there(app_test, hub, tmp_path):
-    at = press_convert(app_test(), SOURCE)
+    at = press_convert(app_test(hf_open=True), SOURCE)
     stamp = (tmp_path / "pretrained" / "tiny-bart" / "model.safetensors").stat().st_mtime_ns
     at.session_state["model_name"] = "reverse"
     at = press_convert(at.run(), SOURCE)
@@ -77,14 +77,14 @@ def test_converting_the_same_model_again_selects_the_one_there(app_test, hub, tm
 def test_another_model_of_the_same_name_is_never_overwritten(app_test, hub, tmp_path):
     (tmp_path / "pretrained" / "tiny-bart").mkdir()
     (tmp_path / "pretrained" / "tiny-bart" / "notes.txt").write_text("mine")
-    at = press_convert(app_test(), SOURCE)
+    at = press_convert(app_test(hf_open=True), SOURCE)
     assert not at.exception and len(at.error) == 1
     assert "pretrained/tiny-bart already holds another model" in errors(at)[0]
     assert (tmp_path / "pretrained" / "tiny-bart" / "notes.txt").read_text() == "mine"
 
 
 def test_an_unsupported_type_is_one_error_line_and_writes_nothing(app_test, hub, tmp_path):
-    at = app_test()
+    at = app_test(hf_open=True)
     at.selectbox(key="hf_source").set_value(UNSUPPORTED).run()
     assert any("gpt2, a type without a converter" in c.value.replace("\\", "") for c in at.caption)
     at = at.button(key="hf_convert").click().run()
@@ -96,7 +96,7 @@ def test_an_unsupported_type_is_one_error_line_and_writes_nothing(app_test, hub,
 def test_a_broken_model_names_its_file_not_the_servers_paths(app_test, hub, tmp_path):
     snapshot = next((hub / "models--someone--tiny-bart" / "snapshots").iterdir())
     (snapshot / "tokenizer.json").unlink()
-    at = press_convert(app_test(), SOURCE)
+    at = press_convert(app_test(hf_open=True), SOURCE)
     assert not at.exception and errors(at) == [f"Cannot convert {SOURCE}: tokenizer.json is missing in {SOURCE}"]
     assert written(tmp_path) == []
     (snapshot / "tokenizer.json").write_bytes((tmp_path / "bart" / "tokenizer.json").read_bytes())
@@ -108,7 +108,7 @@ def test_a_broken_model_names_its_file_not_the_servers_paths(app_test, hub, tmp_
 
 def test_a_second_conversion_waits_for_none_and_says_why(app_test, hub, tmp_path):
     with conversion_slot():  # another visitor's conversion
-        at = press_convert(app_test(), SOURCE)
+        at = press_convert(app_test(hf_open=True), SOURCE)
     assert not at.exception and not at.error
     assert any("A conversion is running" in w.value for w in at.warning)
     assert written(tmp_path) == []
@@ -130,7 +130,7 @@ def test_folders_are_offered_only_under_the_operators_roots(app_test, hub, tmp_p
     outside = bart_folder(tmp_path / "outside")
     (root / "escape").symlink_to(outside)  # a link out of the root: not offered
     monkeypatch.setenv(FOLDERS_ENV, str(root))
-    at = app_test()
+    at = app_test(hf_open=True)
     folders = [o for o in at.selectbox(key="hf_source").options if o.startswith("folder ")]
     assert folders == ["folder models/local-bart"]
     at = press_convert(at, "folder models/local-bart")
@@ -139,7 +139,7 @@ def test_folders_are_offered_only_under_the_operators_roots(app_test, hub, tmp_p
 
 def test_no_cached_model_says_so(app_test, hub, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
-    at = app_test()
+    at = app_test(hf_open=True)
     assert not at.exception and any("No model found" in i.value for i in at.info)
     assert "hf_source" not in [s.key for s in at.selectbox]
 
@@ -162,3 +162,16 @@ def test_an_operators_pretrained_folder_that_is_not_there_lists_no_converted_mod
     monkeypatch.setattr(resources, "PRETRAINED", tmp_path / "absent")
     resources.converted_models.clear()
     assert resources.converted_models() == {}
+
+
+def test_a_closed_converter_scans_no_cache_until_opened(app_test, hub, monkeypatch):
+    """The sidebar expander is lazy: a first visit neither scans the caches nor sends the picker (it cost every
+    visit before the first chart); opening it shows the models."""
+    scans = []
+    real = hf_convert.sources
+    monkeypatch.setattr(hf_convert, "sources", lambda: scans.append(1) or real())
+    at = app_test()
+    assert not at.exception and not scans and "hf_source" not in [s.key for s in at.selectbox]
+    at.session_state["hf_open"] = True
+    at = at.run()
+    assert scans and at.selectbox(key="hf_source").options == [SOURCE, UNSUPPORTED]

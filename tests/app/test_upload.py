@@ -180,7 +180,7 @@ def test_the_sidebar_says_why_and_keeps_the_shipped_model(app_test, monkeypatch,
     marker = tmp_path / "pwned"
     hostile = files(MODELS["reverse"], model=pickle.dumps(Plant(marker), protocol=4))
     monkeypatch.setattr(st, "file_uploader", lambda *args, **kwargs: hostile)
-    at = app_test("app/views/positional.py")
+    at = app_test("app/views/positional.py", upload_open=True)
     at.button(key="upload_load").click().run()
     assert not at.exception
     assert [re.sub(r"\\(.)", r"\1", e.value) for e in at.error] == [  # as the reader sees the escaped Markdown
@@ -280,7 +280,7 @@ def test_a_vocabulary_that_contradicts_the_config_is_refused(marian_folder):
 
 def test_the_sidebar_loads_a_marian_upload_and_selects_it(app_test, monkeypatch, marian_folder):
     monkeypatch.setattr(st, "file_uploader", lambda *args, **kwargs: marian_files(marian_folder))
-    at = app_test("app/views/positional.py")
+    at = app_test("app/views/positional.py", upload_open=True)
     at.button(key="upload_load").click().run()
     assert not at.exception and not at.error
     assert at.session_state["model_name"].startswith(UPLOAD_PREFIX)
@@ -291,7 +291,7 @@ def test_an_uploaded_file_name_is_shown_as_text_not_markdown(app_test, monkeypat
     """A file name is whatever the visitor's browser sent: as Markdown it could be a link inside the app."""
     hostile = [*files(MODELS["reverse"]), Uploaded("[Log in again](http://127.0.0.1:9/x).json", b"{}")]
     monkeypatch.setattr(st, "file_uploader", lambda *args, **kwargs: hostile)
-    at = app_test("app/views/positional.py")
+    at = app_test("app/views/positional.py", upload_open=True)
     at.button(key="upload_load").click().run()
     assert not at.exception and len(at.error) == 1
     assert r"\[Log in again\]\(http" in at.error[0].value
@@ -301,7 +301,7 @@ def test_an_uploaded_checkpoint_of_another_language_replaces_the_stock_sentence(
     """The English default fed to an uploaded letter-reversal model would be one <unk> after another: the box
     takes the new model's own example instead (a sentence the user typed stays)."""
     monkeypatch.setattr(st, "file_uploader", lambda *args, **kwargs: files(MODELS["reverse"]))
-    at = app_test("app/views/positional.py", model_name="en-de")
+    at = app_test("app/views/positional.py", model_name="en-de", upload_open=True)
     assert at.session_state["text"] == "My brother has bought a new house in the city."
     at.button(key="upload_load").click().run()
     assert not at.exception and at.session_state["model_name"].startswith(UPLOAD_PREFIX)
