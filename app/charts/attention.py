@@ -21,7 +21,15 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .axes import COLORBAR_PX, LABEL_PX, SLANT, SLANT_OVERHANG, label_step, plotly_text, thinned
-from .style import HEAD_COLORS, MASKED_COLOR, PRESENTER_TICK_FONT, WEIGHT_COLORSCALE, styled
+from .style import (
+    HEAD_COLORS,
+    MASKED_COLOR,
+    PRESENTER_MAX_HEIGHT,
+    PRESENTER_ROW_PX,
+    PRESENTER_TICK_FONT,
+    WEIGHT_COLORSCALE,
+    styled,
+)
 
 OPACITY_STEP = 0.05  # head view: line opacity is the weight rounded to this
 MIN_LINE_WEIGHT = 0.02  # head view: lines lighter than this are not drawn (invisible anyway)
@@ -98,8 +106,9 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
     if masked is not None and not masked.any():
         masked = None
     step_q, step_k = _label_step(n_q), _label_step(n_k)
-    if width_px is not None:  # a known, narrow width (a slide): key pieces slanted, every k-th where all would collide
-        step_k = max(step_k, _slanted_step(key_labels, query_labels, width_px))
+    if width_px is not None:  # a slide: every k-th row and slanted key piece where all would collide on a projector
+        step_q = max(step_q, _slide_row_step(n_q))
+        step_k = max(step_k, _slanted_step(key_labels, query_labels, width_px, numbered=step_q > 1))
     hover_x, hover_y = step_k > 1, predicts is not None or step_q > 1  # the map on a second, unlabelled axis
     on = dict(xaxis="x2" if hover_x else "x", yaxis="y2" if hover_y else "y")
     template = (("query: <b>%{y}</b> (position %{y:d})" if predicts is None else "query: %{y}")
@@ -140,13 +149,24 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
     return styled(fig, title, _height(n_q, per_row=34, minimum=420))
 
 
-def _slanted_step(key_labels: Sequence[str], query_labels: Sequence[str], width_px: float) -> int:
+SLIDE_FRAME_PX = 230  # what a slide heatmap's title, slanted key pieces and margins take of the presenter's height
+
+
+def _slide_row_step(n_q: int) -> int:
+    """Every how many query pieces can carry a label on a slide: rows of projector-size text in the presenter's
+    capped height (the larger text: a slide is shown in both modes)."""
+    return label_step(n_q, PRESENTER_MAX_HEIGHT - SLIDE_FRAME_PX, PRESENTER_ROW_PX)
+
+
+def _slanted_step(key_labels: Sequence[str], query_labels: Sequence[str], width_px: float,
+                  numbered: bool = False) -> int:
     """Every how many key pieces can carry a slanted label in a figure ``width_px`` wide, at the presenter's font
-    (the larger one: a slide is shown in both modes), after the colour bar, the query pieces on the left and the
-    first label's overhang."""
+    (the larger one: a slide is shown in both modes), after the colour bar, the query pieces on the left
+    (``numbered``: thinned rows, "12 · piece") and the first label's overhang."""
     scale = PRESENTER_TICK_FONT / (LABEL_PX - 4)
     widest = max((len(str(p)) for p in key_labels), default=1) + len(str(len(key_labels))) + 3  # "12 · piece"
-    left = 0.6 * PRESENTER_TICK_FONT * max((len(str(p)) for p in query_labels), default=1)
+    row_label = max((len(str(p)) for p in query_labels), default=1) + (len(str(len(query_labels))) + 3) * numbered
+    left = 0.6 * PRESENTER_TICK_FONT * row_label
     room = width_px - COLORBAR_PX - left - SLANT_OVERHANG * PRESENTER_TICK_FONT * widest
     return label_step(len(key_labels), room, LABEL_PX * SLANT * scale)
 

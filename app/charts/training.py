@@ -172,7 +172,8 @@ def loss_curve(log: pd.DataFrame, floor: float | None = None) -> go.Figure:
                              line=dict(color=HEAD_COLORS[0], width=2.5)), secondary_y=False)
     fig.add_trace(go.Scatter(x=thin["step"], y=thin["lr"], mode="lines", name="learning rate",
                              line=dict(color=HEAD_COLORS[1], width=2, dash="dot")), secondary_y=True)
-    fig.update_xaxes(title_text="training step")
+    # 5% room right of the last step: a tick there ("14k") would otherwise meet the learning rate's "0.0e+0"
+    fig.update_xaxes(title_text="training step", range=[0, float(log["step"].max()) * 1.05])
     fig.update_yaxes(title_text="loss (nats)", secondary_y=False)
     if floor is not None:
         fig.add_hline(y=floor, line=dict(color="#555", dash="dash", width=1.5), secondary_y=False,
