@@ -121,7 +121,8 @@ SLIDES: tuple[Slide, ...] = (
                 "several off at once and decodes again."),
     Slide(title="Training: the warm-up schedule",
           lines=("Adam's learning rate rises linearly for the first {warmup} steps, then decays as 1/√step.",
-                 "Large early steps on Adam's still noisy estimates would wreck a post-norm Transformer."),
+                 "Large early steps on Adam's still noisy estimates would wreck a post-norm Transformer.",
+                 "{restarts}"),  # empty for a run trained in one go: the line is left out
           figure="lr",
           notes="lrate = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), with Adam β₁ = 0.9, β₂ = 0.98, "
                 "ε = 10⁻⁹ (section 5.3). The paper warmed up for 4000 steps."),

@@ -45,6 +45,7 @@ from model.checkpoint import Checkpoint
 from model.inference import Translation
 from model.trace import KIND_LABELS
 from model.transformer import shifted_right
+from training.schedule import training_segments
 
 MAX_QUOTE = 140  # characters of a sentence quoted in a slide's lines
 KIND_NAMES = {"enc_self": "encoder self", "dec_self": "decoder self", "cross": "cross"}
@@ -208,7 +209,17 @@ def lr(deck: Deck) -> Made:
     warmup = int(deck.ckpt.meta.get("warmup", 4000))
     fig = lr_schedule([(f"used in training: warm-up {warmup} steps", light["step"].to_numpy(), light["lr"].to_numpy())],
                       None, "This model's learning rate, step by step")
-    return fig, {"warmup": warmup}
+    return fig, {"warmup": warmup, "restarts": restarts_line(deck.ckpt.meta)}
+
+
+def restarts_line(meta: dict) -> str:
+    """A line on the jumps in a continued run's curve (training.schedule.training_segments), else ""."""
+    segments = training_segments(meta)
+    if len(segments) < 2:
+        return ""
+    parts = [f"×{s['lr_factor'] or 1.0:g} to step {s['last_step'] or 0:,}" for s in segments[:-1]]
+    return ("The jumps are where training was resumed with another factor on the same formula: "
+            f"{', '.join(parts)}, then ×{segments[-1]['lr_factor'] or 1.0:g} (Adam restarted each time).")
 
 
 def label_smoothing(deck: Deck) -> Made:

@@ -78,7 +78,7 @@ def slide_ui(index: int, request: Request, translation: Translation) -> None:
     c_fig.plotly_chart(fig, key="lecture_figure", width="stretch", theme=None,
                        config=plotly_config(f"slide_{index + 1}", st.session_state["image_format"]))
     with c_text:
-        st.markdown("\n".join(f"- {line.format_map(facts)}" for line in slide.lines))
+        st.markdown("\n".join(f"- {text}" for line in slide.lines if (text := line.format_map(facts).strip())))
         if slide.notes:
             with st.expander("Speaker notes"):
                 st.markdown(slide.notes.format_map(facts))
