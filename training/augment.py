@@ -28,6 +28,22 @@ NAMES = (
 ).split()
 
 
+# Names no list holds, made up from syllables (accents included): the list above shares words with our own
+# names-and-numbers set (training.card counts those apart), and a model that saw only its names copied learns those
+# names rather than copying. A made-up name is a piece sequence the model cannot have memorised.
+ONSETS = "b br ch d dr f g h j k kh l m n p r s sh t th v w z ž č ł ş".split()
+VOWELS = "a e i o u á é í ó ú ä ö ü ø å y".split()
+CODAS = ("", "", "", "n", "r", "l", "s", "k", "m", "t", "nd", "rg")
+
+
+def made_up_name(rng: random.Random) -> str:
+    """A capitalised name of 2-3 random syllables, two such words now and then ("Drénak Shulomi")."""
+    def word() -> str:
+        text = "".join(rng.choice(ONSETS) + rng.choice(VOWELS) + rng.choice(CODAS) for _ in range(rng.randint(2, 3)))
+        return text[0].upper() + text[1:]
+    return word() if rng.random() < 0.6 else f"{word()} {word()}"
+
+
 def _random_number(rng: random.Random, like: str) -> str:
     """Another number of the same form: the same separator and about the same number of digits."""
     if ":" in like:  # a clock time
@@ -49,18 +65,23 @@ def shared_strings(en: str, de: str) -> list[str]:
     return sorted(found, key=lambda s: (-len(s), s))
 
 
-def substitute(en: str, de: str, strings: list[str], rng: random.Random) -> tuple[str, str]:
-    """The pair with every shared string replaced by a new one of its kind, the same on both sides."""
+def substitute(en: str, de: str, strings: list[str], rng: random.Random, made_up: float = 0.0) -> tuple[str, str]:
+    """The pair with every shared string replaced by a new one of its kind, the same on both sides; a name is made
+    up (made_up_name) with probability ``made_up``, else taken from NAMES."""
     for old in strings:
-        new = _random_number(rng, old) if old[0].isdigit() else rng.choice(NAMES)
+        if old[0].isdigit():
+            new = _random_number(rng, old)
+        else:  # no draw for made_up = 0: the runs before it stay reproducible
+            new = made_up_name(rng) if made_up and rng.random() < made_up else rng.choice(NAMES)
         pattern = re.compile(rf"(?<![\w.,]){re.escape(old)}(?!\w)" if old[0].isdigit() else rf"\b{re.escape(old)}\b")
         en, de = pattern.sub(new, en), pattern.sub(new, de)
     return en, de
 
 
-def augment_copies(frame: pd.DataFrame, copies: int, seed: int = 0) -> pd.DataFrame:
+def augment_copies(frame: pd.DataFrame, copies: int, seed: int = 0, made_up: float = 0.0) -> pd.DataFrame:
     """The corpus plus ``copies`` substituted copies of every training pair that shares a name or number
-    (source column "<source>+copy"); validation and test rows are untouched."""
+    (source column "<source>+copy"; ``made_up``: the share of names made up, see substitute); validation and test
+    rows are untouched."""
     if copies <= 0:
         return frame
     rng = random.Random(seed)
@@ -68,6 +89,6 @@ def augment_copies(frame: pd.DataFrame, copies: int, seed: int = 0) -> pd.DataFr
     for row in frame[frame["split"] == "train"].itertuples(index=False):
         strings = shared_strings(row.en, row.de)
         for _ in range(copies if strings else 0):
-            en, de = substitute(row.en, row.de, strings, rng)
+            en, de = substitute(row.en, row.de, strings, rng, made_up)
             rows.append({"source": f"{row.source}+copy", "split": "train", "en": en, "de": de})
     return pd.concat([frame, pd.DataFrame(rows, columns=frame.columns)], ignore_index=True)

@@ -24,6 +24,7 @@ from model.inference import translate
 from model.quality import WEAK_BLEU, WEAK_CHRF, decoding_settings, is_weak, report_scores
 from model.transformer import count_parameters
 
+from .augment import NAMES as AUGMENT_NAMES
 from .data import load_corpus
 from .evaluate import EVERYDAY, LENGTH_LABELS, NAMES_NUMBERS, everyday_report, names_numbers_report
 from .length_penalty import SWEEP_FILE
@@ -306,12 +307,38 @@ def everyday_section(everyday: dict | None) -> list[str]:
 NAMES_NUMBERS_TARGET = 97.0  # % of the names and numbers carried over verbatim (issue 31)
 
 
+STRING_KINDS = ("numbers and codes", "names on the augmentation's list", "other names")
+
+
+def string_kind(string: str) -> str:
+    """Which kind a string to carry over is: with a digit; a name whose every word training.augment substitutes
+    into training pairs (the model saw it copied); or another name, the real test of copying an unseen one."""
+    if any(c.isdigit() for c in string):
+        return STRING_KINDS[0]
+    return STRING_KINDS[1] if all(word in AUGMENT_NAMES for word in string.split()) else STRING_KINDS[2]
+
+
+def carried_by_kind(report: dict, key: str) -> dict[str, tuple[int, int]]:
+    """(carried, total) per string kind of one decoding's names-and-numbers report."""
+    missed = {(row, s) for row, s in report[key]["carried"]["misses"]}
+    counts = {kind: [0, 0] for kind in STRING_KINDS}
+    for row, keep in enumerate(report["keep"]):
+        for string in keep:
+            counts[string_kind(string)][0] += (row, string) not in missed
+            counts[string_kind(string)][1] += 1
+    return {kind: (ok, n) for kind, (ok, n) in counts.items()}
+
+
 def names_numbers_section(report: dict | None) -> list[str]:
-    """The share of names and numbers carried over (training.evaluate.names_numbers_report), with every miss."""
+    """The share of names and numbers carried over (training.evaluate.names_numbers_report), by kind of string,
+    with every miss."""
     if not report:
         return []
     shares = {key: report[key]["carried"] for key in ("greedy", "beam4")}
     misses = [(key, row, string) for key in ("greedy", "beam4") for row, string in shares[key]["misses"]]
+    kinds = {key: carried_by_kind(report, key) for key in ("greedy", "beam4")}
+    listed = sorted({w for keep in report["keep"] for s in keep if string_kind(s) != STRING_KINDS[0]
+                     for w in s.split() if w in AUGMENT_NAMES})
     return [f"## Names and numbers ({len(report['en'])} sentences, {shares['greedy']['n']} strings to carry over)", "",
             "Years, amounts, counts, decimals, digit strings and names that stay the same in German "
             "(`data/names_numbers.tsv`, written before any model translated it, in no corpus). A string counts only "
@@ -320,6 +347,13 @@ def names_numbers_section(report: dict | None) -> list[str]:
             "| decoding | carried over | BLEU | chrF |", "|---|---|---|---|",
             *[_md_row([name, f"{shares[key]['share']}%",
                        report[key]["overall"]["bleu"], report[key]["overall"]["chrf"]])
+              for name, key in (("greedy", "greedy"), ("beam 4", "beam4"))], "",
+            "By kind of string. The copy augmentation (`training.augment`) substitutes names from a fixed list into "
+            f"training pairs, and {len(listed)} of this set's name words are on it ({', '.join(listed[:8])}"
+            f"{', ...' if len(listed) > 8 else ''}): the model has seen those copied. The last column, names with a "
+            "word it never saw copied, is the honest test of copying a new name.", "",
+            "| decoding | " + " | ".join(STRING_KINDS) + " |", "|---|---|---|---|",
+            *[_md_row([name, *[f"{ok}/{n} ({100 * ok / max(n, 1):.1f}%)" for ok, n in kinds[key].values()]])
               for name, key in (("greedy", "greedy"), ("beam 4", "beam4"))], "",
             *(["Every miss:", "", "| decoding | missing | English | translation |", "|---|---|---|---|",
                *[_md_row([key.replace("beam4", "beam 4"), string, report["en"][row], report[key]["translations"][row]])

@@ -6,7 +6,8 @@
 #       bash training/gpu_recipe.sh                       # the same path on the CPU first, on a small corpus
 #
 # Two recipes train side by side on the one GPU (a model this small leaves it mostly idle), differing only in how
-# many copy-augmented pairs they add (a study row: VARIANTS="name=copies ..."); each stops after the last epoch that
+# many copy-augmented pairs they add and what share of their names is made up (a study row: VARIANTS="name=copies
+# name=copies:made_up ...", --copy-augment and --copy-made-up of training.train); each stops after the last epoch that
 # fits in MINUTES. Each is averaged over its last epochs (paper 6.1) and exported in fp16 (so the choice can be made
 # on the full evaluation afterwards); the one with the lower validation loss also gets snapshots of its own epochs 1,
 # 4 and 16 ("watch attention learn"). All is packed into parts of at most 15 MiB under $OUT (the lent machine returns
@@ -41,7 +42,11 @@ names=()
 for variant in $VARIANTS; do
     name=${variant%%=*}
     names+=("$name")
-    $PY -m training.train "${common[@]}" --copy-augment "${variant#*=}" --out "$RUNS/$name" >"$RUNS/$name.log" 2>&1 &
+    spec=${variant#*=}
+    made_up=0
+    [[ $spec == *:* ]] && made_up=${spec#*:}
+    $PY -m training.train "${common[@]}" --copy-augment "${spec%%:*}" --copy-made-up "$made_up" --out "$RUNS/$name" \
+        >"$RUNS/$name.log" 2>&1 &
 done
 wait
 

@@ -5,7 +5,8 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from training.augment import augment_copies, shared_strings, substitute
+from training.augment import NAMES, augment_copies, made_up_name, shared_strings, substitute
+from training.evaluate import NAMES_NUMBERS
 
 
 def test_shared_strings_are_names_and_numbers_on_both_sides_not_sentence_starts():
@@ -31,3 +32,35 @@ def test_only_training_pairs_are_copied():
     out = augment_copies(frame, copies=2, seed=0)
     assert len(out) == 5 and out.iloc[:3].equals(frame)
     assert set(out.iloc[3:]["split"]) == {"train"} and set(out.iloc[3:]["source"]) == {"a+copy"}
+
+
+@given(st.integers(0, 10_000), st.sampled_from(["Anna", "Kenji", "Oslo"]))
+def test_a_made_up_name_is_carried_on_both_sides_and_is_on_no_list(seed, name):
+    """With made_up = 1 every substituted name is made up: the same new string on both sides, not one of the list's
+    names (which the model would learn as such), capitalised, one or two words."""
+    en, de = f"Then {name} came at 9.", f"Dann kam {name} um 9."
+    new_en, new_de = substitute(en, de, [name, "9"], random.Random(seed), made_up=1.0)
+    made = new_en.removeprefix("Then ").split(" came at ")[0]
+    assert new_de == f"Dann kam {made} um {new_en.rsplit(' ', 1)[1]}" and made not in NAMES
+    assert all(w[0].isupper() for w in made.split()) and 1 <= len(made.split()) <= 2
+
+
+def test_made_up_names_share_no_word_with_our_names_and_numbers_set():
+    """Made-up names are no back door for the test set's names (training.evaluate.NAMES_NUMBERS)."""
+    frame = pd.read_csv(NAMES_NUMBERS, sep="\t", keep_default_na=False)
+    words = {w for keep in frame["keep"] for s in keep.split(" | ") for w in s.split()}
+    rng = random.Random(0)
+    made = {w for _ in range(20_000) for w in made_up_name(rng).split()}
+    assert len(made) > 15_000 and not made & words
+
+
+def test_without_made_up_names_the_augmentation_is_what_it_was():
+    """made_up = 0 draws nothing more from the generator: the shipped model's recipe stays reproducible."""
+    frame = pd.DataFrame({"source": ["a"] * 3, "split": ["train"] * 3,
+                          "en": ["Then Anna came at 9.", "Oslo is cold in 2024.", "Peter has 3 cats."],
+                          "de": ["Dann kam Anna um 9.", "Oslo ist 2024 kalt.", "Peter hat 3 Katzen."]})
+    copies = augment_copies(frame, copies=3, seed=5)
+    assert copies.equals(augment_copies(frame, copies=3, seed=5, made_up=0.0))
+    assert copies.iloc[3:6]["en"].tolist() == ["Then Hansen came at 6.", "Then Boston came at 8.",  # as before the
+                                               "Then Chicago came at 1."]  # made-up names (recorded from that code)
+    assert not augment_copies(frame, copies=3, seed=5).equals(augment_copies(frame, copies=3, seed=5, made_up=1.0))

@@ -207,3 +207,23 @@ def test_batched_greedy_evaluation_gives_each_sentence_its_own_greedy_translatio
         alone.append(ckpt.tokenizer.decode(DecodeResult.from_steps(steps, 1).best.tokens))
     assert translate_many(ckpt.model, ckpt.tokenizer, english, beam_size=1) == alone
     assert len(set(alone)) == len(alone)
+
+
+def test_the_card_splits_names_the_augmentation_taught_from_names_it_never_saw_copied():
+    """A name on training.augment's list was copied into training pairs, so carrying it over is no test of copying a
+    new name: the card counts those apart, and every string falls in exactly one kind."""
+    from training.augment import NAMES
+    from training.card import STRING_KINDS, carried_by_kind, names_numbers_section, string_kind
+
+    assert string_kind("0171 5550199") == string_kind("LH 2041") == "numbers and codes"
+    assert string_kind("Anna Schmidt") == "names on the augmentation's list" and {"Anna", "Schmidt"} <= set(NAMES)
+    assert string_kind("Anna Zwirbelkamp") == "other names"  # one word not on the list: a new name
+    keep = [["Anna", "2023"], ["Zeynep Kaya"], ["Oslo", "17"]]
+    hyps = ["Anna 2023", "Zeynep Kaja", "Osloer 17"]  # misses: "Zeynep Kaya" (other), "Oslo" (on the list)
+    report = {"en": ["a", "b", "c"], "keep": keep,
+              **{key: {"carried": carried_over(hyps, keep), "overall": {"bleu": 1.0, "chrf": 2.0},
+                       "translations": hyps} for key in ("greedy", "beam4")}}
+    kinds = carried_by_kind(report, "beam4")
+    assert kinds == {STRING_KINDS[0]: (2, 2), STRING_KINDS[1]: (1, 2), STRING_KINDS[2]: (0, 1)}
+    text = "\n".join(names_numbers_section(report))
+    assert "| beam 4 | 2/2 (100.0%) | 1/2 (50.0%) | 0/1 (0.0%) |" in text and "2 of this set's name words" in text
