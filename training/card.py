@@ -324,8 +324,9 @@ def carried_by_kind(report: dict, key: str) -> dict[str, tuple[int, int]]:
     counts = {kind: [0, 0] for kind in STRING_KINDS}
     for row, keep in enumerate(report["keep"]):
         for string in keep:
-            counts[string_kind(string)][0] += (row, string) not in missed
-            counts[string_kind(string)][1] += 1
+            count = counts[string_kind(string)]
+            count[0] += (row, string) not in missed
+            count[1] += 1
     return {kind: (ok, n) for kind, (ok, n) in counts.items()}
 
 

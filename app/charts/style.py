@@ -2,10 +2,10 @@
 one colour scale for attention weights, and presenter mode's restyling for a lecture hall's projector."""
 from __future__ import annotations
 
-import math
-
 import plotly.colors as pc
 import plotly.graph_objects as go
+
+from .axes import label_step
 
 WEIGHT_COLORSCALE = "Blues"  # every attention-weight map uses this, 0 = white
 DIVERGING_COLORSCALE = "RdBu_r"  # signed values (scores, encodings, Q/K/V), centred on 0
@@ -116,7 +116,7 @@ def _thin_piece_columns(fig: go.Figure, max_height: int) -> None:
     for trace in fig.data:
         if trace.name in PIECE_COLUMNS and trace.text is not None:
             rows = len(trace.text)
-            step = math.ceil(rows * PRESENTER_ROW_PX / max(height - HEAD_VIEW_FRAME_PX, 1))
+            step = label_step(rows, height - HEAD_VIEW_FRAME_PX, PRESENTER_ROW_PX)
             if step > 1:
                 trace.text = [t if i % step == 0 else "" for i, t in enumerate(trace.text)]
 
