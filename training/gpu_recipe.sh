@@ -7,11 +7,11 @@
 #
 # Two recipes train side by side on the one GPU (a model this small leaves it mostly idle), differing only in how
 # many copy-augmented pairs they add and what share of their names is made up (a study row: VARIANTS="name=copies
-# name=copies:made_up ...", --copy-augment and --copy-made-up of training.train); each stops after the last epoch that
-# fits in MINUTES. Each is averaged over its last epochs (paper 6.1) and exported in fp16 (so the choice can be made
-# on the full evaluation afterwards); the one with the lower validation loss also gets snapshots of its own epochs 1,
-# 4 and 16 ("watch attention learn"). All is packed into parts of at most 15 MiB under $OUT (the lent machine returns
-# at most 8 files of 16 MiB). Unpack here with: cat $OUT/ship.tgz.part-* | tar xz
+# name=copies:made_up:codes ...", --copy-augment, --copy-made-up and --copy-codes of training.train); each stops
+# after the last epoch that fits in MINUTES. Each is averaged over its last epochs (paper 6.1) and exported in fp16
+# (so the choice can be made on the full evaluation afterwards); the one with the lower validation loss also gets
+# snapshots of its own epochs 1, 4 and 16 ("watch attention learn"). All is packed into parts of at most 15 MiB under
+# $OUT (the lent machine returns at most 8 files of 16 MiB). Unpack here with: cat $OUT/ship.tgz.part-* | tar xz
 #
 # INIT=<checkpoint> continues that model instead (the same run's lineage, so its shipped snapshots stay valid): fresh
 # Adam, the schedule at the checkpoint's own step unless START_STEP says otherwise.
@@ -43,9 +43,9 @@ for variant in $VARIANTS; do
     name=${variant%%=*}
     names+=("$name")
     spec=${variant#*=}
-    made_up=0
-    [[ $spec == *:* ]] && made_up=${spec#*:}
-    $PY -m training.train "${common[@]}" --copy-augment "${spec%%:*}" --copy-made-up "$made_up" --out "$RUNS/$name" \
+    IFS=: read -r copies made_up codes <<<"$spec"
+    $PY -m training.train "${common[@]}" --copy-augment "$copies" --copy-made-up "${made_up:-0}" \
+        --copy-codes "${codes:-0}" --out "$RUNS/$name" \
         >"$RUNS/$name.log" 2>&1 &
 done
 wait

@@ -97,6 +97,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--copy-made-up", type=float, default=0.0, help="with --copy-augment: the share (0-1) of "
                         "substituted names made up from random syllables instead of taken from training.augment's "
                         "list, whose names a model then learns rather than learning to copy")
+    parser.add_argument("--copy-codes", type=float, default=0.0, help="with --copy-augment: the share (0-1) of "
+                        "substituted numbers replaced by phone numbers and codes (\"0171 5550199\", \"LH 2041\"), "
+                        "shapes the corpus hardly has")
     parser.add_argument("--snapshot-epochs", default="", help="comma-separated epochs whose weights are kept for "
                         "good in <out>/snapshots/<n> (the 'watch attention learn' snapshots, e.g. 1,2,4,8,16)")
     parser.add_argument("--init-from", help="start a new run from this checkpoint's weights (e.g. the shipped model, "
@@ -109,8 +112,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--start-epoch", type=int, default=0, help="with --init-from: epochs already done (default: "
                         "the checkpoint's own)")
     args = parser.parse_args(argv)
-    if not 0.0 <= args.copy_made_up <= 1.0:
-        parser.error(f"--copy-made-up is a share from 0 to 1, not {args.copy_made_up:g}")
+    for flag in ("copy_made_up", "copy_codes"):
+        if not 0.0 <= getattr(args, flag) <= 1.0:
+            parser.error(f"--{flag.replace('_', '-')} is a share from 0 to 1, not {getattr(args, flag):g}")
     for key, value in PRESETS[args.task].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
@@ -120,7 +124,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def task_corpus(args: argparse.Namespace):
     if args.task == "reverse":
         return reversal_corpus(seed=args.seed)
-    return augment_copies(load_corpus(args.corpus), args.copy_augment, seed=args.seed, made_up=args.copy_made_up)
+    return augment_copies(load_corpus(args.corpus), args.copy_augment, seed=args.seed, made_up=args.copy_made_up,
+                          codes=args.copy_codes)
 
 
 def get_tokenizer(args: argparse.Namespace, out: Path, frame) -> Tokenizer:

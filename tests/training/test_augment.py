@@ -1,12 +1,15 @@
 """Copy-friendly augmentation: the same new string on both sides, and only in the training split."""
 import random
+import re
 
 import pandas as pd
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from training.augment import NAMES, augment_copies, made_up_name, shared_strings, substitute
+from training.augment import NAMES, augment_copies, code_like, made_up_name, shared_strings, substitute
 from training.evaluate import NAMES_NUMBERS
+from training.train import parse_args
 
 
 def test_shared_strings_are_names_and_numbers_on_both_sides_not_sentence_starts():
@@ -54,13 +57,47 @@ def test_made_up_names_share_no_word_with_our_names_and_numbers_set():
     assert len(made) > 15_000 and not made & words
 
 
+CODE = re.compile(r"0\d{2,4} \d{5,8}|\+\d{1,2} \d{2,4} \d{4}|[A-Z]{2} [1-9]\d{1,3}")  # code_like's three shapes
+
+
+@given(st.integers(0, 10_000), st.sampled_from(["9", "250", "14:30", "3.5"]))
+def test_a_number_turned_code_is_carried_on_both_sides(seed, number):
+    """With codes = 1 every substituted number becomes a phone number or code, the same on both sides, and the
+    names stay names."""
+    en, de = f"Then Anna paid {number} today.", f"Dann zahlte Anna heute {number}."
+    new_en, new_de = substitute(en, de, ["Anna", number], random.Random(seed), codes=1.0)
+    code = new_en.removeprefix("Then ").split(" paid ")[1].removesuffix(" today.")
+    name = new_en.removeprefix("Then ").split(" paid ")[0]
+    assert CODE.fullmatch(code) and new_de == f"Dann zahlte {name} heute {code}." and name in NAMES
+
+
+def test_codes_take_every_shape_and_none_is_a_string_of_our_set():
+    """20,000 codes: all three shapes, many distinct strings, and not one of the names-and-numbers set's strings (the
+    set's own "0171 5550199" or "LH 2041" in training would be a back door)."""
+    frame = pd.read_csv(NAMES_NUMBERS, sep="\t", keep_default_na=False)
+    strings = {s for keep in frame["keep"] for s in keep.split(" | ")}
+    rng = random.Random(0)
+    made = [code_like(rng) for _ in range(20_000)]
+    assert all(CODE.fullmatch(code) for code in made) and len(set(made)) > 19_000
+    assert {code[0] for code in made} >= {"0", "+"} and any(code[0].isalpha() for code in made)
+    assert not set(made) & strings
+
+
 def test_without_made_up_names_the_augmentation_is_what_it_was():
-    """made_up = 0 draws nothing more from the generator: the shipped model's recipe stays reproducible."""
+    """made_up = 0 and codes = 0 draw nothing more from the generator: the shipped model's recipe stays reproducible."""
     frame = pd.DataFrame({"source": ["a"] * 3, "split": ["train"] * 3,
                           "en": ["Then Anna came at 9.", "Oslo is cold in 2024.", "Peter has 3 cats."],
                           "de": ["Dann kam Anna um 9.", "Oslo ist 2024 kalt.", "Peter hat 3 Katzen."]})
     copies = augment_copies(frame, copies=3, seed=5)
-    assert copies.equals(augment_copies(frame, copies=3, seed=5, made_up=0.0))
+    assert copies.equals(augment_copies(frame, copies=3, seed=5, made_up=0.0, codes=0.0))
     assert copies.iloc[3:6]["en"].tolist() == ["Then Hansen came at 6.", "Then Boston came at 8.",  # as before the
                                                "Then Chicago came at 1."]  # made-up names (recorded from that code)
     assert not augment_copies(frame, copies=3, seed=5).equals(augment_copies(frame, copies=3, seed=5, made_up=1.0))
+    assert not augment_copies(frame, copies=3, seed=5).equals(augment_copies(frame, copies=3, seed=5, codes=1.0))
+
+
+@pytest.mark.parametrize("flag", ["--copy-made-up", "--copy-codes"])
+def test_a_share_outside_0_to_1_is_refused_before_any_work(flag, capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--task", "en-de", "--out", "unused", "--copy-augment", "4", flag, "1.5"])
+    assert f"{flag} is a share from 0 to 1, not 1.5" in capsys.readouterr().err
