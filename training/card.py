@@ -127,6 +127,7 @@ def _recipe(meta: dict) -> list[str]:
                           + _processes(m.get("processes")),
                           f"bf16 autocast: {m.get('bf16')}",
                           *(text.format(m[key]) for key, text in known.items() if m.get(key) is not None),
+                          *([_copy_words(m)] if m.get("copy_augment") is not None else []),
                           *([f"on {m['device']}"] if m.get("device") else [])])
     lines = [f"- Recipe: Adam (0.9, 0.98, 1e-9); label smoothing {meta.get('label_smoothing')}; sentences of "
              f"similar length batched together; residual, attention and embedding dropout."]
@@ -138,6 +139,16 @@ def _recipe(meta: dict) -> list[str]:
         lines.append(f"  - steps {seg['first_step']}-{seg['last_step']} (epochs {seg['first_epoch']}-"
                      f"{seg['last_epoch']}){restart}: {settings(seg)}" + (";" if i < len(segments) - 1 else "."))
     return lines
+
+
+def _copy_words(m: dict) -> str:
+    """The copy augmentation of a segment (training.augment), e.g. "copy augmentation 4 (half the names made up)"."""
+    if not m["copy_augment"]:
+        return "no copy augmentation"
+    shares = [f"{100 * m[key]:g}% of {what}" for key, what in (("copy_made_up", "the names made up"),
+                                                               ("copy_codes", "the numbers turned into codes"))
+              if m.get(key)]
+    return f"copy augmentation {m['copy_augment']}" + (f" ({', '.join(shares)})" if shares else "")
 
 
 def _where(meta: dict) -> str:

@@ -13,10 +13,11 @@ def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
-# What a segment of training is recorded with (older checkpoints lack the last five: read as unknown; a
-# checkpoint without "processes" was trained in one; "device" says where, e.g. "CUDA (NVIDIA H100 80GB HBM3)").
+# What a segment of training is recorded with (older checkpoints lack the later keys: read as unknown; a
+# checkpoint without "processes" was trained in one; "device" says where, e.g. "CUDA (NVIDIA H100 80GB HBM3)";
+# the copy_* keys are training.augment's settings).
 RECIPE_KEYS = ("lr_factor", "warmup", "max_tokens", "bf16", "dropout", "label_smoothing", "corpus", "processes",
-               "device")
+               "device", "copy_augment", "copy_made_up", "copy_codes")
 
 
 def training_segments(meta: dict) -> list[dict]:

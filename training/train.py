@@ -250,6 +250,7 @@ class Run:
                 "processes": self.ranks.world,  # one optimizer step takes a batch from each
                 "device": "CPU" if self.ranks.device.type == "cpu" else describe(self.ranks.device),  # the GPU's name
                 "valid_sentences": len(self.valid_bleu),  # what each epoch's valid BLEU/chrF is on
+                "copy_augment": a.copy_augment, "copy_made_up": a.copy_made_up, "copy_codes": a.copy_codes,
                 **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
 

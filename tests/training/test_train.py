@@ -169,6 +169,7 @@ def test_stop_minutes_ends_the_run_after_the_last_epoch_that_fits_with_everythin
     assert json.loads((run / "last" / "state.json").read_text())["epoch"] == 1  # a rerun resumes at epoch 2
     meta = load_checkpoint(run / "best").meta
     assert meta["device"] == "CPU" and meta["valid_sentences"] == 5  # the card says where and on how many
+    assert (meta["copy_augment"], meta["copy_made_up"], meta["copy_codes"]) == (0, 0.0, 0.0)  # and what it copied
 
 
 def test_the_card_says_where_each_stretch_of_training_ran():
@@ -184,3 +185,18 @@ def test_the_card_says_where_each_stretch_of_training_ran():
             and recipe[1].endswith("on CUDA (NVIDIA H100 80GB HBM3);"))
     assert recipe[2].startswith("  - steps 6865-7800 (epochs 40-45) (continued") and recipe[2].endswith("on CPU.")
     assert "no GPU" in _where({"steps": 10, "epochs": 1})  # older checkpoints recorded no device: the shared CPUs
+
+
+def test_the_card_names_each_stretch_of_trainings_copy_augmentation():
+    """Which names and numbers each stretch was taught to copy is part of the recipe; a stretch recorded before
+    the copy settings were says nothing about them rather than guessing."""
+    older = {"step": 100, "epoch": 3, "lr_factor": 1.0, "warmup": 80, "max_tokens": 512, "bf16": True}
+    listed = {"step": 200, "epoch": 6, "lr_factor": 1.0, "warmup": 80, "max_tokens": 512, "bf16": True,
+              "copy_augment": 4, "copy_made_up": 0.0, "copy_codes": 0.0, "earlier": older}
+    meta = {"steps": 300, "epochs": 9, "lr_factor": 0.7, "warmup": 80, "max_tokens": 512, "bf16": True,
+            "copy_augment": 4, "copy_made_up": 0.5, "copy_codes": 0.3, "continued_from": listed}
+    first, second, third = _recipe(meta)[1:]
+    assert "copy" not in first
+    assert second.endswith("; copy augmentation 4;")
+    assert third.endswith("; copy augmentation 4 (50% of the names made up, 30% of the numbers turned into codes).")
+    assert _recipe({**meta, "copy_augment": 0, "continued_from": None})[1].endswith("; no copy augmentation.")
