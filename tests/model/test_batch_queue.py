@@ -171,8 +171,8 @@ def test_while_a_slot_is_free_a_request_does_not_wait_for_a_running_batch(model,
     prepared = [planned(engine, tokenizer, text, CONFIG) for text in TEXTS[:2]]
 
     def follow(i: int):
-        if i == 1:
-            until(lambda: len(held) == 1)  # the first request's batch holds its slot and is decoding
+        if i == 1:  # the first request's batch has formed (its slot held, the queue taken): a request before that
+            until(lambda: len(queue.batch_sizes) == 1)  # moment joins it, which is batching, not waiting
         return queue.translate(engine, tokenizer, *prepared[i], slot)
     results = in_threads(follow, 2)
     for text, got in zip(TEXTS[:2], results, strict=True):
