@@ -29,7 +29,8 @@ def average_checkpoints(checkpoints: Sequence[Checkpoint]) -> Checkpoint:
     """The element-wise mean of the weights of checkpoints that share one configuration and tokenizer.
 
     The newest checkpoint (most steps) becomes the average, in place: it keeps its tokenizer and meta (its
-    step, epochs and logs describe where training stood) and records the inputs under meta["averaged"].
+    step, epochs and logs describe where training stood) and records the inputs under meta["averaged"], each with
+    equal weight.
     """
     if not checkpoints:
         raise CheckpointError("nothing to average: give at least one checkpoint")
@@ -42,8 +43,11 @@ def average_checkpoints(checkpoints: Sequence[Checkpoint]) -> Checkpoint:
     states = [c.model.state_dict() for c in checkpoints]
     mean = {name: torch.stack([s[name].float() for s in states]).mean(dim=0) for name in states[0]}  # per tensor
     newest.model.load_state_dict(mean)
+    # An input that is itself an average (a shipped model averaged with the epochs that continued it) keeps its own
+    # inputs, so the card can say what the mean is of.
     newest.meta = {**newest.meta, "averaged": [
-        {"epochs": c.meta.get("epochs"), "steps": c.meta.get("steps")} for c in checkpoints]}
+        {"epochs": c.meta.get("epochs"), "steps": c.meta.get("steps"),
+         **({"averaged": c.meta["averaged"]} if c.meta.get("averaged") else {})} for c in checkpoints]}
     return newest
 
 

@@ -191,10 +191,17 @@ def _which_weights(meta: dict) -> str:
     averaged = meta.get("averaged")
     if not averaged:
         return "this checkpoint is the epoch with the lowest validation loss."
-    epochs = sorted(a["epochs"] for a in averaged if a.get("epochs") is not None)
-    loss = f" (validation loss {meta['valid_loss']})" if "valid_loss" in meta else ""
-    return (f"this checkpoint is the mean of the weights after epochs {', '.join(map(str, epochs))}{loss}: "
-            "checkpoint averaging, as the paper did for its base models (section 6.1).")
+    def epochs(inputs: list) -> str:
+        return ", ".join(map(str, sorted(a["epochs"] for a in inputs if a.get("epochs") is not None)))
+    plain = [a for a in averaged if not a.get("averaged")]
+    means = [f"of the model that was the mean of epochs {epochs(a['averaged'])}" for a in averaged
+             if a.get("averaged")]
+    parts = [f"of the weights after epochs {epochs(plain)}"] * bool(plain) + means
+    facts = [f"validation loss {meta['valid_loss']}"] if "valid_loss" in meta else []
+    facts += [f"{len(averaged)} inputs of equal weight"] * bool(means)
+    said = f" ({', '.join(facts)})" if facts else ""
+    return (f"this checkpoint is the mean {' and '.join(parts)}{said}: checkpoint averaging, as the paper did for "
+            "its base models (section 6.1).")
 
 
 def _diagnostics(report: dict) -> list[str]:

@@ -88,3 +88,23 @@ def test_epochs_ship_as_snapshots_listed_in_training_order(tmp_path, tokenizer, 
     with pytest.raises(SystemExit):  # a description the app would drop (over 100 characters) is refused up front
         export_main(["--run", str(run), "--which", "epochs/1", "--out", str(tmp_path / "x"), "--snapshot", "a" * 101])
     assert not (tmp_path / "x").exists()
+
+
+def test_a_model_averaged_with_the_epochs_that_continued_it_says_what_it_is_the_mean_of(tmp_path, tokenizer):
+    """The shipped model (itself the mean of epochs 8 and 9) averaged with two later epochs: four inputs of equal
+    weight, and the card names the epochs inside the earlier mean rather than calling it epoch 9."""
+    from training.card import _which_weights
+
+    earlier = average_checkpoints([load_checkpoint(_saved(tmp_path, tokenizer, f"e{e}", seed=e, steps=10 * e))
+                                   for e in (8, 9)])
+    save_checkpoint(earlier.model, earlier.tokenizer, tmp_path / "shipped", meta=earlier.meta)
+    later = [load_checkpoint(_saved(tmp_path, tokenizer, f"e{e}", seed=e, steps=10 * e)) for e in (10, 11)]
+    mean = average_checkpoints([load_checkpoint(tmp_path / "shipped"), *later])
+    assert [a["epochs"] for a in mean.meta["averaged"][0]["averaged"]] == [8, 9]
+    assert _which_weights({**mean.meta, "valid_loss": 2.5}) == (
+        "this checkpoint is the mean of the weights after epochs 10, 11 and of the model that was the mean of epochs "
+        "8, 9 (validation loss 2.5, 3 inputs of equal weight): checkpoint averaging, as the paper did for its base "
+        "models (section 6.1).")
+    assert _which_weights({"averaged": [{"epochs": 3}, {"epochs": 2}]}) == (
+        "this checkpoint is the mean of the weights after epochs 2, 3: checkpoint averaging, as the paper did for its "
+        "base models (section 6.1).")
