@@ -168,12 +168,12 @@ def test_presenter_keeps_the_head_views_pieces_apart(rows, labelled):
 
 
 def test_the_schedule_slide_explains_a_continued_runs_jumps_and_says_nothing_for_one_run(shipped, decks):
-    """The shipped en-de was resumed three times with other factors: its curve jumps, and the slide says where and
+    """The shipped en-de was resumed four times with other factors: its curve jumps, and the slide says where and
     why from the checkpoint's own continued_from chain; the reversal model trained in one go gets no such line."""
     slide = next(s for s in SLIDES if s.figure == "lr")
     _, facts = build(slide, decks(shipped, "en-de"))
     assert facts["restarts"].startswith("The jumps are where training was resumed")
-    assert "×1 to step 6,864, ×0.7 to step 7,508, ×0.5 to step 8,651, then ×1" in facts["restarts"]
+    assert "×1 to step 6,864, ×0.7 to step 7,508, ×0.5 to step 8,651, ×1 to step 14,150, then ×0.7" in facts["restarts"]
     assert all(len(line.format_map(facts)) <= 220 for line in slide.lines)
     _, facts = build(slide, decks(shipped, "reverse"))
     assert facts["restarts"] == ""
