@@ -51,6 +51,14 @@ def label_step(n: int, axis_px: float | None, px_per_label: float = LABEL_PX) ->
     return 1 if axis_px is None else max(1, math.ceil(n * px_per_label / max(axis_px, 1.0)))
 
 
+def nice_step(span: float) -> float:
+    """The round tick interval (1, 2 or 5 x 10^k) nearest above ``span``, as an axis labels a count of steps."""
+    if span <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(span))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= span)
+
+
 def thinned(text: list[str], step: int) -> dict:
     """tickvals / ticktext of every ``step``-th piece; when some are skipped, each label says its position
     ("45 · ▁the"), so the reader can count to the others."""

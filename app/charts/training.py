@@ -2,12 +2,14 @@
 sizes, the learning-rate schedule, label smoothing's target distribution and the training curves."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.charts.axes import plotly_text
+from app.charts.axes import nice_step, plotly_text
 from app.charts.style import HEAD_COLORS, styled
 
 INK = "#1a1a1a"  # explicit: Streamlit's chart theme would grey out annotation text
@@ -172,8 +174,12 @@ def loss_curve(log: pd.DataFrame, floor: float | None = None) -> go.Figure:
                              line=dict(color=HEAD_COLORS[0], width=2.5)), secondary_y=False)
     fig.add_trace(go.Scatter(x=thin["step"], y=thin["lr"], mode="lines", name="learning rate",
                              line=dict(color=HEAD_COLORS[1], width=2, dash="dot")), secondary_y=True)
-    # 5% room right of the last step: a tick there ("14k") would otherwise meet the learning rate's "0.0e+0"
-    fig.update_xaxes(title_text="training step", range=[0, float(log["step"].max()) * 1.05])
+    # The last step tick stands half a tick interval inside the right end: a tick at the end ("16k") would meet the
+    # learning rate's "0.0e+0" beside it, whatever the number of steps.
+    last = float(log["step"].max())
+    dtick = nice_step(last / 6)
+    fig.update_xaxes(title_text="training step", tick0=0, dtick=dtick,
+                     range=[0, (math.ceil(last / dtick) + 0.5) * dtick])
     fig.update_yaxes(title_text="loss (nats)", secondary_y=False)
     if floor is not None:
         fig.add_hline(y=floor, line=dict(color="#555", dash="dash", width=1.5), secondary_y=False,

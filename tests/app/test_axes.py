@@ -2,11 +2,14 @@
 k-th is drawn (numbered), and cells too small for a number or a ✓ carry none; the hover still names every piece."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.charts.axes import COLUMN_PX, LABEL_PX, SLANT, label_step, plot_px, thinned
+from app.charts.axes import COLUMN_PX, LABEL_PX, SLANT, label_step, nice_step, plot_px, thinned
 from app.charts.masks import mask_grid, masked_scores
 from app.charts.mechanics import score_matrix
 
@@ -51,3 +54,24 @@ def test_a_short_sentence_keeps_every_label_and_its_ticks_and_numbers():
     # 13 keys in a third of the page: cells of about 6 px cannot hold "-10.3" (it ran into its neighbours)
     assert score_matrix(np.full((13, 13), -10.3), pieces(13), pieces(13), "QK", columns=3).data[0].text is None
     assert masked_scores(np.zeros((40, 40)), np.ones((40, 40), bool), pieces(40), pieces(40), "s").data[0].text is None
+
+
+@given(st.floats(0.5, 1e7))
+def test_a_nice_step_is_round_and_leaves_no_more_than_a_few_ticks_too_many(span):
+    step = nice_step(span)
+    mantissa = step / 10 ** math.floor(math.log10(step) + 1e-9)
+    assert span <= step < 5 * span and round(mantissa, 6) in (1.0, 2.0, 5.0)
+
+
+@given(st.integers(2, 300_000))
+def test_the_loss_curves_last_step_tick_stays_clear_of_the_learning_rate_axis(steps):
+    """The learning rate's "0.0e+0" stands right of the plot at its bottom: a step tick at the right end met it
+    ("14k", then "16k" as the shipped model trained on). Every tick stands half an interval or more inside the end,
+    and the last step is inside the range."""
+    from app.charts.training import loss_curve
+
+    log = pd.DataFrame({"step": [1, steps], "loss": [9.0, 2.0], "lr": [1e-5, 5e-4]})
+    axis = loss_curve(log).layout.xaxis
+    end, dtick = axis.range[1], axis.dtick
+    last_tick = math.floor(end / dtick) * dtick
+    assert steps <= end and end - last_tick >= dtick / 2 and end / dtick <= 12
