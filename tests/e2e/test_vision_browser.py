@@ -6,6 +6,7 @@ import contextlib
 import re
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 
 from tests.e2e.waits import IDLE, charts_settled, hover_armed, rerun, steady_box
 
@@ -61,7 +62,14 @@ def click_cell(page, chart, row: int, col: int, cells: int) -> None:
     """Click the centre of grid cell (row, col) of an image chart with ``cells`` cells per side, and wait for the
     script run the click asks for."""
     area = chart.locator(".nsewdrag").first
-    area.scroll_into_view_if_needed()
+    for attempt in range(3):  # a rerun's redraw can replace the drag layer mid-scroll ("not attached to the DOM")
+        try:
+            area.scroll_into_view_if_needed(timeout=WAIT_MS / 3)
+            break
+        except PlaywrightError:
+            if attempt == 2:
+                raise
+            charts_settled(page)
     box = steady_box(area)
     x, y = hover_armed(page, chart, box["x"] + (col + 0.5) * box["width"] / cells,
                        box["y"] + (row + 0.5) * box["height"] / cells)
