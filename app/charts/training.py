@@ -174,12 +174,12 @@ def loss_curve(log: pd.DataFrame, floor: float | None = None) -> go.Figure:
                              line=dict(color=HEAD_COLORS[0], width=2.5)), secondary_y=False)
     fig.add_trace(go.Scatter(x=thin["step"], y=thin["lr"], mode="lines", name="learning rate",
                              line=dict(color=HEAD_COLORS[1], width=2, dash="dot")), secondary_y=True)
-    # The last step tick stands half a tick interval inside the right end: a tick at the end ("16k") would meet the
-    # learning rate's "0.0e+0" beside it, whatever the number of steps.
-    last = float(log["step"].max())
-    dtick = nice_step(last / 6)
-    fig.update_xaxes(title_text="training step", tick0=0, dtick=dtick,
-                     range=[0, (math.ceil(last / dtick) + 0.5) * dtick])
+    # 5% room right of the last step, and no step tick within half a tick interval of the right end: a tick there
+    # ("16k") would meet the learning rate's "0.0e+0" beside it, whatever the number of steps.
+    end = float(log["step"].max()) * 1.05
+    dtick = nice_step(end / 8)
+    fig.update_xaxes(title_text="training step", range=[0, end], tickmode="array",
+                     tickvals=[i * dtick for i in range(math.floor((end - dtick / 2) / dtick) + 1)])
     fig.update_yaxes(title_text="loss (nats)", secondary_y=False)
     if floor is not None:
         fig.add_hline(y=floor, line=dict(color="#555", dash="dash", width=1.5), secondary_y=False,
