@@ -178,8 +178,9 @@ def loss_curve(log: pd.DataFrame, floor: float | None = None) -> go.Figure:
     # ("16k") would meet the learning rate's "0.0e+0" beside it, whatever the number of steps.
     end = float(log["step"].max()) * 1.05
     dtick = nice_step(end / 8)
-    fig.update_xaxes(title_text="training step", range=[0, end], tickmode="array",
-                     tickvals=[i * dtick for i in range(math.floor((end - dtick / 2) / dtick) + 1)])
+    ticks = [i * dtick for i in range(math.floor((end - dtick / 2) / dtick) + 1)]
+    fig.update_xaxes(title_text="training step", range=[0, end], tickmode="array", tickvals=ticks,
+                     ticktext=[f"{t / 1000:g}k" if t >= 1000 else f"{t:g}" for t in ticks])  # "5k" beside "10k"
     fig.update_yaxes(title_text="loss (nats)", secondary_y=False)
     if floor is not None:
         fig.add_hline(y=floor, line=dict(color="#555", dash="dash", width=1.5), secondary_y=False,

@@ -76,3 +76,4 @@ def test_the_loss_curves_last_step_tick_stays_clear_of_the_learning_rate_axis(st
     dtick = ticks[1] - ticks[0]
     assert steps <= end <= 1.06 * steps  # no empty stretch right of the curve
     assert ticks[0] == 0 and len(ticks) >= 3 and ticks[-1] <= end - dtick / 2 and dtick == nice_step(dtick)
+    assert all(text.endswith("k") == (tick >= 1000) for tick, text in zip(ticks, axis.ticktext, strict=True))
