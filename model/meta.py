@@ -67,6 +67,9 @@ def decode_rules_of(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 Number = (int, float)
+# training.augment's settings, per stretch of training: copies per pair with a shared name or number, the share of
+# names made up and of numbers turned into codes
+COPY_TYPES: dict[str, tuple[type, ...]] = {"copy_augment": (int,), "copy_made_up": Number, "copy_codes": Number}
 # Training facts the app and the model card read from meta, with the types they need. A checkpoint's
 # meta is free-form JSON (an uploaded one says whatever its author wrote), so anything else is dropped.
 META_TYPES: dict[str, tuple[type, ...]] = {
@@ -87,15 +90,12 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "device": (str,),  # where training ran: "CPU", "CUDA (NVIDIA H100 80GB HBM3)" (model.device.describe)
     "valid_sentences": (int,),  # how many validation sentences each epoch's BLEU/chrF in epochs.csv is on
     "valid_corpus": (str,),  # the corpus whose valid split epochs.csv's losses are on (absent: the training corpus)
-    # training.augment's settings: copies per pair with a shared name or number, the share of names made up and of
-    # numbers turned into codes
-    "copy_augment": (int,), "copy_made_up": Number, "copy_codes": Number,
+    **COPY_TYPES,
 }
 MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
                    "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
-                   "earlier": (dict,), "device": (str,), "copy_augment": (int,), "copy_made_up": Number,
-                   "copy_codes": Number,
+                   "earlier": (dict,), "device": (str,), **COPY_TYPES,
                    # the run after this link read another tokenizer (training.vocab_transfer)
                    "vocabulary_after": (str,)}
 

@@ -142,7 +142,7 @@ def _recipe(meta: dict) -> list[str]:
 
 
 def _copy_words(m: dict) -> str:
-    """The copy augmentation of a segment (training.augment), e.g. "copy augmentation 4 (half the names made up)"."""
+    """The copy augmentation of a segment (training.augment), e.g. "copy augmentation 4 (50% of the names made up)"."""
     if not m["copy_augment"]:
         return "no copy augmentation"
     shares = [f"{100 * m[key]:g}% of {what}" for key, what in (("copy_made_up", "the names made up"),

@@ -5,7 +5,7 @@ A model continued across machines logged its per-epoch scores with each launch's
 recipe scores 100 sentences to save its minutes, a CPU run 400), so its curve jumps where only the sample changed.
 Every kept epoch (``<run>/epochs/N``) whose step matches the row of that epoch is decoded again greedy, as training
 does, on the first ``sentences`` of the corpus's valid split; the rows of epochs whose weights are gone stay as they
-were, and the command says which those are.
+were, and the command says how many those are.
 
     python -m training.rescore runs/en-de-m3/epochs.csv --kept runs/en-de-gc/epochs runs/en-de-c3/epochs \\
         runs/en-de-m3/epochs --corpus data/en-de-plus2-words.tsv.gz --sentences 100
