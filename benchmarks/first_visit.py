@@ -4,7 +4,7 @@ and a warm browser cache, beside a baseline page served the same way.
     python benchmarks/first_visit.py [--repeats 7]
 
 It starts two `streamlit run` servers on 127.0.0.1 with the project's .streamlit/config.toml: the app, and a baseline
-(an empty page with one 2x2 st.plotly_chart, written to a temporary folder), so that what Streamlit and Plotly cost
+(benchmarks/one_chart_page.py: an empty page with one 2x2 st.plotly_chart), so that what Streamlit and Plotly cost
 on this machine is told apart from what our page adds. One Chromium context at 1280x720 (Debian's, as in
 tests/e2e) opens each page twice unmeasured (the server's shared store, the browser's cache and code cache), then the
 two pages in turn, --repeats times each, so that the machine's load falls on both alike. Times are medians on the
@@ -38,14 +38,9 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser_draw import CHROMIUM, CHROMIUM_ARGS, VIEWPORT  # sibling benchmarks, run as scripts
-from load import ROOT, start_server, stop_server
+from load import start_server, stop_server
 
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot .main-svg"
-BASELINE_APP = '''import plotly.graph_objects as go
-import streamlit as st
-
-st.plotly_chart(go.Figure(go.Heatmap(z=[[1, 2], [3, 4]])), theme=None)
-'''
 # Runs in the page before Streamlit: the WebSocket's open and every message, and the first chart drawn, on the page's
 # clock.
 HOOK = """(() => {
@@ -117,12 +112,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        baseline = Path(tmp)
-        (baseline / ".streamlit").mkdir()
-        (baseline / ".streamlit" / "config.toml").write_text((ROOT / ".streamlit" / "config.toml").read_text())
-        (baseline / "baseline.py").write_text(BASELINE_APP)
-        servers = {"app": start_server(baseline / "app.log"),
-                   "baseline": start_server(baseline / "baseline.log", "baseline.py", baseline)}
+        logs = Path(tmp)
+        servers = {"app": start_server(logs / "app.log"),
+                   "baseline": start_server(logs / "baseline.log", "benchmarks/one_chart_page.py")}
         samples: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
         try:
             with sync_playwright() as playwright:
