@@ -64,10 +64,10 @@ RECORDED = {
     "The children are playing in the garden.": "Die Kinder spielen im Garten.",
     "I have read the book that you gave me.": "Ich habe das Buch gelesen, das du mir gegeben hast.",
     # Names and numbers carried over piece by piece (the digits are single pieces), the amount in German style;
-    # greedy reads "On" as "Unter", puts "paid" into a passive clause and says "Berlin" twice (beam 4 says "Am 14.
-    # März 2023, ... 1.250 Euro, die für 3 Tickets nach Berlin gezahlt werden.").
+    # every one of them carried; greedy reads "On" as "Unter" (beam 4: "Am") and says "paid" twice, once in a
+    # passive clause.
     "On 14 March 2023, Dr. Anna Schmidt paid 1,250 euros for 3 tickets to Berlin.":
-        "Unter 14 März 2023. Dr. Anna Schmidt, die 1.250 Euro gezahlt wurden, um 3 Tickets nach Berlin zu Berlin.",
+        "Unter 14. März 2023 gezahlt Dr. Anna Schmidt 1.250 Euro, die für 3 Tickets nach Berlin gezahlt werden.",
 }
 # The app's default sentence and every English example (app.examples) with a correct German reference, written
 # here (or a few, where German has equally right ways to say it): the model must produce exactly one of them,
