@@ -12,6 +12,7 @@ import streamlit as st
 
 from app.charts import training as charts
 from app.page import plot, require_checkpoint, to_numpy
+from app.training_log import speed_by_stretch
 from explain.model_training import parameter_counts, smoothed_loss_floor, smoothed_targets
 from model.transformer import count_parameters
 from training.schedule import noam_lr, training_segments
@@ -253,7 +254,14 @@ def training_logs_panel(ckpt) -> None:
                        f"go below that target's entropy, {floor:.3f} nats, even for a perfect model. The validation "
                        "loss below is plain cross-entropy without smoothing or dropout, which is why it sits lower.")
         if "tokens_per_s" in log_df:
-            st.caption(f"Median speed {log_df['tokens_per_s'].median():,.0f} tokens/s over {len(log_df):,} steps.")
+            speeds = speed_by_stretch(log_df, training_segments(ckpt.meta))
+            if len(speeds) > 1:
+                st.caption("Median speed of each stretch of training (a continued run may have moved to another "
+                           "machine; one median over all steps would hide the slower ones):")
+                st.dataframe(speeds, hide_index=True)
+            else:
+                st.caption(f"Median speed {log_df['tokens_per_s'].median():,.0f} tokens/s over {len(log_df):,} "
+                           "steps.")
     else:
         st.info("No per-step log (log.csv) in this checkpoint.")
     if epochs_df is not None:

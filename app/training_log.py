@@ -1,0 +1,22 @@
+"""What a checkpoint's training log (log.csv) says beyond its curves."""
+from __future__ import annotations
+
+import pandas as pd
+
+
+def speed_by_stretch(log_df: pd.DataFrame, segments: list[dict]) -> pd.DataFrame:
+    """The median tokens/s of each stretch of training that log.csv covers (one row per continuation), with where
+    it ran: an H100's 400,000 tokens/s and a CPU's 2,000 are not one speed."""
+    rows = []
+    for seg in segments:
+        last = seg["last_step"] if seg["last_step"] is not None else int(log_df["step"].max())
+        part = log_df[(log_df["step"] >= seg["first_step"]) & (log_df["step"] <= last)]
+        if not len(part):
+            continue
+        where = seg["device"] or "not recorded"
+        if (seg["processes"] or 1) > 1:
+            where += f", {seg['processes']} processes"
+        rows.append({"steps": f"{int(part['step'].min()):,}-{int(part['step'].max()):,}",
+                     "epochs": f"{seg['first_epoch']}-{seg['last_epoch']}" if seg["last_epoch"] else "",
+                     "where": where, "median tokens/s": f"{part['tokens_per_s'].median():,.0f}"})
+    return pd.DataFrame(rows, columns=["steps", "epochs", "where", "median tokens/s"])

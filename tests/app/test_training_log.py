@@ -1,0 +1,18 @@
+import pandas as pd
+
+from app.training_log import speed_by_stretch
+from training.schedule import training_segments
+
+
+def test_training_speed_is_told_per_stretch_where_a_run_moved_between_machines():
+    # 60 steps on a GPU, then 40 continued on the CPU: one median over all 100 steps would be the GPU's alone
+    log = pd.DataFrame({"step": range(1, 101), "tokens_per_s": [400_000 + s for s in range(60)] + [2_000] * 40})
+    meta = {"steps": 100, "epochs": 10, "device": "CPU", "processes": 2,
+            "continued_from": {"step": 60, "epoch": 6, "device": "CUDA (NVIDIA H100)"}}
+    table = speed_by_stretch(log, training_segments(meta))
+    assert table.to_dict("records") == [
+        {"steps": "1-60", "epochs": "1-6", "where": "CUDA (NVIDIA H100)", "median tokens/s": "400,030"},
+        {"steps": "61-100", "epochs": "7-10", "where": "CPU, 2 processes", "median tokens/s": "2,000"}]
+    # a log trimmed to its last steps shows only the stretches it covers; one run is one row
+    assert speed_by_stretch(log[log["step"] > 60], training_segments(meta))["steps"].tolist() == ["61-100"]
+    assert len(speed_by_stretch(log, training_segments({"steps": 100, "epochs": 10}))) == 1
