@@ -177,7 +177,7 @@ def loss_curve(log: pd.DataFrame, floor: float | None = None) -> go.Figure:
     # 5% room right of the last step, and no step tick within half a tick interval of the right end: a tick there
     # ("16k") would meet the learning rate's "0.0e+0" beside it, whatever the number of steps.
     end = float(log["step"].max()) * 1.05
-    dtick = nice_step(end / 8)
+    dtick = nice_step(end / 10)  # 4 to 10 intervals: nice_step rounds up by at most 2.5x
     ticks = [i * dtick for i in range(math.floor((end - dtick / 2) / dtick) + 1)]
     fig.update_xaxes(title_text="training step", range=[0, end], tickmode="array", tickvals=ticks,
                      ticktext=[f"{t / 1000:g}k" if t >= 1000 else f"{t:g}" for t in ticks])  # "5k" beside "10k"
