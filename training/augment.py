@@ -75,6 +75,36 @@ def _random_number(rng: random.Random, like: str) -> str:
     return first + "".join(str(rng.randrange(10)) for _ in range(digits - 1))
 
 
+# A sentence-initial subject pronoun, "He ..." / "Er ...", "She ..." / "Sie ...": NAME skips sentence starts (every
+# first word is capitalised), so without these a model never sees a name copied at the start of a sentence, where
+# the decoder's first step most wants a German opening ("Die", "Ein") and the names it missed stood (issue 31). A name
+# in the pronoun's place keeps both sentences grammatical: third person singular, the verb unchanged.
+SUBJECT = {"He": "Er", "She": "Sie"}
+PERSONS = NAMES[:NAMES.index("Schmidt")]  # NAMES: first names, then surnames, then places
+SURNAMES = NAMES[NAMES.index("Schmidt"):NAMES.index("Berlin")]
+
+
+def subject_pronoun(en: str, de: str) -> str | None:
+    """The English subject pronoun a pair opens with ("He"/"She") when its German opens with the same one."""
+    first_en, first_de = en.split(" ", 1)[0], de.split(" ", 1)[0]
+    return first_en if SUBJECT.get(first_en) == first_de else None
+
+
+def person_name(rng: random.Random, made_up: float = 0.0) -> str:
+    """Someone to put in a pronoun's place: made up (made_up_name) with probability ``made_up``, else a first name
+    from NAMES, half the time with a surname ("Ravi", "Claire Okafor")."""
+    if made_up and rng.random() < made_up:
+        return made_up_name(rng)
+    first = rng.choice(PERSONS)
+    return f"{first} {rng.choice(SURNAMES)}" if rng.random() < 0.5 else first
+
+
+def name_the_subject(en: str, de: str, pronoun: str, rng: random.Random, made_up: float = 0.0) -> tuple[str, str]:
+    """The pair with its opening "He"/"She" (and "Er"/"Sie") replaced by one person's name on both sides."""
+    name = person_name(rng, made_up)
+    return name + en[len(pronoun):], name + de[len(SUBJECT[pronoun]):]
+
+
 def shared_strings(en: str, de: str) -> list[str]:
     """Numbers and names that stand verbatim on both sides of a pair (each once, longest first)."""
     found = {m.group() for m in NUMBER.finditer(en) if re.search(rf"(?<![\w.,]){re.escape(m.group())}(?!\w)", de)}
@@ -98,17 +128,21 @@ def substitute(en: str, de: str, strings: list[str], rng: random.Random, made_up
 
 
 def augment_copies(frame: pd.DataFrame, copies: int, seed: int = 0, made_up: float = 0.0,
-                   codes: float = 0.0) -> pd.DataFrame:
+                   codes: float = 0.0, subjects: bool = False) -> pd.DataFrame:
     """The corpus plus ``copies`` substituted copies of every training pair that shares a name or number
     (source column "<source>+copy"; ``made_up`` and ``codes``: the share of names made up and of numbers turned
-    into codes, see substitute); validation and test rows are untouched."""
+    into codes, see substitute), and with ``subjects`` of every pair that opens with "He"/"She" and "Er"/"Sie",
+    a name in the pronoun's place (name_the_subject); validation and test rows are untouched."""
     if copies <= 0:
         return frame
     rng = random.Random(seed)
     rows = []
     for row in frame[frame["split"] == "train"].itertuples(index=False):
         strings = shared_strings(row.en, row.de)
-        for _ in range(copies if strings else 0):
+        pronoun = subject_pronoun(row.en, row.de) if subjects else None
+        for _ in range(copies if strings or pronoun else 0):
             en, de = substitute(row.en, row.de, strings, rng, made_up, codes)
+            if pronoun:  # after substitute: a name it put in stays, and it never sees the new sentence start
+                en, de = name_the_subject(en, de, pronoun, rng, made_up)
             rows.append({"source": f"{row.source}+copy", "split": "train", "en": en, "de": de})
     return pd.concat([frame, pd.DataFrame(rows, columns=frame.columns)], ignore_index=True)

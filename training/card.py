@@ -148,6 +148,8 @@ def _copy_words(m: dict) -> str:
     shares = [f"{100 * m[key]:g}% of {what}" for key, what in (("copy_made_up", "the names made up"),
                                                                ("copy_codes", "the numbers turned into codes"))
               if m.get(key)]
+    if m.get("copy_subjects"):
+        shares.append("He/She openings turned into names")
     return f"copy augmentation {m['copy_augment']}" + (f" ({', '.join(shares)})" if shares else "")
 
 

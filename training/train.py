@@ -97,6 +97,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--copy-made-up", type=float, default=0.0, help="with --copy-augment: the share (0-1) of "
                         "substituted names made up from random syllables instead of taken from training.augment's "
                         "list, whose names a model then learns rather than learning to copy")
+    parser.add_argument("--copy-subjects", action="store_true", help="with --copy-augment: also copy every pair "
+                        "that opens with He/She and Er/Sie, a name in the pronoun's place on both sides, so that "
+                        "names are copied at the start of a sentence too (training.augment)")
     parser.add_argument("--copy-codes", type=float, default=0.0, help="with --copy-augment: the share (0-1) of "
                         "substituted numbers replaced by phone numbers and codes (\"0171 5550199\", \"LH 2041\"), "
                         "shapes the corpus hardly has")
@@ -125,7 +128,7 @@ def task_corpus(args: argparse.Namespace):
     if args.task == "reverse":
         return reversal_corpus(seed=args.seed)
     return augment_copies(load_corpus(args.corpus), args.copy_augment, seed=args.seed, made_up=args.copy_made_up,
-                          codes=args.copy_codes)
+                          codes=args.copy_codes, subjects=args.copy_subjects)
 
 
 def get_tokenizer(args: argparse.Namespace, out: Path, frame) -> Tokenizer:
@@ -251,6 +254,7 @@ class Run:
                 "device": "CPU" if self.ranks.device.type == "cpu" else describe(self.ranks.device),  # the GPU's name
                 "valid_sentences": len(self.valid_bleu),  # what each epoch's valid BLEU/chrF is on
                 "copy_augment": a.copy_augment, "copy_made_up": a.copy_made_up, "copy_codes": a.copy_codes,
+                "copy_subjects": a.copy_subjects,
                 **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
 

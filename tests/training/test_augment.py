@@ -101,3 +101,27 @@ def test_a_share_outside_0_to_1_is_refused_before_any_work(flag, capsys):
     with pytest.raises(SystemExit):
         parse_args(["--task", "en-de", "--out", "unused", "--copy-augment", "4", flag, "1.5"])
     assert f"{flag} is a share from 0 to 1, not 1.5" in capsys.readouterr().err
+
+
+@given(st.integers(0, 10_000), st.sampled_from([("He", "Er"), ("She", "Sie")]), st.floats(0, 1))
+def test_a_he_or_she_opening_becomes_one_name_on_both_sides_and_the_rest_stays(seed, pronouns, made_up):
+    """--copy-subjects: a copy of "He paid 250 euros." / "Er zahlte 250 Euro." opens with one person's name on
+    both sides, the rest of both sentences as they were (the number substituted as always)."""
+    en, de = f"{pronouns[0]} has a small house.", f"{pronouns[1]} hat ein kleines Haus."
+    frame = pd.DataFrame({"source": ["a"], "split": ["train"], "en": [en], "de": [de]})
+    copies = augment_copies(frame, copies=3, seed=seed, made_up=made_up, subjects=True).iloc[1:]
+    assert len(copies) == 3
+    for new_en, new_de in zip(copies["en"], copies["de"], strict=True):
+        name = new_en.removesuffix(" has a small house.")
+        assert new_de == f"{name} hat ein kleines Haus." and name not in ("He", "She")
+        assert 1 <= len(name.split()) <= 2 and all(word[0].isupper() for word in name.split())
+
+
+def test_subjects_are_copied_only_when_asked_and_only_when_both_sides_open_with_the_pronoun():
+    frame = pd.DataFrame({"source": ["a"] * 4, "split": ["train"] * 3 + ["valid"],
+                          "en": ["He sleeps.", "He sleeps.", "She sings.", "She sings."],
+                          "de": ["Er schläft.", "Schlafen tut er.", "Sie singt.", "Sie singt."]})
+    assert len(augment_copies(frame, copies=2, seed=0)) == 4  # off: nothing shared, nothing copied
+    out = augment_copies(frame, copies=2, seed=0, subjects=True)
+    assert len(out) == 8 and out.iloc[:4].equals(frame)  # rows 0 and 2 twice each; not 1 (German differs), not valid
+    assert [de.split()[-1] for de in out.iloc[4:]["de"]] == ["schläft.", "schläft.", "singt.", "singt."]
