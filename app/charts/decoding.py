@@ -38,7 +38,7 @@ def topk_figure(pieces: Sequence[str], probs: np.ndarray, chosen: Sequence[bool]
     colors = [CHOSEN_COLOR if c else OTHER_COLOR for c in chosen]
     fig = go.Figure(go.Bar(
         x=probs, y=np.arange(len(pieces)), orientation="h", marker_color=colors, text=[f"{p:.3f}" for p in probs],
-        textposition="outside",
+        textposition="auto", textangle=0, cliponaxis=False,  # a long bar holds its value; a short one has it beside
         customdata=np.array([[p, "chosen" if c else ""] for p, c in zip(plotly_text(pieces), chosen, strict=True)],
                             dtype=object),
         hovertemplate="next piece <b>%{customdata[0]}</b><br>probability %{x:.4f}<br>%{customdata[1]}<extra></extra>",
@@ -64,7 +64,7 @@ def sampling_figure(pieces: Sequence[str], before: np.ndarray, after: np.ndarray
                hovertemplate="<b>%{customdata}</b><br>model probability %{x:.4f}<extra></extra>"),
         go.Bar(x=after, y=rows, orientation="h", name="after temperature and cut",
                marker_color=[CHOSEN_COLOR if c else ROW_COLOR for c in chosen], customdata=labels,
-               text=[f"{p:.3f}" for p in after], textposition="outside",
+               text=[f"{p:.3f}" for p in after], textposition="auto", textangle=0, cliponaxis=False,
                hovertemplate="<b>%{customdata}</b><br>probability drawn from %{x:.4f}<extra></extra>")])
     fig.update_xaxes(automargin=True, title_text="probability of the next piece", range=[0, 1.15], showgrid=True,
                      gridcolor="#eee")
@@ -183,8 +183,11 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color, width=width), hoverinfo="skip",
                                  showlegend=False, name=name))
     root = nodes[nodes.status == "root"]
+    # Pieces are written above their nodes: those of rank 0 stand above the plot area, which would clip their tops
+    # (cliponaxis=False; a node panned out of range is still hidden).
     fig.add_trace(go.Scatter(x=root.x, y=root.y, mode="markers+text", text=root.piece, textposition="top center",
-                             marker=dict(color="#444", size=14, symbol="square"), name=f"start {root.piece.iloc[0]}",
+                             cliponaxis=False, marker=dict(color="#444", size=14, symbol="square"),
+                             name=f"start {root.piece.iloc[0]}",
                              customdata=root[["id", "step"]].to_numpy(),
                              hovertemplate=f"start: {root.piece.iloc[0]}<extra></extra>"))
     for name, select, marker, show_text in _NODE_STYLES:
@@ -194,7 +197,7 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
         fig.add_trace(go.Scatter(
             x=part.x, y=part.y, mode="markers+text" if show_text else "markers",
             text=part.piece.where(written[part.index], "") if show_text else None, textposition="top center",
-            textfont=dict(size=TREE_TEXT_PX),
+            textfont=dict(size=TREE_TEXT_PX), cliponaxis=False,
             marker=dict(color=marker["color"], size=marker["size"], symbol=symbols, line=line), name=name,
             customdata=np.column_stack([part.id, part.step, part.piece, part.log_prob, part.status]),
             hovertemplate="piece <b>%{customdata[2]}</b><br>step %{x}<br>"

@@ -3,11 +3,11 @@
 Every page (the Heads page section by section) and every slide, in normal and presenter mode, at 1280x720 (the
 projector presenter mode is built for) and 1920x1080. In the page, the bounding box of every text element of every
 Plotly figure (tick labels, titles, subplot titles, annotations and cell numbers, legend and colour-bar text) is
-taken as drawn, turned labels turned: two that intersect by more than 1 px collide, one that sticks out of its
-figure by more than 1 px is cut. In presenter mode every such text is at least 18 px. The browser console shows no
-error on the way. Streamlit's own labels
-(widget labels, buttons, links, chosen options) are checked for text their box cuts off. The slides are walked
-with the arrow key in one browser session, as a lecturer does.
+taken as drawn, turned labels turned: two that intersect by more than 1 px collide; one that sticks out of its
+figure, or out of the plot area that clips it (a bar's value written beyond the bar), by more than 1 px is cut. In
+presenter mode every such text is at least 18 px. The browser console shows no error on the way. Streamlit's own
+labels (widget labels, buttons, links, chosen options) are checked for text their box cuts off. The slides are
+walked with the arrow key in one browser session, as a lecturer does.
 
 For the whole list instead of the first failure: ``pytest tests/e2e/test_text_layout.py -s`` prints every view.
 """
@@ -90,22 +90,36 @@ MEASURE = """([tolerance, minPx]) => {
     }
     return true;
   };
+  // The region a clip-path leaves visible around a text, on the screen: Plotly clips a trace's text (a bar's value
+  // placed outside it) at the plot area, so a text can stand inside its figure and still be cut off at the axis.
+  const clipRegion = (t) => {
+    const holder = t.parentElement && t.parentElement.closest('[clip-path]');
+    const id = holder && /url[(]["']?#([^"')]+)/.exec(holder.getAttribute('clip-path'));
+    const rect = id && document.getElementById(id[1]) && document.getElementById(id[1]).querySelector('rect');
+    if (!rect) return null;
+    const m = holder.getScreenCTM(), at = (name) => parseFloat(rect.getAttribute(name)) || 0;
+    const xs = [at('x'), at('x') + at('width')].map((x) => m.a * x + m.e);
+    const ys = [at('y'), at('y') + at('height')].map((y) => m.d * y + m.f);
+    return {left: Math.min(...xs), right: Math.max(...xs), top: Math.min(...ys), bottom: Math.max(...ys)};
+  };
+  const outside = (box, region) => {
+    const xs = box.map((c) => c[0]), ys = box.map((c) => c[1]);
+    return Math.min(...xs) < region.left - tolerance || Math.max(...xs) > region.right + tolerance ||
+      Math.min(...ys) < region.top - tolerance || Math.max(...ys) > region.bottom + tolerance;
+  };
   const figures = [];
   document.querySelectorAll('.js-plotly-plot').forEach((plot, index) => {
     const frame = plot.getBoundingClientRect();
     const title = (plot.querySelector('.gtitle') || {}).textContent || `figure ${index + 1}`;
     const texts = Array.from(plot.querySelectorAll('.main-svg text, .infolayer text'))
       .filter((t) => !t.closest('.hoverlayer') && t.textContent.trim() && visible(t))
-      .map((t) => ({text: t.textContent.trim().slice(0, 40), box: corners(t),
+      .map((t) => ({text: t.textContent.trim().slice(0, 40), box: corners(t), clip: clipRegion(t),
                     px: parseFloat(getComputedStyle(t).fontSize)}))
       .filter((t) => t.box.some(([x, y], i) => i > 0 && (x !== t.box[0][0] || y !== t.box[0][1])));
     const overlaps = [], cut = [], small = [];
     for (let i = 0; i < texts.length; i++) {
-      const xs = texts[i].box.map((c) => c[0]), ys = texts[i].box.map((c) => c[1]);
-      if (Math.min(...xs) < frame.left - tolerance || Math.max(...xs) > frame.right + tolerance ||
-          Math.min(...ys) < frame.top - tolerance || Math.max(...ys) > frame.bottom + tolerance) {
-        cut.push(texts[i].text);
-      }
+      if (outside(texts[i].box, frame)) cut.push(`${texts[i].text}' sticks out of the figure`);
+      else if (texts[i].clip && outside(texts[i].box, texts[i].clip)) cut.push(`${texts[i].text}' is cut at the axes`);
       if (minPx && texts[i].px < minPx - 0.01) small.push(`${texts[i].text} (${texts[i].px} px)`);
       for (let j = i + 1; j < texts.length; j++) {
         if (overlap(texts[i].box, texts[j].box)) overlaps.push([texts[i].text, texts[j].text]);
@@ -146,7 +160,7 @@ def problems_of(page, view: str, min_px: int) -> list[str]:
     lines = []
     for fig in found["figures"]:
         lines += [f"{view}: {fig['title']!r}: {a!r} overlaps {b!r}" for a, b in fig["overlaps"]]
-        lines += [f"{view}: {fig['title']!r}: {text!r} sticks out of the figure" for text in fig["cut"]]
+        lines += [f"{view}: {fig['title']!r}: '{text}" for text in fig["cut"]]  # how it is cut, said in MEASURE
         lines += [f"{view}: {fig['title']!r}: {text} is under {min_px} px" for text in fig["small"]]
     lines += [f"{view}: the label {text!r} is cut by its box" for text in found["labels"]]
     figures = len(found["figures"])
