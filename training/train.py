@@ -118,6 +118,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for flag in ("copy_made_up", "copy_codes"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             parser.error(f"--{flag.replace('_', '-')} is a share from 0 to 1, not {getattr(args, flag):g}")
+    if args.copy_subjects and args.copy_augment <= 0:
+        parser.error("--copy-subjects gives He/She pairs the copies of --copy-augment N: give N too")
     for key, value in PRESETS[args.task].items():
         if getattr(args, key) is None:
             setattr(args, key, value)

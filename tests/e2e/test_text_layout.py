@@ -118,8 +118,8 @@ MEASURE = """([tolerance, minPx]) => {
       .filter((t) => t.box.some(([x, y], i) => i > 0 && (x !== t.box[0][0] || y !== t.box[0][1])));
     const overlaps = [], cut = [], small = [];
     for (let i = 0; i < texts.length; i++) {
-      if (outside(texts[i].box, frame)) cut.push(`${texts[i].text}' sticks out of the figure`);
-      else if (texts[i].clip && outside(texts[i].box, texts[i].clip)) cut.push(`${texts[i].text}' is cut at the axes`);
+      if (outside(texts[i].box, frame)) cut.push([texts[i].text, 'sticks out of the figure']);
+      else if (texts[i].clip && outside(texts[i].box, texts[i].clip)) cut.push([texts[i].text, 'is cut at the axes']);
       if (minPx && texts[i].px < minPx - 0.01) small.push(`${texts[i].text} (${texts[i].px} px)`);
       for (let j = i + 1; j < texts.length; j++) {
         if (overlap(texts[i].box, texts[j].box)) overlaps.push([texts[i].text, texts[j].text]);
@@ -160,7 +160,7 @@ def problems_of(page, view: str, min_px: int) -> list[str]:
     lines = []
     for fig in found["figures"]:
         lines += [f"{view}: {fig['title']!r}: {a!r} overlaps {b!r}" for a, b in fig["overlaps"]]
-        lines += [f"{view}: {fig['title']!r}: '{text}" for text in fig["cut"]]  # how it is cut, said in MEASURE
+        lines += [f"{view}: {fig['title']!r}: {text!r} {how}" for text, how in fig["cut"]]
         lines += [f"{view}: {fig['title']!r}: {text} is under {min_px} px" for text in fig["small"]]
     lines += [f"{view}: the label {text!r} is cut by its box" for text in found["labels"]]
     figures = len(found["figures"])

@@ -125,3 +125,10 @@ def test_subjects_are_copied_only_when_asked_and_only_when_both_sides_open_with_
     out = augment_copies(frame, copies=2, seed=0, subjects=True)
     assert len(out) == 8 and out.iloc[:4].equals(frame)  # rows 0 and 2 twice each; not 1 (German differs), not valid
     assert [de.split()[-1] for de in out.iloc[4:]["de"]] == ["schläft.", "schläft.", "singt.", "singt."]
+
+
+def test_copy_subjects_without_copies_is_refused_rather_than_ignored(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--task", "en-de", "--out", "unused", "--copy-subjects"])
+    assert "--copy-subjects gives He/She pairs the copies of --copy-augment N" in capsys.readouterr().err
+    assert parse_args(["--task", "en-de", "--out", "unused", "--copy-augment", "4", "--copy-subjects"]).copy_subjects
