@@ -33,8 +33,8 @@ FAILURES = {
 
 SLIDES: tuple[Slide, ...] = (
     Slide(title="The task: translate one sentence",
-          lines=("An **encoder** reads *{source}* ({n_src} pieces); a **decoder** writes *{output}*, one piece "
-                 "at a time.",
+          lines=("An **encoder** reads *{source}* ({n_src} pieces); a **decoder** writes, one piece at a time, "
+                 "*{output}*",
                  "Everything in between is attention. This tour opens each part on this very sentence."),
           figure="architecture",
           notes="Vaswani et al. (2017), figure 1, drawn with this model's sizes: {n_enc} + {n_dec} layers, "
@@ -108,7 +108,7 @@ SLIDES: tuple[Slide, ...] = (
     Slide(title="Beam search: the {beam} best prefixes",
           lines=("Beam search keeps the {beam} most probable partial translations at every step and may find a "
                  "better whole sentence.",
-                 "Red is the best path: *{beam_output}*. Grey crosses were pruned."),
+                 "Red is the best path (*{beam_output}*); grey crosses were pruned."),
           figure="beam_tree", args={"beam": 4},
           notes="Finished hypotheses are ranked by log-prob / ((5 + length) / 6)^α (the GNMT length penalty, "
                 "α from the Translate page's settings). The paper used beam 4 and α = 0.6."),

@@ -3,6 +3,8 @@ builders on both shipped models, presenter mode makes it projector-sized, and th
 with buttons, keys and ?slide=N."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -65,6 +67,8 @@ def test_every_slide_builds_its_figure_and_text(shipped, decks, model_name, inde
     assert isinstance(fig, go.Figure) and (len(fig.data) > 0 or len(fig.layout.shapes) > 0)  # the diagram: shapes
     for text in (slide.title, *slide.lines, slide.notes):  # every fact a line quotes is there
         assert "{" not in text.format_map(facts)
+    for line in slide.lines:  # a quoted sentence keeps its own full stop: none after it ("gekauft.*.")
+        assert not re.search(r"[.!?]\*[.,;:]", line.format_map(facts)), line.format_map(facts)
     fig = presented(fig, SLIDE_HEIGHT)
     assert fig.layout.height <= SLIDE_HEIGHT
     for axis in [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]:
