@@ -43,14 +43,14 @@ def choose_reverse_model(page) -> None:
     expect(combobox).to_have_value(re.compile("reverse", re.I), timeout=WAIT_MS)
 
 
-def screenshot_whole_page(page, path) -> None:
+def screenshot_whole_page(page, path, max_height: int = MAX_SHOT_HEIGHT) -> None:
     """Streamlit scrolls inside its main container, so full_page alone captures only the viewport: grow the
-    viewport to the content's height for the shot, then restore it."""
+    viewport to the content's height (at most max_height) for the shot, then restore it."""
     size = page.viewport_size
     height = page.evaluate("""() => Math.max(document.body.scrollHeight, ...Array.from(
         document.querySelectorAll('[data-testid=stMain], [data-testid=stAppViewContainer], [data-testid=stApp]'),
         el => el.scrollHeight))""")
-    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), MAX_SHOT_HEIGHT)})
+    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), max_height)})
     charts_settled(page)  # Plotly redraws charts on resize
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(size)

@@ -8,13 +8,12 @@ import re
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
-from tests.e2e.waits import IDLE, charts_settled, hover_armed, rerun, steady_box
+from tests.e2e.test_browser import CHART, WAIT_MS, assert_no_error, screenshot_whole_page, wait_idle
+from tests.e2e.waits import charts_settled, hover_armed, rerun, steady_box
 
 pytestmark = pytest.mark.e2e
 
-WAIT_MS = 30_000
-CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
-MAX_SHOT_HEIGHT = 9_000
+MAX_SHOT_HEIGHT = 9_000  # the Vision page is longer than the others
 # Plotly keeps a figure's data on its div; numpy arrays arrive as {dtype, bdata, shape} (base64). Both functions
 # take a title prefix: CHART_Z returns the "attention" trace's z as a string, CHART_VALUES each trace's z values.
 FLOATS = """(z) => z.bdata ? Array.from(new Float32Array(Uint8Array.from(atob(z.bdata), c => c.charCodeAt(0)).buffer))
@@ -30,28 +29,8 @@ CHART_VALUES = f"""(prefix) => ({FIND})(prefix).data.map(t => ({FLOATS})(t.z))""
 INK = f"""(prefix) => ({FLOATS})(({FIND})(prefix).data.find(t => t.name === 'ink').z)"""
 
 
-def wait_idle(page) -> None:
-    page.wait_for_selector(IDLE, timeout=WAIT_MS)
-
-
 def titles(page) -> list[str]:
     return [t.text_content() or "" for t in page.locator(f"{CHART} .gtitle").all()]
-
-
-def assert_no_error(page) -> None:
-    assert page.locator("[data-testid=stException]").count() == 0, "Streamlit shows an exception"
-    assert "Traceback" not in page.inner_text("body")
-
-
-def screenshot_whole_page(page, path) -> None:
-    size = page.viewport_size
-    height = page.evaluate("""() => Math.max(document.body.scrollHeight, ...Array.from(
-        document.querySelectorAll('[data-testid=stMain], [data-testid=stAppViewContainer], [data-testid=stApp]'),
-        el => el.scrollHeight))""")
-    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), MAX_SHOT_HEIGHT)})
-    charts_settled(page)  # Plotly redraws charts on resize
-    page.screenshot(path=str(path), full_page=True)
-    page.set_viewport_size(size)
 
 
 def overlay(page, prefix: str):
@@ -84,7 +63,7 @@ def test_pick_a_digit_see_the_overlays_click_a_patch_and_open_the_swin_mask(brow
         with rerun(page):
             page.goto(f"{streamlit_server.url}/vision", wait_until="domcontentloaded")
         overlay(page, "What [CLS] attends to ·").locator(".nsewdrag").wait_for(timeout=WAIT_MS)
-        assert_no_error(page)
+        assert_no_error(page, "Vision page")
         first = page.evaluate(CHART_Z, "What [CLS] attends to ·")
         assert first, f"no [CLS] overlay among {titles(page)}"
         assert page.evaluate(CHART_Z, "Attention rollout")
@@ -105,12 +84,12 @@ def test_pick_a_digit_see_the_overlays_click_a_patch_and_open_the_swin_mask(brow
                                ".value === '5'", timeout=WAIT_MS)
         wait_idle(page)
         page.wait_for_function(f"() => ({CHART_Z})('What [CLS] attends to ·') !== {first!r}", timeout=WAIT_MS)
-        assert_no_error(page)
+        assert_no_error(page, "Vision page")
 
         click_cell(page, overlay(page, "What [CLS] attends to ·"), 1, 2, 4)  # patch 7 (row 2, column 3)
         page.wait_for_function("() => Array.from(document.querySelectorAll('.gtitle'))"
                                ".some(t => t.textContent.startsWith('What patch 7 attends to ·'))", timeout=WAIT_MS)
-        screenshot_whole_page(page, screenshot_dir / "vision_vit.png")
+        screenshot_whole_page(page, screenshot_dir / "vision_vit.png", MAX_SHOT_HEIGHT)
 
         with rerun(page):
             page.locator("[data-testid=stButtonGroup] button", has_text=re.compile(r"^\W*Swin\s*$")).first.click()
@@ -121,8 +100,8 @@ def test_pick_a_digit_see_the_overlays_click_a_patch_and_open_the_swin_mask(brow
         assert mask.locator(".nsewdrag").count() == 4, "one mask matrix per window"
         blocked = [sum(v == 0 for v in z) for z in page.evaluate(CHART_VALUES, "Shifted-window mask")]
         assert blocked[0] == 0 and blocked[-1] > blocked[1] > 0, f"blocked pairs per window: {blocked}"
-        assert_no_error(page)
-        screenshot_whole_page(page, screenshot_dir / "vision_swin.png")
+        assert_no_error(page, "Vision page")
+        screenshot_whole_page(page, screenshot_dir / "vision_swin.png", MAX_SHOT_HEIGHT)
 
         with rerun(page):
             page.locator("[data-testid=stButtonGroup] button",
@@ -139,10 +118,10 @@ def test_pick_a_digit_see_the_overlays_click_a_patch_and_open_the_swin_mask(brow
                                "return ink.reduce((a, b) => a + b, 0) === 3 * 16 && ink[2 * 8 + 4] === 16 "
                                "&& ink[4 * 8 + 4] === 16; }", timeout=WAIT_MS)  # the whole stroke, where it was drawn
         assert page.get_by_text("drawn. A classifier always", exact=False).count() == 0
-        assert_no_error(page)
+        assert_no_error(page, "Vision page")
     except Exception:
         with contextlib.suppress(Exception):  # never hide the original failure
-            screenshot_whole_page(page, screenshot_dir / "vision_failure.png")
+            screenshot_whole_page(page, screenshot_dir / "vision_failure.png", MAX_SHOT_HEIGHT)
         print(f"screenshot of the failure: {screenshot_dir / 'vision_failure.png'}")
         print(f"server log:\n{streamlit_server.log_tail()}")
         raise
