@@ -156,10 +156,8 @@ def hf_folder(family: str, folder: Path, seed: int = 0) -> Path:
 def slow_tokenizer_folder(tmp_path_factory, name: str, write_tokenizer) -> tuple:
     """A fresh root holding folder ``name`` with a slow tokenizer's files written by ``write_tokenizer`` (it returns
     their vocabulary size), torch seeded for the reference model drawn next -> (transformers, root, folder, size).
-    The test is skipped without transformers, the reference."""
-    import pytest
-
-    transformers = pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) is the reference")
+    transformers is the reference: without it the test fails."""
+    import transformers  # the reference (requirements-dev.txt): missing, the test fails rather than skips
     root = tmp_path_factory.mktemp(name)
     folder = root / name
     size = write_tokenizer(folder)
