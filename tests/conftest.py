@@ -14,6 +14,7 @@ from model.checkpoint import save_checkpoint
 from model.config import ModelConfig
 from model.tokenizer import train_tokenizer
 from model.transformer import Transformer
+from tests.no_skips import pytest_sessionfinish  # noqa: F401  (the hook: a skipped test fails the run)
 
 SENTENCES = [
     "The house is small.", "Das Haus ist klein.", "I would like to drink a cup of tea.",
@@ -75,15 +76,3 @@ def tiny_model(tokenizer):
 def tiny_checkpoint(tmp_path_factory, tokenizer, tiny_model):
     return save_checkpoint(tiny_model, tokenizer, tmp_path_factory.mktemp("ckpt") / "tiny")
 
-
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session, exitstatus) -> None:
-    """A skipped test asserts nothing, yet the run would still pass: every test here has what it needs once
-    requirements-dev.txt and Chromium are installed, so a skip means something is missing, and the run fails."""
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
-    if skipped and exitstatus == pytest.ExitCode.OK:
-        reporter.write_line(f"{len(skipped)} test(s) skipped, which this project counts as a failure:", red=True)
-        for report in skipped:
-            reporter.write_line(f"  {report.nodeid}: {report.longrepr[-1] if report.longrepr else ''}")
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED

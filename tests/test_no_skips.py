@@ -1,4 +1,4 @@
-"""The run fails when a test is skipped (tests/conftest.py): a skip asserts nothing and would pass unseen."""
+"""The run fails when a test is skipped (tests/no_skips.py): a skip asserts nothing and would pass unseen."""
 from __future__ import annotations
 
 import subprocess
@@ -12,7 +12,7 @@ def run_pytest_on(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
     test_file = tmp_path / "test_sample.py"
     test_file.write_text(body)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:randomly", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "-p", "tests.no_skips", "-p", "no:randomly", "-p", "no:cacheprovider",
          "--rootdir", str(tmp_path), "-c", "/dev/null", str(test_file)],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
 
