@@ -10,6 +10,7 @@ from contextlib import closing
 import streamlit as st
 
 from app.cancel import session_stop_signal
+from app.carried_numbers import dropped_numbers
 from app.charts.axes import clipped
 from app.downloads import trace_json
 from app.examples import (
@@ -282,6 +283,8 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
                    "sentence in the model's source language.", icon=":material/help:")
     wrong_language_note(request)
     dropped, n_source = translation.source.dropped, len(translation.source.ids)
+    if not dropped:  # with a cut input, the numbers of the cut part are missing for another reason (said below)
+        dropped_numbers_note(translation)
     if dropped and not translation.notes:  # a cut the budget made is in its notes already
         st.warning(f"The input is longer than the {MAX_POSITIONS} positions this app reads (</s> included): "
                    f"the last {dropped} pieces were dropped and only the first {n_source - 1} were translated.",
@@ -318,6 +321,17 @@ def wrong_language_note(request: Request) -> None:
         st.warning(f"This looks like {language_name(other)}, but this model translates from {source}. It still "
                    f"writes a {target} sentence, one that need not mean what you typed: type a sentence in {source}.",
                    icon=":material/translate:")
+
+
+def dropped_numbers_note(translation: Translation) -> None:
+    """A warning when numbers of the sentence are missing from its translation (app.carried_numbers): a changed
+    digit reads as fluently as a right one."""
+    missing = dropped_numbers(translation.source.text, translation.text)
+    if missing:
+        listed = ", ".join(f"`{number}`" for number in missing)
+        st.warning(f"Not in the translation: {listed}. The model writes a number piece by piece, digit by digit, and "
+                   "sometimes drops or changes one; check the numbers before trusting this output (the Decoding page "
+                   "shows the step where it went wrong).", icon=":material/pin:")
 
 
 def downloads_ui(translation: Translation, request: Request) -> None:
