@@ -330,8 +330,8 @@ def dropped_numbers_note(translation: Translation) -> None:
     if missing:
         listed = ", ".join(f"`{number}`" for number in missing)
         st.warning(f"Not in the translation: {listed}. The model writes a number piece by piece, digit by digit, and "
-                   "sometimes drops or changes one; check the numbers before trusting this output (the Decoding page "
-                   "shows the step where it went wrong).", icon=":material/pin:")
+                   "sometimes drops or changes one; check the numbers before trusting this output (on the Decoding "
+                   "page, step to the digits to see what the model weighed there).", icon=":material/pin:")
 
 
 def downloads_ui(translation: Translation, request: Request) -> None:
