@@ -64,6 +64,7 @@ from model.positional import MAX_POSITIONS
 log = logging.getLogger("attention_explorer")
 
 SLOW_MOTION_SECONDS = 0.3
+LISTED_NUMBERS = 8  # the numbers note names the first few a translation lost, not a wall of a pasted table's
 
 
 def _set_text(text: str, tokens: tuple[str, ...] = ()) -> None:
@@ -328,10 +329,12 @@ def dropped_numbers_note(translation: Translation) -> None:
     digit reads as fluently as a right one."""
     missing = dropped_numbers(translation.source.text, translation.text)
     if missing:
-        listed = ", ".join(f"`{number}`" for number in missing)
-        st.warning(f"Not in the translation: {listed}. The model writes a number piece by piece, digit by digit, and "
-                   "sometimes drops or changes one; check the numbers before trusting this output (on the Decoding "
-                   "page, step to the digits to see what the model weighed there).", icon=":material/pin:")
+        listed = ", ".join(f"`{number}`" for number in missing[:LISTED_NUMBERS])
+        more = f" and {len(missing) - LISTED_NUMBERS} more" if len(missing) > LISTED_NUMBERS else ""
+        st.warning(f"Not in the translation: {listed}{more}. A model writes a number piece by piece and can drop it "
+                   "or change a digit as fluently as it writes the rest: check the numbers before trusting this "
+                   "output (on the Decoding page, step to them to see what the model weighed there).",
+                   icon=":material/pin:")
 
 
 def downloads_ui(translation: Translation, request: Request) -> None:

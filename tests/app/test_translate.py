@@ -250,3 +250,13 @@ def test_a_number_the_translation_lost_is_named_and_one_it_kept_is_not(app_test,
     assert dropped_numbers(kept, _direct(shipped("en-de"), kept).text) == []
     at = _translate(at, kept)
     assert not at.exception and not [w.value for w in at.warning if w.value.startswith("Not in the translation")]
+
+
+def test_the_numbers_note_names_the_first_few_of_many(app_test, shipped):
+    text = "1 2 3 4 5 6 7 8 9 10 11"
+    assert dropped_numbers(text, _direct(shipped("reverse"), text).text) == text.split()  # it writes letters only
+    at = _translate(app_test(), text)
+    assert not at.exception
+    notes = [w.value for w in at.warning if w.value.startswith("Not in the translation")]
+    assert len(notes) == 1 and notes[0].startswith(
+        "Not in the translation: `1`, `2`, `3`, `4`, `5`, `6`, `7`, `8` and 3 more."), notes
