@@ -157,17 +157,19 @@ def test_while_a_slot_is_free_a_request_does_not_wait_for_a_running_batch(model,
     """Two sessions on a server with two slots decode side by side, as before batching: the second request leads a
     batch of its own at once instead of queueing behind the first one's. The first one's step waits until both
     slots are held, so a queue that made the second wait would fail here (after WAIT_S), not pass by timing."""
-    queue, slots, held = BatchQueue(), threading.Semaphore(2), []
+    queue, slots, held, both_held = BatchQueue(), threading.Semaphore(2), [], threading.Event()
 
     @contextmanager
     def slot():
         with slots:
             held.append(1)
+            if len(held) == 2:  # an event, not len(held) polled: the second batch may finish (and give its slot
+                both_held.set()  # back) before the blocked first step polls again, on a loaded machine
             try:
                 yield
             finally:
                 held.pop()
-    engine = Stepping(model, lambda n: until(lambda: len(held) == 2) if n == 1 else None)
+    engine = Stepping(model, lambda n: until(both_held.is_set) if n == 1 else None)
     prepared = [planned(engine, tokenizer, text, CONFIG) for text in TEXTS[:2]]
 
     def follow(i: int):
