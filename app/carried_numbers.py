@@ -3,7 +3,8 @@
 A year, a time, an amount or a phone number has one right translation: itself. The shipped model still drops or
 changes digits now and then ("14:00" -> "14:000", "0176 4402918" -> "0176 402918"), fluently, and a reader who
 does not compare digit by digit never notices. So the page compares for them: every number of the source must
-stand in the translation. A number is a run of digits with its inner separators ("1,250", "3.5", "14:00"), compared
+stand in the translation, and the translation should hold no number the source lacks ("14:000", "14.000" for a
+"14:00" that was one). A number is a run of digits with its inner separators ("1,250", "3.5", "14:00"), compared
 by its digits alone, because German writes "1.250" and "3,5" for English's "1,250" and "3.5". Words for numbers
 ("three") and names are not checked: German spells those its own way ("drei", "München") and still is right.
 """
@@ -37,3 +38,8 @@ def dropped_numbers(source: str, translation: str) -> list[str]:
         else:
             dropped.append(number)
     return dropped
+
+
+def added_numbers(source: str, translation: str) -> list[str]:
+    """The translation's numbers (as written there) that the source does not hold: dropped_numbers the other way."""
+    return dropped_numbers(translation, source)

@@ -10,7 +10,7 @@ from contextlib import closing
 import streamlit as st
 
 from app.cancel import session_stop_signal
-from app.carried_numbers import dropped_numbers
+from app.carried_numbers import added_numbers, dropped_numbers
 from app.charts.axes import clipped
 from app.downloads import trace_json
 from app.examples import (
@@ -325,16 +325,22 @@ def wrong_language_note(request: Request) -> None:
 
 
 def dropped_numbers_note(translation: Translation) -> None:
-    """A warning when numbers of the sentence are missing from its translation (app.carried_numbers): a changed
-    digit reads as fluently as a right one."""
+    """A warning when numbers of the sentence are missing from its translation, or the translation has numbers the
+    sentence lacks (app.carried_numbers): a changed digit reads as fluently as a right one."""
     missing = dropped_numbers(translation.source.text, translation.text)
-    if missing:
-        listed = ", ".join(f"`{number}`" for number in missing[:LISTED_NUMBERS])
-        more = f" and {len(missing) - LISTED_NUMBERS} more" if len(missing) > LISTED_NUMBERS else ""
-        st.warning(f"Not in the translation: {listed}{more}. A model writes a number piece by piece and can drop it "
-                   "or change a digit as fluently as it writes the rest: check the numbers before trusting this "
-                   "output (on the Decoding page, step to them to see what the model weighed there).",
-                   icon=":material/pin:")
+    added = added_numbers(translation.source.text, translation.text)
+    if missing or added:
+        found = [f"{where}: {listed(numbers)}." for where, numbers in
+                 (("Not in the translation", missing), ("Not in your sentence", added)) if numbers]
+        st.warning(f"**Check the numbers.** {' '.join(found)} A model writes a number piece by piece and can drop "
+                   "one, change a digit or add one as fluently as it writes the rest (on the Decoding page, step to "
+                   "them to see what the model weighed there).", icon=":material/pin:")
+
+
+def listed(numbers: list[str]) -> str:
+    """The first LISTED_NUMBERS numbers as code, with how many more."""
+    shown = ", ".join(f"`{number}`" for number in numbers[:LISTED_NUMBERS])
+    return shown + (f" and {len(numbers) - LISTED_NUMBERS} more" if len(numbers) > LISTED_NUMBERS else "")
 
 
 def downloads_ui(translation: Translation, request: Request) -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.carried_numbers import digits_of, dropped_numbers, numbers_in
+from app.carried_numbers import added_numbers, digits_of, dropped_numbers, numbers_in
 
 WORDS = st.sampled_from(["Anna", "paid", "euros", "at", "room", "the", "train", "leaves", "B", "um", "Uhr", "und"])
 NUMBERS = st.one_of(
@@ -22,9 +22,9 @@ SENTENCES = st.lists(st.one_of(WORDS, NUMBERS), min_size=1, max_size=12).map(" "
 
 @given(SENTENCES)
 def test_a_translation_that_keeps_every_number_drops_none(sentence):
-    assert dropped_numbers(sentence, sentence) == []
+    assert dropped_numbers(sentence, sentence) == added_numbers(sentence, sentence) == []
     german = sentence.translate(str.maketrans({",": ".", ".": ","}))  # 1,250 -> 1.250 and 3.5 -> 3,5
-    assert dropped_numbers(sentence, german) == []
+    assert dropped_numbers(sentence, german) == added_numbers(sentence, german) == []
 
 
 @given(SENTENCES, st.data())
@@ -36,6 +36,8 @@ def test_a_number_taken_out_of_the_translation_is_named(sentence, data):
     translation = re.sub(rf"(?<![\d.,:]){re.escape(gone)}(?![\d.,:])", "", sentence, count=1)
     assert len(numbers_in(translation)) == len(numbers) - 1  # that one number, whole
     assert [digits_of(n) for n in dropped_numbers(sentence, translation)] == [digits_of(gone)]
+    assert added_numbers(sentence, translation) == []  # nothing came in its place
+    assert added_numbers(translation, sentence) == dropped_numbers(sentence, translation)  # the same, the other way
 
 
 @pytest.mark.parametrize("source, translation, dropped", [
@@ -50,3 +52,10 @@ def test_a_number_taken_out_of_the_translation_is_named(sentence, data):
 ])
 def test_what_a_reader_would_flag(source, translation, dropped):
     assert dropped_numbers(source, translation) == dropped
+
+
+def test_a_number_the_translation_made_up_is_named():
+    source = "The cafeteria serves lunch from 11:30 to 14:00 on weekdays."
+    translation = "Der Vorfeter kommt von 11:30 bis 14:000 auf den 14.000 Wochenenden."  # the shipped model's
+    assert dropped_numbers(source, translation) == ["14:00"]
+    assert added_numbers(source, translation) == ["14:000", "14.000"]

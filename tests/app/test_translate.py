@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from app.carried_numbers import dropped_numbers
+from app.carried_numbers import added_numbers, dropped_numbers
 from app.charts.attention import OPACITY_STEP
 from app.charts.axes import plotly_text
 from app.explorer import point_customdata
@@ -236,20 +236,27 @@ def test_a_paragraph_is_translated_sentence_by_sentence_with_a_picker(app_test, 
     assert at.session_state["sentence"] == 0
 
 
-def test_a_number_the_translation_lost_is_named_and_one_it_kept_is_not(app_test, shipped):
-    """The shipped model drops a digit of "10115" greedily (the model card lists it): the page names the number a
-    reader would otherwise have to compare digit by digit; a sentence whose numbers all came through gets no note."""
+def _numbers_notes(at) -> list[str]:
+    return [w.value for w in at.warning if w.value.startswith("**Check the numbers.**")]
+
+
+def test_a_number_the_translation_lost_or_made_is_named_and_kept_ones_are_not(app_test, shipped):
+    """The shipped model writes "10115" as "1015" greedily (the model card lists it): the page names the number a
+    reader would otherwise have to compare digit by digit, and the one the translation has instead; a sentence whose
+    numbers all came through, and no others, gets no note."""
     lost = "Send the signed form to our office in 10115 Berlin."
-    assert dropped_numbers(lost, _direct(shipped("en-de"), lost).text) == ["10115"], \
-        "the model now keeps 10115: pick a sentence it drops a number of, from its card's misses"
+    output = _direct(shipped("en-de"), lost).text
+    assert (dropped_numbers(lost, output), added_numbers(lost, output)) == (["10115"], ["1015"]), \
+        "the model now keeps 10115: pick a sentence it changes a number of, from its card's misses"
     at = _translate(app_test(model_name="en-de"), lost)
     assert not at.exception
-    notes = [w.value for w in at.warning if w.value.startswith("Not in the translation")]
-    assert len(notes) == 1 and notes[0].startswith("Not in the translation: `10115`."), notes
+    notes = _numbers_notes(at)
+    assert len(notes) == 1 and "Not in the translation: `10115`. Not in your sentence: `1015`." in notes[0], notes
     kept = "The museum opens at 10:30 and closes at 18:00."
-    assert dropped_numbers(kept, _direct(shipped("en-de"), kept).text) == []
+    output = _direct(shipped("en-de"), kept).text
+    assert dropped_numbers(kept, output) == added_numbers(kept, output) == []
     at = _translate(at, kept)
-    assert not at.exception and not [w.value for w in at.warning if w.value.startswith("Not in the translation")]
+    assert not at.exception and not _numbers_notes(at)
 
 
 def test_the_numbers_note_names_the_first_few_of_many(app_test, shipped):
@@ -257,6 +264,6 @@ def test_the_numbers_note_names_the_first_few_of_many(app_test, shipped):
     assert dropped_numbers(text, _direct(shipped("reverse"), text).text) == text.split()  # it writes letters only
     at = _translate(app_test(), text)
     assert not at.exception
-    notes = [w.value for w in at.warning if w.value.startswith("Not in the translation")]
-    assert len(notes) == 1 and notes[0].startswith(
-        "Not in the translation: `1`, `2`, `3`, `4`, `5`, `6`, `7`, `8` and 3 more."), notes
+    notes = _numbers_notes(at)
+    assert len(notes) == 1 and "Not in the translation: `1`, `2`, `3`, `4`, `5`, `6`, `7`, `8` and 3 more. A model" \
+        in notes[0], notes
