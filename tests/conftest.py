@@ -75,4 +75,3 @@ def tiny_model(tokenizer):
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory, tokenizer, tiny_model):
     return save_checkpoint(tiny_model, tokenizer, tmp_path_factory.mktemp("ckpt") / "tiny")
-

@@ -64,7 +64,7 @@ from model.positional import MAX_POSITIONS
 log = logging.getLogger("attention_explorer")
 
 SLOW_MOTION_SECONDS = 0.3
-LISTED_NUMBERS = 8  # the numbers note names the first few a translation lost, not a wall of a pasted table's
+LISTED_NUMBERS = 8  # the numbers note names this many of each kind, then says how many more (a pasted table)
 
 
 def _set_text(text: str, tokens: tuple[str, ...] = ()) -> None:
@@ -285,7 +285,7 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
     wrong_language_note(request)
     dropped, n_source = translation.source.dropped, len(translation.source.ids)
     if not dropped:  # with a cut input, the numbers of the cut part are missing for another reason (said below)
-        dropped_numbers_note(translation)
+        numbers_note(translation)
     if dropped and not translation.notes:  # a cut the budget made is in its notes already
         st.warning(f"The input is longer than the {MAX_POSITIONS} positions this app reads (</s> included): "
                    f"the last {dropped} pieces were dropped and only the first {n_source - 1} were translated.",
@@ -324,7 +324,7 @@ def wrong_language_note(request: Request) -> None:
                    icon=":material/translate:")
 
 
-def dropped_numbers_note(translation: Translation) -> None:
+def numbers_note(translation: Translation) -> None:
     """A warning when numbers of the sentence are missing from its translation, or the translation has numbers the
     sentence lacks (app.carried_numbers): a changed digit reads as fluently as a right one."""
     missing = dropped_numbers(translation.source.text, translation.text)
