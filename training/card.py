@@ -135,7 +135,9 @@ def _recipe(meta: dict) -> list[str]:
     if len(segments) == 1:
         return [*lines, f"  - {settings(meta)}."]
     for i, seg in enumerate(segments):
-        restart = " (continued from the checkpoint before, Adam restarted)" if i else ""
+        widened = seg.get("widened_ff")
+        grown = f", FFN widened from {widened[0]} to {widened[1]} hidden units (training.grow)" if widened else ""
+        restart = f" (continued from the checkpoint before, Adam restarted{grown})" if i else ""
         lines.append(f"  - steps {seg['first_step']}-{seg['last_step']} (epochs {seg['first_epoch']}-"
                      f"{seg['last_epoch']}){restart}: {settings(seg)}" + (";" if i < len(segments) - 1 else "."))
     return lines
@@ -340,14 +342,35 @@ def string_kind(string: str) -> str:
 
 def carried_by_kind(report: dict, key: str) -> dict[str, tuple[int, int]]:
     """(carried, total) per string kind of one decoding's names-and-numbers report."""
+    return _carried_by(report, key, STRING_KINDS, lambda row, string: string_kind(string))
+
+
+PLACES = ("opening the sentence", "inside the sentence")
+
+
+def carried_by_place(report: dict, key: str) -> dict[str, tuple[int, int]]:
+    """(carried, total) for the strings a sentence opens with and for the others: at the first step the decoder
+    most wants a German opening ("Die", "Ein"), and a name standing there is the one most often lost."""
+    return _carried_by(report, key, PLACES, lambda row, string: PLACES[not report["en"][row].startswith(string)])
+
+
+def _carried_by(report: dict, key: str, groups: tuple[str, ...], group_of) -> dict[str, tuple[int, int]]:
+    """(carried, total) per group, ``group_of(row, string)`` naming each string's group."""
     missed = {(row, s) for row, s in report[key]["carried"]["misses"]}
-    counts = {kind: [0, 0] for kind in STRING_KINDS}
+    counts = {group: [0, 0] for group in groups}
     for row, keep in enumerate(report["keep"]):
         for string in keep:
-            count = counts[string_kind(string)]
+            count = counts[group_of(row, string)]
             count[0] += (row, string) not in missed
             count[1] += 1
-    return {kind: (ok, n) for kind, (ok, n) in counts.items()}
+    return {group: (ok, n) for group, (ok, n) in counts.items()}
+
+
+def _carried_table(groups: tuple[str, ...], counts: dict[str, dict[str, tuple[int, int]]]) -> list[str]:
+    """A markdown table of (carried, total) per group, one row per decoding."""
+    return ["| decoding | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups),
+            *[_md_row([name, *[f"{ok}/{n} ({100 * ok / max(n, 1):.1f}%)" for ok, n in counts[key].values()]])
+              for name, key in (("greedy", "greedy"), ("beam 4", "beam4"))], ""]
 
 
 def names_numbers_section(report: dict | None) -> list[str]:
@@ -358,6 +381,7 @@ def names_numbers_section(report: dict | None) -> list[str]:
     shares = {key: report[key]["carried"] for key in ("greedy", "beam4")}
     misses = [(key, row, string) for key in ("greedy", "beam4") for row, string in shares[key]["misses"]]
     kinds = {key: carried_by_kind(report, key) for key in ("greedy", "beam4")}
+    places = {key: carried_by_place(report, key) for key in ("greedy", "beam4")}
     listed = sorted({w for keep in report["keep"] for s in keep if string_kind(s) != STRING_KINDS[0]
                      for w in s.split() if w in AUGMENT_NAMES})
     return [f"## Names and numbers ({len(report['en'])} sentences, {shares['greedy']['n']} strings to carry over)", "",
@@ -373,9 +397,10 @@ def names_numbers_section(report: dict | None) -> list[str]:
             f"training pairs, and {len(listed)} of this set's name words are on it ({', '.join(listed[:8])}"
             f"{', ...' if len(listed) > 8 else ''}): the model has seen those copied. The last column, names with a "
             "word it never saw copied, is the honest test of copying a new name.", "",
-            "| decoding | " + " | ".join(STRING_KINDS) + " |", "|---|---|---|---|",
-            *[_md_row([name, *[f"{ok}/{n} ({100 * ok / max(n, 1):.1f}%)" for ok, n in kinds[key].values()]])
-              for name, key in (("greedy", "greedy"), ("beam 4", "beam4"))], "",
+            *_carried_table(STRING_KINDS, kinds),
+            "By place in the sentence. At its first step the decoder most wants a German opening (\"Die\", \"Ein\"), "
+            "so a name the sentence opens with is the hardest to carry over.", "",
+            *_carried_table(PLACES, places),
             *(["Every miss:", "", "| decoding | missing | English | translation |", "|---|---|---|---|",
                *[_md_row([key.replace("beam4", "beam 4"), string, report["en"][row], report[key]["translations"][row]])
                  for key, row, string in misses], ""] if misses else ["No string was missed.", ""])]

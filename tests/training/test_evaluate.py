@@ -228,3 +228,17 @@ def test_the_card_splits_names_the_augmentation_taught_from_names_it_never_saw_c
     assert kinds == {STRING_KINDS[0]: (2, 2), STRING_KINDS[1]: (1, 2), STRING_KINDS[2]: (0, 1)}
     text = "\n".join(names_numbers_section(report))
     assert "| beam 4 | 2/2 (100.0%) | 1/2 (50.0%) | 0/1 (0.0%) |" in text and "2 of this set's name words" in text
+
+
+def test_the_card_counts_strings_that_open_the_sentence_apart():
+    """The names a sentence opens with are the ones the model loses most: the card says how many of each place."""
+    from training.card import PLACES, carried_by_place, names_numbers_section
+
+    english = ["Anna paid 2023 euros.", "Zeynep Kaya met Oslo's mayor.", "In Oslo, 17 people."]
+    keep = [["Anna", "2023"], ["Zeynep Kaya", "Oslo"], ["Oslo", "17"]]
+    hyps = ["Anna zahlte 2023 Euro.", "Zeynepaya traf Oslos Bürgermeister.", "In Oslo, 17 Leute."]
+    report = {"en": english, "keep": keep,
+              **{key: {"carried": carried_over(hyps, keep), "overall": {"bleu": 1.0, "chrf": 2.0},
+                       "translations": hyps} for key in ("greedy", "beam4")}}
+    assert carried_by_place(report, "greedy") == {PLACES[0]: (1, 2), PLACES[1]: (3, 4)}  # "Oslo" in "Oslos": lost
+    assert "| greedy | 1/2 (50.0%) | 3/4 (75.0%) |" in "\n".join(names_numbers_section(report))
