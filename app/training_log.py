@@ -6,7 +6,8 @@ import pandas as pd
 
 def speed_by_stretch(log_df: pd.DataFrame, segments: list[dict]) -> pd.DataFrame:
     """The median tokens/s of each stretch of training that log.csv covers (one row per continuation), with where
-    it ran: an H100's 400,000 tokens/s and a CPU's 2,000 are not one speed."""
+    it ran: an H100's 400,000 tokens/s and a CPU's 2,000 are not one speed, nor are a model's before and after
+    its FFNs were widened (training.grow)."""
     rows = []
     for seg in segments:
         last = seg["last_step"] if seg["last_step"] is not None else int(log_df["step"].max())
@@ -16,6 +17,8 @@ def speed_by_stretch(log_df: pd.DataFrame, segments: list[dict]) -> pd.DataFrame
         where = seg["device"] or "not recorded"
         if (seg["processes"] or 1) > 1:
             where += f", {seg['processes']} processes"
+        if seg.get("widened_ff"):  # a bigger model from here on: slower per token on the same machine
+            where += f", FFN widened from {seg['widened_ff'][0]:,} to {seg['widened_ff'][1]:,}"
         rows.append({"steps": f"{int(part['step'].min()):,}-{int(part['step'].max()):,}",
                      "epochs": f"{seg['first_epoch']}-{seg['last_epoch']}" if seg["last_epoch"] else "",
                      "where": where, "median tokens/s": f"{part['tokens_per_s'].median():,.0f}"})

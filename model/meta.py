@@ -98,14 +98,23 @@ CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup
                    "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
                    "earlier": (dict,), "device": (str,), **COPY_TYPES,
                    # the run after this link read another tokenizer (training.vocab_transfer)
-                   "vocabulary_after": (str,)}
+                   "vocabulary_after": (str,),
+                   # the run after this link widened the FFNs, [old d_ff, new d_ff] (training.grow)
+                   "feed_forward_after": (list,)}
 
 
 def _typed(values: dict, types: dict[str, tuple[type, ...]]) -> dict:
     """The entries whose type is the expected one (bool is not a number here; text is short and printable)."""
     return {k: v for k, v in values.items() if k in types and isinstance(v, types[k])
             and not (isinstance(v, bool) and bool not in types[k])
-            and not (isinstance(v, str) and (len(v) > MAX_META_TEXT or not v.isprintable()))}
+            and not (isinstance(v, str) and (len(v) > MAX_META_TEXT or not v.isprintable()))
+            and (k != "feed_forward_after" or _widths(v))}
+
+
+def _widths(value: list) -> bool:
+    """Whether a feed_forward_after entry is what training.grow writes: two widths, the second the larger."""
+    return (len(value) == 2 and all(isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in value)
+            and value[0] < value[1])
 
 
 def clean_meta(meta: Any) -> dict[str, Any]:

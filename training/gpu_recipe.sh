@@ -15,7 +15,8 @@
 # $OUT (the lent machine returns at most 8 files of 16 MiB). Unpack here with: cat $OUT/ship.tgz.part-* | tar xz
 #
 # INIT=<checkpoint> continues that model instead (the same run's lineage, so its shipped snapshots stay valid): fresh
-# Adam, the schedule at the checkpoint's own step unless START_STEP says otherwise.
+# Adam, the schedule at the checkpoint's own step unless START_STEP says otherwise; with WIDEN_FF=<d_ff> too, its FFNs
+# are widened to that many hidden units first (training.grow: the same function, more capacity to train on).
 set -u
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda}
@@ -39,6 +40,7 @@ common=(--task en-de --corpus "$CORPUS" --tokenizer data/tokenizers/en-de-digits
         --save-every 100000 --threads 2 --warmup "$WARMUP" --lr-factor "$LR_FACTOR" --max-tokens "$MAX_TOKENS")
 [ -n "$INIT" ] && common+=(--init-from "$INIT")
 [ -n "${START_STEP:-}" ] && common+=(--start-step "$START_STEP")
+[ -n "${WIDEN_FF:-}" ] && common+=(--widen-ff "$WIDEN_FF")
 names=()
 for variant in $VARIANTS; do
     name=${variant%%=*}

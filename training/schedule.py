@@ -26,15 +26,18 @@ def training_segments(meta: dict) -> list[dict]:
     Each continuation (``training.train --init-from``) records the earlier run's recipe as
     ``continued_from`` (chained through ``earlier``), so a curve with several restarts can still say
     which learning-rate factor, warm-up and batch size held where. Each segment: first_step,
-    last_step, first_epoch, last_epoch and the RECIPE_KEYS.
+    last_step, first_epoch, last_epoch, the RECIPE_KEYS and widened_ff ([old, new] d_ff when the segment began by
+    widening the model's FFNs, training.grow; else None).
     """
     chain, before = [], meta.get("continued_from")
     while before:
         chain.append(before)
         before = before.get("earlier")
-    segments, step, epoch = [], 0, 0
+    segments, step, epoch, widened = [], 0, 0, None
     for part in [*reversed(chain), {"step": meta.get("steps"), "epoch": meta.get("epochs"), **meta}]:
         segments.append({"first_step": step + 1, "last_step": part.get("step"), "first_epoch": epoch + 1,
-                         "last_epoch": part.get("epoch"), **{k: part.get(k) for k in RECIPE_KEYS}})
+                         "last_epoch": part.get("epoch"), **{k: part.get(k) for k in RECIPE_KEYS},
+                         "widened_ff": widened})
         step, epoch = part.get("step") or 0, part.get("epoch") or 0
+        widened = part.get("feed_forward_after")  # [old d_ff, new]: the next segment began by widening the FFNs
     return segments

@@ -47,6 +47,7 @@ from .data import Pair, collate, encode_pairs, load_corpus, reversal_corpus, tok
 from .diagnostics import attention_entropy
 from .distributed import Ranks
 from .evaluate import corpus_scores, translate_many
+from .grow import widen_feed_forward
 from .loss import token_loss_sum, validation_loss
 from .presets import PRESETS
 from .schedule import RECIPE_KEYS, noam_lr
@@ -107,6 +108,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "good in <out>/snapshots/<n> (the 'watch attention learn' snapshots, e.g. 1,2,4,8,16)")
     parser.add_argument("--init-from", help="start a new run from this checkpoint's weights (e.g. the shipped model, "
                         "to keep training it when its optimizer state is gone); Adam starts afresh")
+    parser.add_argument("--widen-ff", type=int, default=0, help="with --init-from: widen every FFN to this many "
+                        "hidden units first, the new ones silent so the model computes what it did (training.grow)")
     parser.add_argument("--tokenizer", help="a sentencepiece model to use instead of training one (e.g. another run's "
                         "tokenizer.model); with --init-from of another vocabulary, the checkpoint's embeddings are "
                         "carried over piece by piece (training.vocab_transfer)")
@@ -118,6 +121,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for flag in ("copy_made_up", "copy_codes"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             parser.error(f"--{flag.replace('_', '-')} is a share from 0 to 1, not {getattr(args, flag):g}")
+    if args.widen_ff and not args.init_from:
+        parser.error("--widen-ff grows the model of --init-from: give that too (a new model takes --d-ff)")
     if args.copy_subjects and args.copy_augment <= 0:
         parser.error("--copy-subjects gives He/She pairs the copies of --copy-augment N: give N too")
     for key, value in PRESETS[args.task].items():
@@ -294,13 +299,18 @@ def _model_and_progress(args: argparse.Namespace, out: Path, tokenizer: Tokenize
                                  "name the new one with --tokenizer to carry the weights over to it")
             model = transfer_vocabulary(model, ckpt.tokenizer, tokenizer)
         progress = continued_progress(args, ckpt.meta, out)
+        widened = bool(args.widen_ff) and args.widen_ff != ckpt.config.d_ff
+        if widened:
+            model = widen_feed_forward(model, args.widen_ff, seed=args.seed)
         if args.dropout is not None and args.dropout != ckpt.config.dropout:  # dropout holds no weights: same ones
-            model = Transformer(replace(ckpt.config, dropout=args.dropout))
-            model.load_state_dict(ckpt.model.state_dict())
+            state = model.state_dict()
+            model = Transformer(replace(model.config, dropout=args.dropout))
+            model.load_state_dict(state)
         # Where this run took over and the recipes before it (chained), so the model card can name every part.
         continued_from = {"step": progress.step, "epoch": progress.epoch,
                           **{k: ckpt.meta.get(k) for k in RECIPE_KEYS},
                           **({"vocabulary_after": "carried over to a new tokenizer"} if moved else {}),
+                          **({"feed_forward_after": [ckpt.config.d_ff, args.widen_ff]} if widened else {}),
                           **({"earlier": ckpt.meta["continued_from"]} if ckpt.meta.get("continued_from") else {})}
         return model.train(), progress, continued_from, False
     config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads,

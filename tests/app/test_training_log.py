@@ -16,3 +16,11 @@ def test_training_speed_is_told_per_stretch_where_a_run_moved_between_machines()
     # a log trimmed to its last steps shows only the stretches it covers; one run is one row
     assert speed_by_stretch(log[log["step"] > 60], training_segments(meta))["steps"].tolist() == ["61-100"]
     assert len(speed_by_stretch(log, training_segments({"steps": 100, "epochs": 10}))) == 1
+
+
+def test_a_stretch_that_began_by_widening_the_model_says_so():
+    log = pd.DataFrame({"step": range(1, 51), "tokens_per_s": [2_400] * 30 + [1_700] * 20})
+    meta = {"steps": 50, "epochs": 5, "device": "CPU",
+            "continued_from": {"step": 30, "epoch": 3, "device": "CPU", "feed_forward_after": [1024, 2048]}}
+    assert speed_by_stretch(log, training_segments(meta))["where"].tolist() == [
+        "CPU", "CPU, FFN widened from 1,024 to 2,048"]

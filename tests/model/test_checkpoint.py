@@ -128,3 +128,11 @@ def test_peek_checkpoint_reads_only_the_config(tmp_path, tiny_checkpoint):
 def test_meta_text_is_kept_only_short_and_printable():
     assert clean_meta({"source_lang": "en", "target_lang": "x" * 101, "converted_from": "a\nb"}) == \
         {"source_lang": "en"}
+
+
+@pytest.mark.parametrize("widths, kept", [([1024, 2048], True), ([2048, 1024], False), ([1024], False),
+                                          ([1024, "2048"], False), ([True, 2048], False), ([0, 8], False)])
+def test_a_widening_record_is_kept_only_as_training_grow_writes_it(widths, kept):
+    """The model card prints the two widths of a widened FFN (training.grow); an uploaded meta says what it likes."""
+    link = clean_meta({"continued_from": {"step": 5, "feed_forward_after": widths}})["continued_from"]
+    assert ("feed_forward_after" in link) == kept and link["step"] == 5
