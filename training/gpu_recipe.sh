@@ -15,8 +15,9 @@
 # $OUT (the lent machine returns at most 8 files of 16 MiB). Unpack here with: cat $OUT/ship.tgz.part-* | tar xz
 #
 # INIT=<checkpoint> continues that model instead (the same run's lineage, so its shipped snapshots stay valid): fresh
-# Adam, the schedule at the checkpoint's own step unless START_STEP says otherwise; with WIDEN_FF=<d_ff> too, its FFNs
-# are widened to that many hidden units first (training.grow: the same function, more capacity to train on).
+# Adam, the schedule at the checkpoint's own step unless START_STEP says otherwise. A fifth field in a variant widens
+# the model's FFNs to that many hidden units first (--widen-ff, training.grow: the same function, more capacity to
+# train on), e.g. VARIANTS="mix=4:0.5:0.3 wide=4:0.5:0.3::2048".
 set -u
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda}
@@ -40,15 +41,15 @@ common=(--task en-de --corpus "$CORPUS" --tokenizer data/tokenizers/en-de-digits
         --save-every 100000 --threads 2 --warmup "$WARMUP" --lr-factor "$LR_FACTOR" --max-tokens "$MAX_TOKENS")
 [ -n "$INIT" ] && common+=(--init-from "$INIT")
 [ -n "${START_STEP:-}" ] && common+=(--start-step "$START_STEP")
-[ -n "${WIDEN_FF:-}" ] && common+=(--widen-ff "$WIDEN_FF")
 names=()
 for variant in $VARIANTS; do
     name=${variant%%=*}
     names+=("$name")
     spec=${variant#*=}
-    IFS=: read -r copies made_up codes subjects <<<"$spec"
+    IFS=: read -r copies made_up codes subjects widen <<<"$spec"
     extra=()
     [ "${subjects:-}" = s ] && extra+=(--copy-subjects)
+    [ -n "${widen:-}" ] && extra+=(--widen-ff "$widen")
     $PY -m training.train "${common[@]}" --copy-augment "$copies" --copy-made-up "${made_up:-0}" \
         --copy-codes "${codes:-0}" "${extra[@]}" --out "$RUNS/$name" \
         >"$RUNS/$name.log" 2>&1 &
