@@ -27,4 +27,5 @@ def describe(device: torch.device) -> str:
     """Human-readable device name for the UI and the CLI."""
     if device.type == "cuda":
         return f"CUDA ({torch.cuda.get_device_name(device)})"
-    return f"CPU ({torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    return f"CPU ({threads} thread{'s' if threads != 1 else ''})"
