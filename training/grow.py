@@ -39,7 +39,7 @@ def widen_feed_forward(model: Transformer, d_ff: int, seed: int = 0) -> Transfor
             w = state[f"{name}.{into}.weight"]  # [old, D]
             bound = w.shape[1] ** -0.5  # nn.Linear's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
             rows = (torch.rand(d_ff - old, w.shape[1], generator=fresh) * 2 - 1) * bound  # [d_ff - old, D]
-            state[f"{name}.{into}.weight"] = torch.cat([w, rows.to(w.dtype)])  # [d_ff, D]
+            state[f"{name}.{into}.weight"] = torch.cat([w, rows.to(w)])  # [d_ff, D]
             if f"{name}.{into}.bias" in state:
                 b = state[f"{name}.{into}.bias"]  # [old]
                 state[f"{name}.{into}.bias"] = torch.cat([b, b.new_zeros(d_ff - old)])  # [d_ff]
