@@ -108,13 +108,16 @@ def _typed(values: dict, types: dict[str, tuple[type, ...]]) -> dict:
     return {k: v for k, v in values.items() if k in types and isinstance(v, types[k])
             and not (isinstance(v, bool) and bool not in types[k])
             and not (isinstance(v, str) and (len(v) > MAX_META_TEXT or not v.isprintable()))
-            and (k != "feed_forward_after" or _widths(v))}
+            and SHAPE_CHECKS.get(k, lambda _: True)(v)}
 
 
 def _widths(value: list) -> bool:
     """Whether a feed_forward_after entry is what training.grow writes: two widths, the second the larger."""
     return (len(value) == 2 and all(isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in value)
             and value[0] < value[1])
+
+
+SHAPE_CHECKS = {"feed_forward_after": _widths}  # entries whose type alone does not say they are what the card reads
 
 
 def clean_meta(meta: Any) -> dict[str, Any]:

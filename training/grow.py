@@ -47,4 +47,3 @@ def widen_feed_forward(model: Transformer, d_ff: int, seed: int = 0) -> Transfor
         state[f"{name}.linear2.weight"] = torch.cat([w2, w2.new_zeros(w2.shape[0], d_ff - old)], dim=1)  # [D, d_ff]
     wide.load_state_dict(state)
     return wide.train(model.training)
-

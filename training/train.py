@@ -121,6 +121,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for flag in ("copy_made_up", "copy_codes"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             parser.error(f"--{flag.replace('_', '-')} is a share from 0 to 1, not {getattr(args, flag):g}")
+    if args.widen_ff < 0:
+        parser.error(f"--widen-ff is a number of hidden units, not {args.widen_ff}")
     if args.widen_ff and not args.init_from:
         parser.error("--widen-ff grows the model of --init-from: give that too (a new model takes --d-ff)")
     if args.copy_subjects and args.copy_augment <= 0:
@@ -299,6 +301,9 @@ def _model_and_progress(args: argparse.Namespace, out: Path, tokenizer: Tokenize
                                  "name the new one with --tokenizer to carry the weights over to it")
             model = transfer_vocabulary(model, ckpt.tokenizer, tokenizer)
         progress = continued_progress(args, ckpt.meta, out)
+        if args.widen_ff and args.widen_ff < ckpt.config.d_ff:
+            raise SystemExit(f"error: --widen-ff {args.widen_ff} would narrow {args.init_from}'s FFNs "
+                             f"({ckpt.config.d_ff} hidden units); give a larger width")
         widened = bool(args.widen_ff) and args.widen_ff != ckpt.config.d_ff
         if widened:
             model = widen_feed_forward(model, args.widen_ff, seed=args.seed)

@@ -88,3 +88,5 @@ def test_a_run_continued_with_widen_ff_trains_the_wider_model_and_says_so(tmp_pa
     assert "FFN widened from 64 to 96 hidden units" in "\n".join(_recipe(meta))
     with pytest.raises(SystemExit):  # nothing to widen
         train_main([*TINY, "--out", str(tmp_path / "third"), "--widen-ff", "96"])
+    with pytest.raises(SystemExit, match="would narrow"):  # said, not a traceback
+        train_main([*TINY, "--out", str(tmp_path / "fourth"), "--init-from", str(first / "last"), "--widen-ff", "32"])
