@@ -40,6 +40,7 @@ DEFAULTS = {
     "beam_size": 1,
     "max_len": 60,
     "length_penalty": default_length_penalty("en-de"),  # the α chosen for the default model on its validation split
+    "keep_names": False,  # beam search that keeps the source's names and numbers (model.constrained_beam)
     "sample": False,  # sampling instead of greedy / beam search, and its settings (model.config.Sampling)
     "temperature": 1.0,
     "sample_top_k": 0,
@@ -170,6 +171,7 @@ URL_PARAMS: dict[str, UrlParam] = {  # parsed in this order: the model first, th
     "beam": UrlParam(key="beam_size", parse=lambda t, *_: _integer(t, 1, MAX_BEAM, "beam"), show=str),
     "max_len": UrlParam(key="max_len", parse=lambda t, *_: _integer(t, 1, MAX_POSITIONS - 1, "pieces"), show=str),
     "penalty": UrlParam(key="length_penalty", parse=_penalty, show=lambda v: f"{v:g}"),
+    "keep": UrlParam(key="keep_names", parse=_flag, show=lambda v: "1" if v else "0"),
     "sample": UrlParam(key="sample", parse=_flag, show=lambda v: "1" if v else "0"),
     "temperature": UrlParam(key="temperature", parse=lambda t, *_: _number(t, 0.0, 2.0, 0.1), show=lambda v: f"{v:g}"),
     "topk": UrlParam(key="sample_top_k", parse=lambda t, *_: _integer(t, 0, 100, "pieces, 0 = all"), show=str),

@@ -191,6 +191,7 @@ class Request:
     no_repeat_ngram: int = 0
     length_penalty_formula: str = "gnmt"
     early_stopping: bool | str = True  # when beam search stops (model.beam_stopping)
+    keep_words: bool = False  # keep the source's names and numbers (beam search of a model with a copy lexicon)
 
     @property
     def decode_config(self) -> DecodeConfig:
@@ -198,7 +199,7 @@ class Request:
         return DecodeConfig(beam_size=beam, max_len=self.max_len, length_penalty=self.length_penalty,
                             sampling=self.sampling, forced_eos=self.forced_eos, forced_bos=self.forced_bos,
                             no_repeat_ngram=self.no_repeat_ngram, length_penalty_formula=self.length_penalty_formula,
-                            early_stopping=self.early_stopping)
+                            early_stopping=self.early_stopping, keep_words=self.keep_words and beam > 1)
 
 
 CACHE_ENTRIES, CACHE_BYTES = 128, 256 * 2**20  # translations shared by every session: at most this many and this much
@@ -243,9 +244,15 @@ def current_request() -> Request:
     sampling = Sampling(temperature=float(s["temperature"]), top_k=int(s["sample_top_k"]), top_p=float(s["top_p"]),
                         seed=int(s["seed"])) if s.get("sample") else None
     text = sentence_of(s["text"], int(s.get("sentence", 0)))  # a paragraph is translated sentence by sentence
+    keep = bool(s.get("keep_names")) and can_keep_names(s["model_name"])
     return Request(model_name=s["model_name"], text=text, beam_size=int(s["beam_size"]), max_len=int(s["max_len"]),
-                   length_penalty=float(s["length_penalty"]), sampling=sampling,
+                   length_penalty=float(s["length_penalty"]), sampling=sampling, keep_words=keep,
                    **decode_rules(s["model_name"], s.get("target_lang")))
+
+
+def can_keep_names(model_name: str) -> bool:
+    """Whether a model knows which source words German keeps (its checkpoint ships a copy lexicon)."""
+    return load_model(model_name).copy_lexicon is not None
 
 
 @contextmanager
@@ -353,7 +360,8 @@ def heavy_slot() -> Iterator[None]:
 def planned_request(request: Request) -> tuple[Checkpoint, Source, Plan]:
     """The model, the prepared source and the budgeted plan of a request (InputError for unreadable text)."""
     ckpt = load_model(request.model_name)
-    source, plan = planned(ckpt.model, ckpt.tokenizer, request.text, request.decode_config)
+    source, plan = planned(ckpt.model, ckpt.tokenizer, request.text, request.decode_config,
+                           lexicon=ckpt.copy_lexicon)
     return ckpt, source, plan
 
 
@@ -409,6 +417,7 @@ def _decode(request: Request, job: Job, on_wait: OnWait | None, should_stop: Sto
                 cached = store().get(request)  # another session may have translated it while this one waited
                 if cached is not None:
                     return cached
-                result = translate(ckpt.model, ckpt.tokenizer, request.text, request.decode_config, should_stop=stop)
+                result = translate(ckpt.model, ckpt.tokenizer, request.text, request.decode_config, should_stop=stop,
+                                   lexicon=ckpt.copy_lexicon)
     store().put(request, result)
     return result

@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "the same sample")
     tr.add_argument("--to", help="a multilingual model's target language code (mBART-50's de_DE, NLLB's deu_Latn, "
                     "M2M100's __de__); default: the one its config forces, else German, else its first")
+    tr.add_argument("--keep-names", action="store_true", help="with --beam 2 or more: the output keeps the names and "
+                    "numbers German writes as they are (model.copy_words; a checkpoint with copy_lexicon.json)")
     tr.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     tr.add_argument("--json", help="write pieces, steps and attention to this file (at most "
                                    f"{DEFAULT_BUDGET.max_json_bytes // 2**20} MB: a longer decode is refused)")
@@ -111,22 +113,29 @@ def translate_command(args: argparse.Namespace) -> int:
             raise ValueError(f"--to {args.to[:40]!r}: " + (f"not one of this model's {len(codes)} language codes "
                              f"({', '.join(codes[:8])}{', ...' if len(codes) > 8 else ''})" if codes else
                              "this model translates into one language"))
+        if args.keep_names and ckpt.copy_lexicon is None:
+            raise ValueError(f"--keep-names: {args.checkpoint} has no copy_lexicon.json, so it does not know which "
+                             "words German keeps (python -m training.copy_lexicon writes one)")
         decode = DecodeConfig(beam_size=args.beam, max_len=args.max_len, length_penalty=alpha, sampling=sampling,
-                              **decode_rules(ckpt.tokenizer, ckpt.meta, args.to))
+                              keep_words=args.keep_names, **decode_rules(ckpt.tokenizer, ckpt.meta, args.to))
         if args.json:  # priced before any work: a file too large to be useful is refused, not written
             budget = DEFAULT_BUDGET
-            json_bytes = planned(ckpt.model, ckpt.tokenizer, args.text, decode, budget)[1].cost.json_bytes
+            json_bytes = planned(ckpt.model, ckpt.tokenizer, args.text, decode, budget,
+                                 ckpt.copy_lexicon)[1].cost.json_bytes
             if json_bytes > budget.max_json_bytes:
                 print(f"error: --json would write about {json_bytes / 2**20:,.0f} MB (limit "
                       f"{budget.max_json_bytes / 2**20:,.0f} MB): shorten the text or lower --max-len or --beam",
                       file=sys.stderr)
                 return 2
-        result = translate(ckpt.model, ckpt.tokenizer, args.text, decode)
+        result = translate(ckpt.model, ckpt.tokenizer, args.text, decode, lexicon=ckpt.copy_lexicon)
     except (CheckpointError, InputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
+    if args.keep_names:
+        print(f"note: kept {', '.join(result.source.kept) if result.source.kept else 'nothing (no name or number)'}",
+              file=sys.stderr)
     if result.source.dropped:
         print(f"warning: input cut to {len(result.source.ids)} positions (at most {MAX_POSITIONS}); "
               f"{result.source.dropped} pieces dropped", file=sys.stderr)

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from .config import DecodeConfig, ModelConfig
+from .constrained_beam import MAX_BANKS
 from .positional import MAX_POSITIONS
 
 FLOAT_BYTES = 4  # attention is kept in float32
@@ -78,6 +79,8 @@ def decode_cost(model: ModelConfig, source_len: int, decode: DecodeConfig) -> De
     trace of the best output (Ld x H x (T² + T x S)), and per step the prefixes and top-k lists.
     """
     S, T, R = source_len, decode.max_len, decode.beam_size  # the paper's axis names
+    if decode.keep_words:
+        R *= MAX_BANKS  # keeping names and numbers: a beam per bank (model.constrained_beam)
     H, Le, Ld, d = model.n_heads, model.n_encoder_layers, model.n_decoder_layers, model.d_model
     rows_seen = R * T * (T + 1) // 2  # sum over steps of R x (t + 1) self-attention keys
     floats = 2 * Le * H * S * S + 2 * Ld * H * (rows_seen + R * T * S) + 2 * Ld * H * (T * T + T * S)
@@ -161,10 +164,11 @@ def plan_decode(model: ModelConfig, source_len: int, decode: DecodeConfig, budge
             beam = decode.beam_size
             narrowed = dataclasses.replace(decode, max_len=floor)
             while narrowed.beam_size > 1 and not _fits(model, source_len, narrowed, budget):
-                narrowed = dataclasses.replace(narrowed, beam_size=narrowed.beam_size - 1)
+                narrowed = with_beam(narrowed, narrowed.beam_size - 1)
             if _fits(model, source_len, narrowed, budget):
+                dropped = " (greedy keeps no names and numbers)" if decode.keep_words > narrowed.keep_words else ""
                 notes.append(f"Beam {beam} → {narrowed.beam_size} and length limit {decode.max_len} → {floor}: the "
-                             f"request would need {why}.")
+                             f"request would need {why}.{dropped}")
                 decode = narrowed
             else:
                 cut = _longest_source(model, decode, budget)
@@ -172,9 +176,14 @@ def plan_decode(model: ModelConfig, source_len: int, decode: DecodeConfig, budge
                     raise BudgetError(f"This model is too large for the server's budget ({why}).")
                 notes.append(f"Source {source_len} → {cut} positions, greedy: the text is too long for one request "
                              f"({why}). Split it into sentences.")
-                greedy = dataclasses.replace(decode, beam_size=1, max_len=min(decode.max_len, output_bound(cut)))
+                greedy = dataclasses.replace(with_beam(decode, 1), max_len=min(decode.max_len, output_bound(cut)))
                 return plan_decode(model, cut, greedy, budget).after(notes)
     return Plan(decode, source_len, decode_cost(model, source_len, decode), tuple(notes), bound_note)
+
+
+def with_beam(decode: DecodeConfig, beam: int) -> DecodeConfig:
+    """The config with another beam; greedy keeps no names and numbers (model.constrained_beam needs a beam)."""
+    return dataclasses.replace(decode, beam_size=beam, keep_words=decode.keep_words and beam > 1)
 
 
 def _longest_source(model: ModelConfig, decode: DecodeConfig, budget: Budget) -> int:
@@ -182,7 +191,7 @@ def _longest_source(model: ModelConfig, decode: DecodeConfig, budget: Budget) ->
     lo, hi = 1, MAX_POSITIONS
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        greedy = dataclasses.replace(decode, beam_size=1, max_len=min(decode.max_len, mid + 10))
+        greedy = dataclasses.replace(with_beam(decode, 1), max_len=min(decode.max_len, mid + 10))
         if _fits(model, mid, greedy, budget):
             lo = mid
         else:

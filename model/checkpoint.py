@@ -28,6 +28,7 @@ from safetensors.torch import load as load_safetensors_bytes
 from torch import nn
 
 from .config import ModelConfig, format_bytes
+from .copy_words import LEXICON_FILE, CopyLexicon
 from .meta import clean_meta, decode_rules_of, forced_eos_of, length_penalty_of
 from .shapes import expected_shapes
 from .shards import INDEX, SINGLE, ShardError, has_weights, read_index, save_weights
@@ -98,6 +99,7 @@ class Checkpoint:
     config: ModelConfig
     meta: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    copy_lexicon: CopyLexicon | None = None  # copy_lexicon.json: the names and numbers it can keep (model.copy_words)
 
     @property
     def length_penalty(self) -> float:
@@ -478,8 +480,26 @@ def load_checkpoint(directory: str | Path, device: torch.device | str = "cpu") -
             model = load_weights(read_index(directory), config)
         else:
             raise _missing_weights(directory)
+        lexicon = read_copy_lexicon(directory)
     except ShardError as exc:
         raise CheckpointError(str(exc)) from None
     except OSError as exc:
         raise CheckpointError(f"cannot read the checkpoint in {directory} ({exc.strerror})") from None
-    return Checkpoint(model=model.to(device).eval(), tokenizer=tokenizer, config=config, meta=meta, path=directory)
+    return Checkpoint(model=model.to(device).eval(), tokenizer=tokenizer, config=config, meta=meta, path=directory,
+                      copy_lexicon=lexicon)
+
+
+MAX_LEXICON_BYTES = 16 * 2**20
+
+
+def read_copy_lexicon(directory: Path) -> CopyLexicon | None:
+    """The checkpoint's copy lexicon, None without one (a converted or uploaded model: it cannot keep names)."""
+    path = directory / LEXICON_FILE
+    if not path.is_file():
+        return None
+    if path.stat().st_size > MAX_LEXICON_BYTES:
+        raise CheckpointError(f"{LEXICON_FILE} is larger than {format_bytes(MAX_LEXICON_BYTES)}")
+    try:
+        return CopyLexicon.from_json(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise CheckpointError(f"{LEXICON_FILE} is not a copy lexicon ({str(exc)[:200]})") from None

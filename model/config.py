@@ -305,7 +305,8 @@ class DecodeConfig:
     log P / ((5 + |Y|) / 6)^α, "hf" by log P / |Y|^α as generate() does (a converted model's own rule).
     ``early_stopping``: when beam search stops once beam_size hypotheses have finished, generate()'s rule of that name
     (model.beam_stopping): True at once (this project's models), False or "never" while a live beam could still beat
-    one of them.
+    one of them. ``keep_words``: the output must keep the source's names and numbers verbatim (model.copy_words picks
+    them, model.constrained_beam searches for an output that writes them all); beam search only.
     """
 
     beam_size: int = 1
@@ -318,6 +319,7 @@ class DecodeConfig:
     no_repeat_ngram: int = 0
     length_penalty_formula: str = "gnmt"  # one of LENGTH_PENALTY_FORMULAS
     early_stopping: bool | str = True  # one of EARLY_STOPPING
+    keep_words: bool = False
 
     def __post_init__(self) -> None:
         for name, high in (("beam_size", MAX_BEAM), ("max_len", POSITION_TABLE - 1), ("top_k", MAX_TOP_K)):
@@ -339,5 +341,9 @@ class DecodeConfig:
                              f"got {self.no_repeat_ngram!r}")
         if not is_early_stopping(self.early_stopping):
             raise ValueError(f"early_stopping must be true, false or 'never', got {str(self.early_stopping)[:20]!r}")
+        if not isinstance(self.keep_words, bool):
+            raise ValueError(f"keep_words must be true or false, got {str(self.keep_words)[:20]!r}")
+        if self.keep_words and (self.beam_size == 1 or self.sampling is not None):
+            raise ValueError("keeping names and numbers needs beam search: a beam of 2 or more, no sampling")
         if self.sampling is not None and self.beam_size != 1:
             raise ValueError(f"sampling draws one hypothesis: beam_size must be 1, got {self.beam_size}")

@@ -11,6 +11,8 @@ import torch
 from .batch_decoding import greedy_batch_steps
 from .budget import DEFAULT_BUDGET, Budget, Plan, plan_decode
 from .config import DecodeConfig
+from .constrained_beam import MAX_KEEP_PIECES, Keeps, keep_steps
+from .copy_words import CopyLexicon, words_to_keep
 from .decoding import DecodeResult, DecodeStep, decode_steps
 from .meta import decode_rules_of, forced_bos_of
 from .positional import MAX_POSITIONS
@@ -41,12 +43,16 @@ def check_stop(should_stop: StopSignal | None) -> None:
 
 @dataclass(frozen=True)
 class Source:
-    """Encoder input prepared from user text. ids [S] end with EOS; ``dropped`` counts pieces cut to fit."""
+    """Encoder input prepared from user text. ids [S] end with EOS; ``dropped`` counts pieces cut to fit;
+    ``kept`` the names and numbers a translation keeping them must write (model.copy_words), ``keeps`` those as the
+    search needs them (None when no copy lexicon was given or the text has none)."""
 
     text: str
     ids: tuple[int, ...]
     pieces: tuple[str, ...]
     dropped: int
+    kept: tuple[str, ...] = ()
+    keeps: Keeps | None = dataclasses.field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -83,9 +89,11 @@ class Translation:
         return sum(storages.values())
 
 
-def prepare_source(tokenizer: TextTokenizer, text: str, max_len: int = MAX_POSITIONS) -> Source:
+def prepare_source(tokenizer: TextTokenizer, text: str, max_len: int = MAX_POSITIONS,
+                   lexicon: CopyLexicon | None = None) -> Source:
     """Clean and encode user text; cut it to ``max_len`` positions (EOS included), by default the server's cap
-    MAX_POSITIONS: a model reads past its own max_len (see ``beyond_training``), never past the cap."""
+    MAX_POSITIONS: a model reads past its own max_len (see ``beyond_training``), never past the cap. With a
+    ``lexicon``, also the names and numbers of the text that was read (model.copy_words)."""
     cleaned = clean_text(text)
     if not cleaned:
         raise InputError("Type a sentence to translate.")
@@ -94,7 +102,38 @@ def prepare_source(tokenizer: TextTokenizer, text: str, max_len: int = MAX_POSIT
         raise InputError("The text has no characters the tokenizer can read.")
     source = tokenizer.source_ids(ids, max_len)
     wrapping = len(tokenizer.source_ids([]))  # EOS, or a tokenizer's own specials around a source (<s> ... </s>)
-    return Source(cleaned, tuple(source), tuple(tokenizer.pieces(source)), len(ids) + wrapping - len(source))
+    dropped = len(ids) + wrapping - len(source)
+    kept = () if lexicon is None else _kept(tokenizer, cleaned, lexicon, len(source) - wrapping)
+    return Source(text=cleaned, ids=tuple(source), pieces=tuple(tokenizer.pieces(source)), dropped=dropped,
+                  kept=tuple(phrase for phrase, _ in kept),
+                  keeps=Keeps(tuple(ids for _, ids in kept), word_boundaries(tokenizer)) if kept else None)
+
+
+def _kept(tokenizer: TextTokenizer, text: str, lexicon: CopyLexicon, read: int) -> list[tuple[str, tuple[int, ...]]]:
+    """The phrases to keep (with their pieces) among the first ``read`` pieces of the text: a phrase the cut dropped
+    is not the model's to write. A phrase longer than MAX_KEEP_PIECES is left to the model."""
+    read_text = tokenizer.decode(tokenizer.encode(text)[:read])
+    kept = []
+    for phrase in words_to_keep(text, lexicon):
+        ids = tuple(tokenizer.encode(phrase))
+        if phrase in read_text and 1 <= len(ids) <= MAX_KEEP_PIECES:
+            kept.append((phrase, ids))
+    return kept
+
+
+_BOUNDARIES: dict[int, torch.Tensor] = {}
+
+
+def word_boundaries(tokenizer: TextTokenizer) -> torch.Tensor:
+    """[V] bool: the pieces that may follow a finished kept phrase: one that starts a word ("▁"), punctuation, EOS
+    (sentencepiece's convention; a raw byte may be inside a word, so it is not one); the search adds EOS. Once per
+    tokenizer."""
+    key = id(tokenizer)
+    if key not in _BOUNDARIES:
+        pieces = [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)]
+        _BOUNDARIES[key] = torch.tensor([p.startswith("▁") or (not p[:1].isalnum() and not BYTE_PIECE.fullmatch(p))
+                                         for p in pieces])
+    return _BOUNDARIES[key]
 
 
 def _capped(model: Transformer, config: DecodeConfig) -> DecodeConfig:
@@ -106,8 +145,12 @@ def _capped(model: Transformer, config: DecodeConfig) -> DecodeConfig:
 
 def stream(model: Transformer, source: Source, config: DecodeConfig, return_attention: bool = True,
            head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
-    """The decode steps for a prepared source, its output capped (``_capped``)."""
+    """The decode steps for a prepared source, its output capped (``_capped``); with config.keep_words and names or
+    numbers in the source, the search keeps them (model.constrained_beam)."""
     device = next(model.parameters()).device
+    if config.keep_words and source.keeps is not None:
+        return keep_steps(model, torch.tensor(source.ids, device=device), source.keeps, _capped(model, config),
+                          return_attention, None if head_mask is None else head_mask.to(device))
     return decode_steps(model, torch.tensor(source.ids, device=device), _capped(model, config), return_attention,
                         None if head_mask is None else head_mask.to(device))
 
@@ -184,24 +227,26 @@ def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device |
 
 
 def planned(model: Transformer, tokenizer: TextTokenizer, text: str, config: DecodeConfig,
-            budget: Budget = DEFAULT_BUDGET) -> tuple[Source, Plan]:
+            budget: Budget = DEFAULT_BUDGET, lexicon: CopyLexicon | None = None) -> tuple[Source, Plan]:
     """The source and the decode settings a request runs with, priced and fitted into ``budget`` before any
-    decoding (model.budget.plan_decode: what was reduced is in the plan's notes)."""
-    source = prepare_source(tokenizer, text, min(MAX_POSITIONS, model.config.position_limit))
+    decoding (model.budget.plan_decode: what was reduced is in the plan's notes). With config.keep_words, the
+    names and numbers the ``lexicon`` picks are kept."""
+    lexicon = lexicon if config.keep_words else None
+    source = prepare_source(tokenizer, text, min(MAX_POSITIONS, model.config.position_limit), lexicon)
     plan = plan_decode(model.config, len(source.ids), config, budget)
     if plan.source_len < len(source.ids):
-        source = prepare_source(tokenizer, text, plan.source_len)
+        source = prepare_source(tokenizer, text, plan.source_len, lexicon)
     return source, plan
 
 
 def translate(model: Transformer, tokenizer: TextTokenizer, text: str, config: DecodeConfig = DecodeConfig(),
               head_mask: HeadMask | None = None, budget: Budget = DEFAULT_BUDGET,
-              should_stop: StopSignal | None = None) -> Translation:
+              should_stop: StopSignal | None = None, lexicon: CopyLexicon | None = None) -> Translation:
     """Translate one sentence and capture all its attention (with the heads in ``head_mask`` switched off).
 
     The request is priced first and reduced to fit ``budget`` (the Translation's ``notes`` say what was
     reduced); ``should_stop`` is asked after every step and stops the decode with Cancelled."""
-    source, plan = planned(model, tokenizer, text, config, budget)
+    source, plan = planned(model, tokenizer, text, config, budget, lexicon)
     steps = []
     for step in stream(model, source, plan.decode, head_mask=head_mask):
         steps.append(step)

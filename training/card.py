@@ -314,16 +314,27 @@ def everyday_section(everyday: dict | None) -> list[str]:
     """Scores and every translation of the everyday sentences (training.evaluate.everyday_report)."""
     if not everyday:
         return []
+    keep = "beam4_keep" in everyday
     rows = zip(everyday["en"], everyday["de"], everyday["greedy"]["translations"], everyday["beam4"]["translations"],
-               strict=True)
+               *([everyday["beam4_keep"]["translations"]] if keep else []), strict=True)
     return [f"## Everyday sentences ({len(everyday['en'])} typed, in no corpus)", "",
             "Short sentences like the ones people type (`data/everyday.tsv`, written for this check with one "
             "reference each, never trained or tuned on). They are easier than the test split, so the scores are "
             "higher; they say how the model does on what the Translate page is used for.", "",
             "| decoding | BLEU | chrF |", "|---|---|---|",
             *[_md_row([name, everyday[key]["overall"]["bleu"], everyday[key]["overall"]["chrf"]])
-              for name, key in (("greedy", "greedy"), ("beam 4", "beam4"))], "",
-            "| English | reference | greedy | beam 4 |", "|---|---|---|---|", *[_md_row(row) for row in rows], ""]
+              for name, key in decodings(everyday)], "",
+            "| English | reference | greedy | beam 4 |" + (f" {KEEP_NAME} |" if keep else ""),
+            "|---|---|---|---|" + ("---|" if keep else ""), *[_md_row(row) for row in rows], ""]
+
+
+KEEP_NAME = "beam 4 keeping names and numbers"
+
+
+def decodings(report: dict) -> list[tuple[str, str]]:
+    """(name, report key) of the decodings a report holds: greedy, beam 4, and beam 4 keeping names and numbers
+    (model.constrained_beam) when the checkpoint has a copy lexicon."""
+    return [("greedy", "greedy"), ("beam 4", "beam4"), *([(KEEP_NAME, "beam4_keep")] if "beam4_keep" in report else [])]
 
 
 NAMES_NUMBERS_TARGET = 97.0  # % of the names and numbers carried over verbatim (issue 31)
@@ -366,11 +377,12 @@ def _carried_by(report: dict, key: str, groups: tuple[str, ...], group_of) -> di
     return {group: (ok, n) for group, (ok, n) in counts.items()}
 
 
-def _carried_table(groups: tuple[str, ...], counts: dict[str, dict[str, tuple[int, int]]]) -> list[str]:
-    """A markdown table of (carried, total) per group, one row per decoding."""
+def _carried_table(groups: tuple[str, ...], counts: dict[str, dict[str, tuple[int, int]]],
+                   names: list[tuple[str, str]]) -> list[str]:
+    """A markdown table of (carried, total) per group, one row per decoding (``names``: (name, key))."""
     return ["| decoding | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups),
             *[_md_row([name, *[f"{ok}/{n} ({100 * ok / max(n, 1):.1f}%)" for ok, n in counts[key].values()]])
-              for name, key in (("greedy", "greedy"), ("beam 4", "beam4"))], ""]
+              for name, key in names], ""]
 
 
 def names_numbers_section(report: dict | None) -> list[str]:
@@ -378,10 +390,12 @@ def names_numbers_section(report: dict | None) -> list[str]:
     with every miss."""
     if not report:
         return []
-    shares = {key: report[key]["carried"] for key in ("greedy", "beam4")}
-    misses = [(key, row, string) for key in ("greedy", "beam4") for row, string in shares[key]["misses"]]
-    kinds = {key: carried_by_kind(report, key) for key in ("greedy", "beam4")}
-    places = {key: carried_by_place(report, key) for key in ("greedy", "beam4")}
+    names = decodings(report)
+    shares = {key: report[key]["carried"] for _, key in names}
+    misses = [(name, row, string) for name, key in names for row, string in shares[key]["misses"]]
+    kinds = {key: carried_by_kind(report, key) for _, key in names}
+    places = {key: carried_by_place(report, key) for _, key in names}
+    translations = {name: report[key]["translations"] for name, key in names}
     listed = sorted({w for keep in report["keep"] for s in keep if string_kind(s) != STRING_KINDS[0]
                      for w in s.split() if w in AUGMENT_NAMES})
     return [f"## Names and numbers ({len(report['en'])} sentences, {shares['greedy']['n']} strings to carry over)", "",
@@ -392,18 +406,26 @@ def names_numbers_section(report: dict | None) -> list[str]:
             "| decoding | carried over | BLEU | chrF |", "|---|---|---|---|",
             *[_md_row([name, f"{shares[key]['share']}%",
                        report[key]["overall"]["bleu"], report[key]["overall"]["chrf"]])
-              for name, key in (("greedy", "greedy"), ("beam 4", "beam4"))], "",
+              for name, key in names], "",
+            *(["The last row is the model searched differently, not a different model: beam 4 that must keep the "
+               "names and numbers of the English that German writes as they are (`model.copy_words` picks them from "
+               "the English alone, by what the training corpus's translations do with each capitalised word; "
+               "`model.constrained_beam` makes every finished output that writes them all rank first). Every piece "
+               "is still scored by the model and every attention map is the model's own; a forced name the model "
+               "finds unlikely can land in an odd place, and a word it cannot write at all is given up on. The "
+               "rule for which numbers to keep was written while reading this set's misses, so its share here is "
+               "an upper estimate.", ""] if len(names) > 2 else []),
             "By kind of string. The copy augmentation (`training.augment`) substitutes names from a fixed list into "
             f"training pairs, and {len(listed)} of this set's name words are on it ({', '.join(listed[:8])}"
             f"{', ...' if len(listed) > 8 else ''}): the model has seen those copied. The last column, names with a "
             "word it never saw copied, is the honest test of copying a new name.", "",
-            *_carried_table(STRING_KINDS, kinds),
+            *_carried_table(STRING_KINDS, kinds, names),
             "By place in the sentence. At its first step the decoder most wants a German opening (\"Die\", \"Ein\"), "
             "so a name the sentence opens with is the hardest to carry over.", "",
-            *_carried_table(PLACES, places),
+            *_carried_table(PLACES, places, names),
             *(["Every miss:", "", "| decoding | missing | English | translation |", "|---|---|---|---|",
-               *[_md_row([key.replace("beam4", "beam 4"), string, report["en"][row], report[key]["translations"][row]])
-                 for key, row, string in misses], ""] if misses else ["No string was missed.", ""])]
+               *[_md_row([name, string, report["en"][row], translations[name][row]]) for name, row, string in misses],
+               ""] if misses else ["No string was missed.", ""])]
 
 
 def length_penalty_section(checkpoint: Path, report: dict) -> list[str]:
@@ -478,9 +500,11 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
             *_score_table(report, "per_length", LENGTH_LABELS)] if "per_length" in report.get("greedy", {}) else []),
         *new_sources_section(report, extra),
         "",
-        *everyday_section(everyday_report(ckpt.model, ckpt.tokenizer, everyday, ckpt.length_penalty)
+        *everyday_section(everyday_report(ckpt.model, ckpt.tokenizer, everyday, ckpt.length_penalty,
+                                          ckpt.copy_lexicon)
                           if everyday else None),
-        *names_numbers_section(names_numbers_report(ckpt.model, ckpt.tokenizer, names_numbers, ckpt.length_penalty)
+        *names_numbers_section(names_numbers_report(ckpt.model, ckpt.tokenizer, names_numbers, ckpt.length_penalty,
+                                                    ckpt.copy_lexicon)
                                if names_numbers else None),
         "Per-source counts of the corpus:",
         "",

@@ -20,7 +20,9 @@ import torch
 from model.batch_decoding import greedy_batch
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from model.config import DecodeConfig
+from model.copy_words import CopyLexicon
 from model.decoding import DecodeResult, decode_steps
+from model.inference import prepare_source, stream
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer
 
@@ -32,13 +34,21 @@ GREEDY_BATCH = 64  # sentences decoded together when greedy: one model step serv
 
 @torch.inference_mode()
 def translate_many(model: Transformer, tokenizer: Tokenizer, sentences: Sequence[str], beam_size: int = 1,
-                   max_len: int = 100, length_penalty: float = DecodeConfig.length_penalty) -> list[str]:
+                   max_len: int = 100, length_penalty: float = DecodeConfig.length_penalty,
+                   lexicon: CopyLexicon | None = None) -> list[str]:
     """Translate sentences with the KV-cached decoder, no attention capture. Greedy runs in batches of similar
     length (greedy_batch gives each sentence what it gets alone; on a GPU one step per sentence left it idle);
-    beam search runs one by one."""
+    beam search runs one by one, keeping the names and numbers the ``lexicon`` picks when one is given."""
     device = next(model.parameters()).device
     config = DecodeConfig(beam_size=beam_size, max_len=min(max_len, model.config.max_len - 1),
-                          length_penalty=length_penalty)
+                          length_penalty=length_penalty, keep_words=lexicon is not None)
+    if lexicon is not None:
+        outputs = []
+        for text in sentences:
+            source = prepare_source(tokenizer, text, model.config.max_len, lexicon)
+            steps = list(stream(model, source, config, return_attention=False))
+            outputs.append(tokenizer.decode(DecodeResult.from_steps(steps, 1).best.tokens))
+        return outputs
     sources = [torch.tensor(tokenizer.encode_source(text, model.config.max_len), device=device) for text in sentences]
     if beam_size == 1:
         order = sorted(range(len(sources)), key=lambda i: sources[i].numel())  # little padding per batch
@@ -68,11 +78,13 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[
 
 
 def evaluate_frame(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame, beam_size: int,
-                   length_penalty: float = DecodeConfig.length_penalty) -> tuple[dict, list[str]]:
+                   length_penalty: float = DecodeConfig.length_penalty, lexicon: CopyLexicon | None = None
+                   ) -> tuple[dict, list[str]]:
     """Scores overall, per source and per source length of one decoding setting on rows with columns
     source, en, de."""
     start = time.perf_counter()
-    hyps = translate_many(model, tokenizer, frame["en"].tolist(), beam_size, length_penalty=length_penalty)
+    hyps = translate_many(model, tokenizer, frame["en"].tolist(), beam_size, length_penalty=length_penalty,
+                          lexicon=lexicon)
     report = {"overall": corpus_scores(hyps, frame["de"].tolist())}
     words = frame["en"].str.split().str.len()
     groups = {"per_source": frame["source"],  # short sentences and long ones fail differently: score them apart
@@ -88,14 +100,16 @@ EVERYDAY = Path(__file__).resolve().parent.parent / "data" / "everyday.tsv"  # t
 
 
 def everyday_report(model: Transformer, tokenizer: Tokenizer, path: Path = EVERYDAY,
-                    length_penalty: float = DecodeConfig.length_penalty) -> dict:
+                    length_penalty: float = DecodeConfig.length_penalty, lexicon: CopyLexicon | None = None) -> dict:
     """Greedy and beam-4 scores and translations of the everyday sentences (en, de columns): sentences like the
     ones people type, written for this check and in no corpus, so a model is not judged only on game and office
-    text, nor on example sentences picked while looking at one model's output."""
+    text, nor on example sentences picked while looking at one model's output. With a copy ``lexicon``, also beam
+    4 keeping names and numbers ("beam4_keep")."""
     frame = pd.read_csv(path, sep="\t", keep_default_na=False)
     report: dict = {"en": frame["en"].tolist(), "de": frame["de"].tolist()}
-    for name, beam in (("greedy", 1), ("beam4", 4)):
-        hyps = translate_many(model, tokenizer, report["en"], beam, length_penalty=length_penalty)
+    runs = [("greedy", 1, None), ("beam4", 4, None)] + ([("beam4_keep", 4, lexicon)] if lexicon is not None else [])
+    for name, beam, words in runs:
+        hyps = translate_many(model, tokenizer, report["en"], beam, length_penalty=length_penalty, lexicon=words)
         report[name] = {"overall": corpus_scores(hyps, report["de"]), "translations": hyps}
     return report
 
@@ -113,14 +127,17 @@ def carried_over(hyps: Sequence[str], keeps: Sequence[Sequence[str]]) -> dict:
 
 
 def names_numbers_report(model: Transformer, tokenizer: Tokenizer, path: Path = NAMES_NUMBERS,
-                         length_penalty: float = DecodeConfig.length_penalty) -> dict:
+                         length_penalty: float = DecodeConfig.length_penalty, lexicon: CopyLexicon | None = None
+                         ) -> dict:
     """Greedy and beam-4 translations of the names-and-numbers sentences (en, de, keep columns), with the share
-    of the keep strings carried over, every miss, and BLEU/chrF against the references."""
+    of the keep strings carried over, every miss, and BLEU/chrF against the references; with a copy ``lexicon``,
+    also beam 4 keeping the names and numbers it picks ("beam4_keep"; it never reads the keep column)."""
     frame = pd.read_csv(path, sep="\t", keep_default_na=False)
     keeps = [k.split(" | ") for k in frame["keep"]]
     report: dict = {"en": frame["en"].tolist(), "de": frame["de"].tolist(), "keep": keeps}
-    for name, beam in (("greedy", 1), ("beam4", 4)):
-        hyps = translate_many(model, tokenizer, report["en"], beam, length_penalty=length_penalty)
+    runs = [("greedy", 1, None), ("beam4", 4, None)] + ([("beam4_keep", 4, lexicon)] if lexicon is not None else [])
+    for name, beam, words in runs:
+        hyps = translate_many(model, tokenizer, report["en"], beam, length_penalty=length_penalty, lexicon=words)
         report[name] = {"overall": corpus_scores(hyps, report["de"]), "carried": carried_over(hyps, keeps),
                         "translations": hyps}
     return report
@@ -150,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="only the first N rows (0 = all)")
     parser.add_argument("--length-penalty", type=float, help="beam search's α (default: the one chosen for the "
                         "checkpoint on the validation split by training.length_penalty, else the paper's 0.6)")
+    parser.add_argument("--keep-names", action="store_true", help="also score each beam of 2 or more keeping the "
+                        "names and numbers the checkpoint's copy lexicon picks (reported as beam{N}_keep)")
     parser.add_argument("--json", help="write the report here")
     parser.add_argument("--hyps", help="write the beam-{max} translations here, one per line")
     args = parser.parse_args(argv)
@@ -157,6 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if inputs is None:
         return 2
     ckpt, frame = inputs
+    if args.keep_names and ckpt.copy_lexicon is None:
+        print(f"error: --keep-names: {args.checkpoint} has no copy_lexicon.json", file=sys.stderr)
+        return 2
     train = frame[frame["split"] == "train"]
     frame = split_rows(frame, args.split, args.limit)
     alpha = ckpt.length_penalty if args.length_penalty is None else args.length_penalty
@@ -164,16 +186,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.split != "train" and len(train):
         report["diagnostics"] = source_reliance(ckpt.model, ckpt.tokenizer, frame, train)
         print(f"diagnostics: {json.dumps(report['diagnostics'])}", flush=True)
-    for beam in args.beam:
-        scores, hyps = evaluate_frame(ckpt.model, ckpt.tokenizer, frame, beam, alpha)
-        report["greedy" if beam == 1 else f"beam{beam}"] = scores
-        print(f"beam {beam}: {json.dumps(scores)}", flush=True)
+    runs, plain = [(beam, None) for beam in args.beam], []
+    runs += [(beam, ckpt.copy_lexicon) for beam in args.beam if args.keep_names and beam > 1]
+    for beam, lexicon in runs:
+        scores, hyps = evaluate_frame(ckpt.model, ckpt.tokenizer, frame, beam, alpha, lexicon)
+        plain = hyps if lexicon is None else plain  # --hyps writes the largest beam's own translations
+        name = ("greedy" if beam == 1 else f"beam{beam}") + ("_keep" if lexicon is not None else "")
+        report[name] = scores
+        print(f"{name}: {json.dumps(scores)}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
     if args.hyps:
         with open(args.hyps, "w") as f:
-            f.write("\n".join(hyps) + "\n")
+            f.write("\n".join(plain) + "\n")
     return 0
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 import time
 from collections.abc import Callable
 from contextlib import closing
@@ -13,6 +14,7 @@ from app.cancel import session_stop_signal
 from app.carried_numbers import added_numbers, dropped_numbers
 from app.charts.axes import clipped
 from app.downloads import trace_json
+from app.escape import md
 from app.examples import (
     code_language,
     example_why,
@@ -171,13 +173,30 @@ def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
         c_lp.caption("Used only by beam search (beam size > 1).")
     if sampling:
         sampling_ui()
-    c_go, c_slow, c_sample = st.columns([2, 2, 3], vertical_alignment="center")
+    c_go, c_slow, c_keep, c_sample = st.columns([2, 2, 3, 3], vertical_alignment="center")
     clicked = c_go.button("Translate", key="translate", type="primary", icon="▶️")
     slow = c_slow.toggle("Slow motion", key="slow_motion", help="Pause briefly after each step while decoding.")
+    keep_names_ui(c_keep, ckpt, beam > 1 and not sampling)
     c_sample.toggle("Sample instead of searching", key="sample", persist_state="session",
                     help="Draw each next piece from the model's distribution (as GPT-style demos do) instead of "
                          "taking the most probable one: a temperature reshapes it, top-k and top-p cut it.")
     return current_request(), clicked, slow
+
+
+def keep_names_ui(column, ckpt: Checkpoint, searching: bool) -> None:
+    """The toggle for beam search that keeps the sentence's names and numbers (model.constrained_beam)."""
+    if ckpt.copy_lexicon is None:
+        why = "This model ships no copy lexicon, so it does not know which words German keeps as they are."
+    elif not searching:
+        why = "Needs beam search: set the beam size to 2 or more (and turn sampling off)."
+    else:
+        why = ""
+    column.toggle("Keep names and numbers", key="keep_names", persist_state="session", disabled=bool(why),
+                  help="A small model often garbles a name or a number it copies piece by piece (Rahman → Rahmann). "
+                       "With this on, beam search must write the sentence's names, years, times and codes as they "
+                       "are: it also tries, at every step, the next piece of each one not yet written, and an output "
+                       "that writes them all wins over one that does not. The model still scores every piece and "
+                       "every attention map is its own; only the search changes. " + why)
 
 
 def _new_text() -> None:
@@ -306,11 +325,27 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
     hyps = translation.result.hypotheses
     if translation.decode.beam_size > 1:
         st.caption(f"Beam search (beam {translation.decode.beam_size}, α = {request.length_penalty}) finished "
-                   f"{len(hyps)} hypotheses; the best is shown.")
+                   f"{len(hyps)} hypotheses; the best is shown." + kept_note(translation))
     elif (sampling := translation.decode.sampling) is not None:
         st.caption(f"Sampled: temperature {sampling.temperature:g}, top-k {sampling.top_k or 'all'}, top-p "
                    f"{sampling.top_p:g}, seed {sampling.seed} (the same seed draws the same pieces).")
     st.page_link("app/views/decoding.py", label="See how it was decoded, step by step", icon=":material/stairs:")
+
+
+def kept_note(translation: Translation) -> str:
+    """What keeping names and numbers did, for the caption under the translation."""
+    if not translation.decode.keep_words:
+        return ""
+    kept = translation.source.kept
+    if not kept:
+        return " Keeping names and numbers: the sentence has none German writes as it is."
+    listed = ", ".join(f"“{md(k)}”" for k in kept)
+    written = [k for k in kept if re.search(rf"(?<!\w){re.escape(k)}(?!\w)", translation.text)]
+    if len(written) == len(kept):
+        return f" It had to keep {listed}, and does."
+    return (f" It had to keep {listed}; the model could not write "
+            f"{', '.join(f'“{md(k)}”' for k in kept if k not in written)} anywhere it found likely, "
+            "so the best output without it is shown.")
 
 
 def wrong_language_note(request: Request) -> None:
@@ -332,9 +367,11 @@ def numbers_note(translation: Translation) -> None:
     if missing or added:
         found = [f"{where}: {listed(numbers)}." for where, numbers in
                  (("Not in the translation", missing), ("Not in your sentence", added)) if numbers]
+        hint = "" if translation.decode.keep_words else (
+            " With a beam of 2 or more, **Keep names and numbers** makes the search write them as they are.")
         st.warning(f"**Check the numbers.** {' '.join(found)} A model writes a number piece by piece and can drop "
                    "one, change a digit or add one as fluently as it writes the rest (on the Decoding page, step to "
-                   "them to see what the model weighed there).", icon=":material/pin:")
+                   "them to see what the model weighed there)." + hint, icon=":material/pin:")
 
 
 def listed(numbers: list[str]) -> str:

@@ -267,3 +267,25 @@ def test_the_numbers_note_names_the_first_few_of_many(app_test, shipped):
     notes = _numbers_notes(at)
     assert len(notes) == 1 and "Not in the translation: `1`, `2`, `3`, `4`, `5`, `6`, `7`, `8` and 3 more. A model" \
         in notes[0], notes
+
+
+def test_keeping_names_and_numbers_writes_what_beam_search_garbles(app_test, shipped):
+    """Beam 4 turns "Aisha Rahman" into "Eineisha Rahman" (the model card lists it); with the toggle on, the page's
+    translation writes the name and the numbers as they are, says so, and the Decoding page explains its banks. The
+    toggle is off limits to greedy decoding."""
+    text = "Aisha Rahman will present her results at 11:45 in lecture hall 23."
+    plain = _direct(shipped("en-de"), text, beam_size=4).text
+    assert "Aisha Rahman" not in plain, "beam search now keeps the name: pick another miss from the model card"
+    at = app_test(model_name="en-de")
+    assert at.toggle(key="keep_names").disabled  # greedy
+    at.slider(key="beam_size").set_value(4).run()
+    assert not at.toggle(key="keep_names").disabled
+    at.toggle(key="keep_names").set_value(True).run()
+    at = _translate(at, text)
+    assert not at.exception
+    shown = html.unescape(_shown_text(at))
+    assert all(s in shown for s in ("Aisha Rahman", "11:45", "23")), shown
+    assert any("It had to keep" in c.value and "and does" in c.value for c in at.caption)
+    at.switch_page("app/views/decoding.py").run()
+    assert not at.exception
+    assert any("Hypotheses are grouped into banks" in c.value for c in at.caption)

@@ -42,9 +42,9 @@ budgets = st.builds(Budget, max_bytes=st.integers(2**20, 2**30), max_seconds=st.
 
 
 @given(model=configs, source_len=st.integers(1, MAX_POSITIONS), beam=st.integers(1, 16),
-       max_len=st.integers(1, MAX_POSITIONS - 1), budget=budgets)
-def test_a_plan_fits_its_budget_and_only_ever_reduces(model, source_len, beam, max_len, budget):
-    asked = DecodeConfig(beam_size=beam, max_len=max_len)
+       max_len=st.integers(1, MAX_POSITIONS - 1), budget=budgets, keep=st.booleans())
+def test_a_plan_fits_its_budget_and_only_ever_reduces(model, source_len, beam, max_len, budget, keep):
+    asked = DecodeConfig(beam_size=beam, max_len=max_len, keep_words=keep and beam > 1)
     try:
         plan = plan_decode(model, source_len, asked, budget)
     except BudgetError as exc:  # only a model whose one-piece greedy decode is over the budget is refused outright
@@ -82,3 +82,11 @@ def test_an_abandoned_decode_stops_within_one_step(tiny_model, tokenizer):
         translate(tiny_model, tokenizer, "The house is small.", DecodeConfig(max_len=40, beam_size=2),
                   should_stop=stop_after_three)
     assert len(calls) == 3  # asked once per step: it stopped right after the third
+
+
+def test_keeping_names_is_priced_as_a_beam_per_bank():
+    """The keep search holds up to MAX_BANKS beams (model.constrained_beam): the budget prices that many rows."""
+    from model.constrained_beam import MAX_BANKS
+    model = ModelConfig(vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)
+    plain = decode_cost(model, 30, DecodeConfig(beam_size=2 * MAX_BANKS, max_len=70))
+    assert decode_cost(model, 30, DecodeConfig(beam_size=2, max_len=70, keep_words=True)) == plain

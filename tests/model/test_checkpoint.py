@@ -136,3 +136,16 @@ def test_a_widening_record_is_kept_only_as_training_grow_writes_it(widths, kept)
     """The model card prints the two widths of a widened FFN (training.grow); an uploaded meta says what it likes."""
     link = clean_meta({"continued_from": {"step": 5, "feed_forward_after": widths}})["continued_from"]
     assert ("feed_forward_after" in link) == kept and link["step"] == 5
+
+
+@pytest.mark.parametrize("content", [b"not json", b"\xff\xfe", b'{"copied": [1]}', b"[" * 100_000])
+def test_a_broken_copy_lexicon_is_named(broken, content):
+    (broken / "copy_lexicon.json").write_bytes(content)
+    expect_error(broken, "copy_lexicon.json", "not a copy lexicon")
+
+
+def test_a_copy_lexicon_is_loaded_beside_the_model(broken):
+    (broken / "copy_lexicon.json").write_text('{"copied": ["Berlin"], "translated": ["Monday"], "lower": ["table"]}')
+    assert load_checkpoint(broken).copy_lexicon.copied == {"Berlin"}
+    (broken / "copy_lexicon.json").unlink()
+    assert load_checkpoint(broken).copy_lexicon is None

@@ -10,6 +10,7 @@ import torch
 from model.checkpoint import load_checkpoint
 from model.config import DecodeConfig
 from model.decoding import DecodeResult, decode_steps
+from model.inference import translate
 from training.card import build_card
 from training.data import load_corpus, reversal_corpus
 from training.diagnostics import source_reliance
@@ -242,3 +243,34 @@ def test_the_card_counts_strings_that_open_the_sentence_apart():
                        "translations": hyps} for key in ("greedy", "beam4")}}
     assert carried_by_place(report, "greedy") == {PLACES[0]: (1, 2), PLACES[1]: (3, 4)}  # "Oslo" in "Oslos": lost
     assert "| greedy | 1/2 (50.0%) | 3/4 (75.0%) |" in "\n".join(names_numbers_section(report))
+
+
+def test_the_card_adds_the_search_that_keeps_names_as_its_own_row_with_its_misses():
+    """A checkpoint with a copy lexicon gets a third row (beam 4 keeping names and numbers) in every table, told apart
+    from the model's plain decoding, and its misses are listed under its own name."""
+    from training.card import KEEP_NAME, names_numbers_section
+
+    keep = [["Anna", "2023"], ["Zeynep Kaya"]]
+    plain, kept = ["Anna 2023", "Zeynepaya"], ["Anna 2023", "Zeynep Kaja"]
+    report = {"en": ["Anna 2023.", "Zeynep Kaya came."], "keep": keep,
+              **{key: {"carried": carried_over(hyps, keep), "overall": {"bleu": 1.0, "chrf": 2.0},
+                       "translations": hyps} for key, hyps in (("greedy", plain), ("beam4", plain),
+                                                                ("beam4_keep", kept))}}
+    text = "\n".join(names_numbers_section(report))
+    assert f"| {KEEP_NAME} | 66.67% | 1.0 | 2.0 |" in text and "searched differently, not a different model" in text
+    assert f"| {KEEP_NAME} | Zeynep Kaya | Zeynep Kaya came. | Zeynep Kaja |" in text
+    del report["beam4_keep"]
+    assert KEEP_NAME not in "\n".join(names_numbers_section(report))
+
+
+def test_translating_many_with_a_lexicon_keeps_what_the_app_keeps():
+    """training.evaluate's keep run gives, sentence by sentence, what model.inference.translate gives with the same
+    lexicon: the card's row is what the Translate page's toggle does."""
+    ckpt = load_checkpoint(PRETRAINED / "en-de")
+    english = ["Aisha Rahman will present her results at 11:45 in lecture hall 23.", "Good morning."]
+    many = translate_many(ckpt.model, ckpt.tokenizer, english, beam_size=4, length_penalty=ckpt.length_penalty,
+                          lexicon=ckpt.copy_lexicon)
+    config = DecodeConfig(beam_size=4, max_len=100, length_penalty=ckpt.length_penalty, keep_words=True)
+    assert many == [translate(ckpt.model, ckpt.tokenizer, text, config, lexicon=ckpt.copy_lexicon).text
+                    for text in english]
+    assert "Aisha Rahman" in many[0]
