@@ -147,5 +147,7 @@ SLIDES: tuple[Slide, ...] = (
                  "A known failure: *{fail_source}* → *{fail_output}* (right: *{fail_reference}*)."),
           figure="failure",
           notes="The attention on screen is exactly what the model used, right or wrong; it shows where the model "
-                "looked, not why it chose a piece. See the model card on the Model and training page."),
+                "looked, not why it chose a piece. See the model card on the Model and training page. A dropped or "
+                "garbled name is a search problem too: with a beam of 2 or more, the Translate page's *Keep names "
+                "and numbers* makes beam search write them as they are (the model unchanged, its attention its own)."),
 )

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -121,19 +122,18 @@ def _kept(tokenizer: TextTokenizer, text: str, lexicon: CopyLexicon, read: int) 
     return kept
 
 
-_BOUNDARIES: dict[int, torch.Tensor] = {}
+_BOUNDARIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> its word boundaries
 
 
 def word_boundaries(tokenizer: TextTokenizer) -> torch.Tensor:
-    """[V] bool: the pieces that may follow a finished kept phrase: one that starts a word ("▁"), punctuation, EOS
+    """[V] bool: the pieces that may follow a finished kept phrase: one that starts a word ("▁"), punctuation
     (sentencepiece's convention; a raw byte may be inside a word, so it is not one); the search adds EOS. Once per
-    tokenizer."""
-    key = id(tokenizer)
-    if key not in _BOUNDARIES:
+    tokenizer while it lives."""
+    if tokenizer not in _BOUNDARIES:
         pieces = [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)]
-        _BOUNDARIES[key] = torch.tensor([p.startswith("▁") or (not p[:1].isalnum() and not BYTE_PIECE.fullmatch(p))
-                                         for p in pieces])
-    return _BOUNDARIES[key]
+        starts = [p.startswith("▁") or (not p[:1].isalnum() and not BYTE_PIECE.fullmatch(p)) for p in pieces]
+        _BOUNDARIES[tokenizer] = torch.tensor(starts)
+    return _BOUNDARIES[tokenizer]
 
 
 def _capped(model: Transformer, config: DecodeConfig) -> DecodeConfig:

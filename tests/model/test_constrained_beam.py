@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from model.config import DecodeConfig
-from model.constrained_beam import MAX_BANKS, Keeps, KeepState, keep_beam_steps, keep_states
+from model.constrained_beam import MAX_BANKS, Keeps, KeepState, keep_beam_steps, keep_states, keep_steps
 from model.decoding import DecodeResult, beam_steps
 from tests.conftest import eos_leaning
 from tests.model.test_properties_decoding import EOS, FIRST_ID, assert_rows_equal_teacher_forcing, sources
@@ -26,10 +26,11 @@ def boundaries(vocab: int) -> torch.Tensor:
 
 
 def phrases(vocab: int):
-    """1-3 phrases of 1-4 pieces, each starting a word."""
+    """1-2 phrases of 1-3 pieces, each starting a word (so that an output keeping them fits in 10 pieces, the length
+    the log-prob tolerance of the teacher-forcing check is set for)."""
     phrase = st.tuples(st.integers(WORD_START, vocab - 1)).flatmap(
-        lambda head: st.lists(st.integers(FIRST_ID, vocab - 1), max_size=3).map(lambda rest: (*head, *rest)))
-    return st.lists(phrase, min_size=1, max_size=3, unique=True).map(tuple)
+        lambda head: st.lists(st.integers(FIRST_ID, vocab - 1), max_size=2).map(lambda rest: (*head, *rest)))
+    return st.lists(phrase, min_size=1, max_size=2, unique=True).map(tuple)
 
 
 def decode(model, src, keeps, config) -> DecodeResult:
@@ -66,7 +67,7 @@ def test_outputs_keep_every_phrase_first(models, data):
     src = data.draw(sources(vocab), label="src")
     keeps = Keeps(data.draw(phrases(vocab), label="phrases"), boundaries(vocab))
     alpha = data.draw(st.sampled_from([0.0, 0.6, 1.5]))
-    config = DecodeConfig(beam_size=data.draw(st.integers(2, 3)), max_len=data.draw(st.integers(keeps.total + 1, 16)),
+    config = DecodeConfig(beam_size=data.draw(st.integers(2, 3)), max_len=data.draw(st.integers(keeps.total + 1, 10)),
                           length_penalty=alpha)
     steps = list(keep_beam_steps(model, src, keeps, config))
     finished = steps[-1].finished
@@ -76,6 +77,34 @@ def test_outputs_keep_every_phrase_first(models, data):
     assert [h.score for h in complete] == sorted((h.score for h in complete), reverse=True)
     assert all(s.prefixes.size(0) <= MAX_BANKS * config.beam_size for s in steps)
     assert_rows_equal_teacher_forcing(model, src, DecodeResult.from_steps(steps, config.beam_size), alpha)
+
+
+@given(data=st.data())
+def test_what_beam_search_already_keeps_stays_exactly_as_it_was(models, data):
+    """keep_steps: where beam search's output keeps every phrase (here, phrases cut from that very output), the same
+    steps; where it does not, the keep search's steps."""
+    model = models[data.draw(st.sampled_from(sorted(models)), label="model")]
+    vocab = model.config.vocab_size
+    src = data.draw(sources(vocab), label="src")
+    config = DecodeConfig(beam_size=data.draw(st.integers(2, 3)), max_len=data.draw(st.integers(2, 10)))
+    plain = list(beam_steps(model, src, config, return_attention=False))
+    best = plain[-1].finished[0].tokens
+    ends = {i: next((j for j in range(i + 1, len(best)) if best[j] >= WORD_START or best[j] == EOS), None)
+            for i, t in enumerate(best) if t >= WORD_START}
+    words = {i: j for i, j in ends.items() if j is not None}  # whole words a word start or EOS follows
+    own = data.draw(st.booleans(), label="from its output") and bool(words)
+    if own:
+        at = data.draw(st.sampled_from(sorted(words)))
+        phrase = best[at:words[at]]
+    else:
+        phrase = data.draw(phrases(vocab))[0]
+    keeps = Keeps((tuple(phrase),), boundaries(vocab))
+    ours = list(keep_steps(model, src, keeps, config, return_attention=False))
+    kept_by_plain = kept_all(best, keeps)
+    assert kept_by_plain or not own  # a whole word of the output, followed by a word start or its end, is kept
+    expected = plain if kept_by_plain else list(keep_beam_steps(model, src, keeps, config, return_attention=False))
+    assert [tuple(s.beams.flatten().tolist()) for s in ours] == [tuple(s.beams.flatten().tolist()) for s in expected]
+    assert ours[-1].finished[0].tokens == expected[-1].finished[0].tokens
 
 
 def test_a_phrase_the_model_would_not_write_is_kept(tiny_model):
