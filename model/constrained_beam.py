@@ -27,12 +27,13 @@ from .decoding import (
     Hypothesis,
     _banned,
     _finished,
-    _prepare,
     _search_is_over,
     beam_steps,
+    extend_beams,
     forced_piece,
     selectable_log_probs,
-    start_sentence,
+    start_search,
+    statuses,
     step_attention,
     top_next,
 )
@@ -130,18 +131,11 @@ def _allocate(candidates: list[tuple[float, int, int, KeepState]], keeps: Keeps,
         order = order[:MAX_BANKS - 1] + order[-1:]
     chosen = []
     for bank in sorted(banks, reverse=True):
-        kept = 0
-        for rank, (score, row, token, state) in enumerate(banks[bank]):
-            if score == float("-inf") or bank not in order:
-                status = "pruned"
-            elif token == eos_id:
-                status = "finished" if rank < beam_size else "pruned"
-            elif kept < beam_size:
-                status, kept = "kept", kept + 1
-            else:
-                status = "pruned"
-            if status != "pruned" or rank < 2 * beam_size:  # a step records 2 x beam per bank, as beam search does
-                chosen.append((Candidate(row, token, score, status), state))
+        ranked = banks[bank]
+        fates = statuses([c[:3] for c in ranked], eos_id, beam_size) if bank in order else ["pruned"] * len(ranked)
+        chosen += [(Candidate(row, token, score, status), state)
+                   for rank, ((score, row, token, state), status) in enumerate(zip(ranked, fates, strict=True))
+                   if status != "pruned" or rank < 2 * beam_size]  # 2 x beam recorded per bank, as beam search does
     return chosen
 
 
@@ -168,11 +162,8 @@ def keep_beam_steps(model: Transformer, src: torch.Tensor, keeps: Keeps,
     every phrase of ``keeps`` when it can: finished hypotheses that keep them all come first (best first), then those
     that ended without them, so there is always an output. The search stops by the config's early_stopping rule
     applied to the first kind, at the length limit, or once it gives up (``_gave_up``). src [S] or [1, S]."""
-    src = _prepare(model, src, config)
-    cfg, device = model.config, src.device
-    state, encoder = start_sentence(model, src, return_attention, head_mask)
-    prefixes = torch.tensor([[cfg.bos_id]], device=device)  # [R, 1]
-    scores = torch.zeros(1, device=device)  # [R]
+    src, state, encoder, prefixes, scores = start_search(model, src, config, return_attention, head_mask)
+    cfg = model.config
     paths: list[tuple[int, ...]] = [()]
     states = [KeepState()]
     boundary = keeps.boundary.tolist()
@@ -195,10 +186,7 @@ def keep_beam_steps(model: Transformer, src: torch.Tensor, keeps: Keeps,
         complete.sort(key=lambda h: h.score, reverse=True)
         partial.sort(key=lambda h: h.score, reverse=True)
         kept = [(c, s) for c, s in chosen if c.status == "kept"]
-        parents = torch.tensor([c.row for c, _ in kept], dtype=torch.long, device=device)  # [R']
-        new_tokens = torch.tensor([[c.token] for c, _ in kept], dtype=torch.long, device=device).view(-1, 1)
-        beams = torch.cat([prefixes.index_select(0, parents), new_tokens], dim=1)  # [R', t+2]
-        beam_scores = torch.tensor([c.log_prob for c, _ in kept], device=device)  # [R']
+        parents, beams, beam_scores = extend_beams(prefixes, [c for c, _ in kept])  # [R'], [R', t+2], [R']
         best_live = max((c.log_prob for c, _ in kept), default=float("-inf"))
         done = (last or not kept or _search_is_over(complete, best_live, t + 1, config)
                 or _gave_up(complete, partial, t + 1, src.size(1)))

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 WORD = re.compile(r"[^\W_]+(?:[-'.,:][^\W_]+)*")  # a word with inner hyphens, apostrophes and number separators
-SENTENCE_START = re.compile(r"[.!?:;\"“‘'(]\s*$")  # what may stand before a word that opens a sentence
-STANDS_ALONE_BEFORE = re.compile(r"(^|[\s\"“„‘'(\[])$")  # the text before a word that stands alone ends so
-STANDS_ALONE_AFTER = re.compile(r"$|[\s.,;:!?\"”“’')\]]")  # and the text after it starts so
+SENTENCE_ENDS = ".!?:;\"“‘'("  # what may stand before a word that opens a sentence (spaces aside)
+OPENERS = "\"“„‘'(["  # what may stand right before a word that stands alone (besides a space)
+CLOSERS = ".,;:!?\"”“’')]"  # and right after it
+# Suffixes English builds common nouns and adjectives with, and names hardly ever end in
+COMMON_SUFFIX = re.compile(r"[a-z](tions?|sion|ness|ments?|ship|isms?|ology|ity|ous|ical|able|ible|ful|less)$")
 COPIED_SHARE = 0.5  # a capitalised word is copied when at least this share of its corpus pairs copy it
 MAX_PHRASES = 8  # phrases one sentence keeps (model.constrained_beam.MAX_KEEPS)
 LEXICON_FILE = "copy_lexicon.json"
@@ -74,13 +76,14 @@ class CopyLexicon:
                    lower=frozenset(w for w in common if w.islower()))
 
     def is_name(self, word: str) -> bool:
-        """A capitalised word the corpus copies, or one it never saw that is no capitalised common word (nor the
-        plural of a word it translates: Mondays)."""
+        """A capitalised word the corpus copies, or one it never saw that is no capitalised common word: not in
+        lower case in the corpus, not the plural of a word it translates (Mondays), not built with a suffix of
+        English common words (Meteorology, Protectorship; -ance and -ence are left out: Constance, Florence)."""
         if not word[:1].isupper() or word.endswith("'s") or any(c.isdigit() for c in word):
             return False
         if word in self.copied:
             return True
-        if word in self.translated or word.lower() in self.lower:
+        if word in self.translated or word.lower() in self.lower or COMMON_SUFFIX.search(word):
             return False
         return not (word.endswith("s") and word[:-1] in self.translated)
 
@@ -97,13 +100,15 @@ def words_to_keep(text: str, lexicon: CopyLexicon) -> list[str]:
     matches = list(WORD.finditer(text))
     phrases: list[list[re.Match]] = []
     for i, match in enumerate(matches):
-        word = match.group()
-        if not STANDS_ALONE_BEFORE.search(text[:match.start()]) or not STANDS_ALONE_AFTER.match(text[match.end():]):
-            keep = False
+        word, start, end = match.group(), match.start(), match.end()
+        before, after = text[start - 1:start], text[end:end + 1]  # "" at either end of the text
+        if not (before in ("", *OPENERS) or before.isspace()) or not (after in ("", *CLOSERS) or after.isspace()):
+            keep = False  # inside a longer token: "F1" of "Shift+F1"
         elif any(c.isdigit() for c in word) or (word.isupper() and len(word) > 1):
             keep = kept_number(word) if any(c.isdigit() for c in word) else lexicon.is_name(word)
         elif lexicon.is_name(word):
-            opens = SENTENCE_START.search(text[:match.start()]) is not None or not text[:match.start()].strip()
+            preceding = text[:start].rstrip()
+            opens = not preceding or preceding[-1] in SENTENCE_ENDS
             following = matches[i + 1].group() if i + 1 < len(matches) else ""
             keep = not opens or word in lexicon.copied or lexicon.is_name(following)
         else:

@@ -298,19 +298,37 @@ def _select(scores: torch.Tensor, eos_id: int, beam_size: int) -> list[Candidate
     scores [R, V] are cumulative log-probs of every continuation."""
     vocab = scores.size(1)
     top_scores, top_idx = scores.flatten().topk(min(2 * beam_size, scores.numel()))  # [2k]
-    chosen, kept = [], 0
-    for rank, (s, idx) in enumerate(zip(top_scores.tolist(), top_idx.tolist(), strict=True)):
-        row, token = divmod(idx, vocab)
-        if s == float("-inf"):  # a continuation the model (or a forced piece) rules out is never kept
-            status = "pruned"
+    ranked = [(s, *divmod(idx, vocab)) for s, idx in zip(top_scores.tolist(), top_idx.tolist(), strict=True)]
+    return [Candidate(row, token, s, status)
+            for (s, row, token), status in zip(ranked, statuses(ranked, eos_id, beam_size), strict=True)]
+
+
+def statuses(ranked: Sequence[tuple[float, int, int]], eos_id: int, beam_size: int) -> list[str]:
+    """What becomes of continuations (score, row, token), best first: an EOS among the first beam_size finishes a
+    hypothesis, others are kept until the beam holds beam_size, the rest (and whatever the model or a forced piece
+    rules out, at -inf) are pruned."""
+    out, kept = [], 0
+    for rank, (score, _, token) in enumerate(ranked):
+        if score == float("-inf"):
+            out.append("pruned")
         elif token == eos_id:
-            status = "finished" if rank < beam_size else "pruned"
+            out.append("finished" if rank < beam_size else "pruned")
         elif kept < beam_size:
-            status, kept = "kept", kept + 1
+            out.append("kept")
+            kept += 1
         else:
-            status = "pruned"
-        chosen.append(Candidate(row, token, s, status))
-    return chosen
+            out.append("pruned")
+    return out
+
+
+def extend_beams(prefixes: torch.Tensor, kept: Sequence[Candidate]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The live hypotheses after a step: parents [R'] (rows of prefixes [R, t+1] they extend), beams [R', t+2] and
+    their cumulative log-probs [R'], in the order of ``kept``."""
+    device = prefixes.device
+    parents = torch.tensor([c.row for c in kept], dtype=torch.long, device=device)  # [R']
+    new_tokens = torch.tensor([[c.token] for c in kept], dtype=torch.long, device=device).view(-1, 1)  # [R', 1]
+    beams = torch.cat([prefixes.index_select(0, parents), new_tokens], dim=1)  # [R', t+2]
+    return parents, beams, torch.tensor([c.log_prob for c in kept], device=device)
 
 
 def _search_is_over(finished: Sequence[Hypothesis], best_live_log_prob: float, generated: int,
@@ -322,6 +340,16 @@ def _search_is_over(finished: Sequence[Hypothesis], best_live_log_prob: float, g
     return search_is_over([h.score for h in finished], best_live, config.beam_size, config.early_stopping)
 
 
+def start_search(model: Transformer, src: torch.Tensor, config: DecodeConfig, return_attention: bool,
+                 head_mask: HeadMask | None):
+    """What a beam search starts from: src [1, S] on the model's device, the decoder state after encoding it once,
+    the encoder's part of every step's trace, one prefix [1, 1] (the start token) and its log-prob [1]."""
+    src = _prepare(model, src, config)
+    state, encoder = start_sentence(model, src, return_attention, head_mask)
+    prefixes = torch.tensor([[model.config.bos_id]], device=src.device)  # [R, 1]
+    return src, state, encoder, prefixes, torch.zeros(1, device=src.device)
+
+
 @torch.inference_mode()
 def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(beam_size=4),
                return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
@@ -331,11 +359,8 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     or once beam_size hypotheses have finished as the config's early_stopping rule says (model.beam_stopping: at
     once, or when no live beam could still beat them). src [S] or [1, S].
     """
-    src = _prepare(model, src, config)
-    cfg, device = model.config, src.device
-    state, encoder = start_sentence(model, src, return_attention, head_mask)
-    prefixes = torch.tensor([[cfg.bos_id]], device=device)  # [R, 1]
-    scores = torch.zeros(1, device=device)  # [R]
+    src, state, encoder, prefixes, scores = start_search(model, src, config, return_attention, head_mask)
+    cfg = model.config
     paths: list[tuple[int, ...]] = [()]
     finished: list[Hypothesis] = []
     for t in range(config.max_len):
@@ -351,10 +376,7 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
                      for c in candidates if c.status == "finished" or (last and c.status == "kept")]
         finished.sort(key=lambda h: h.score, reverse=True)
         kept = [c for c in candidates if c.status == "kept"]
-        parents = torch.tensor([c.row for c in kept], dtype=torch.long, device=device)  # [R']
-        new_tokens = torch.tensor([[c.token] for c in kept], dtype=torch.long, device=device).view(-1, 1)
-        beams = torch.cat([prefixes.index_select(0, parents), new_tokens], dim=1)  # [R', t+2]
-        beam_scores = torch.tensor([c.log_prob for c in kept], device=device)  # [R']
+        parents, beams, beam_scores = extend_beams(prefixes, kept)  # [R'], [R', t+2], [R']
         done = last or not kept or _search_is_over(finished, kept[0].log_prob, t + 1, config)
         yield DecodeStep(step=t, prefixes=prefixes, prefix_scores=scores, topk_ids=topk_ids, topk_probs=topk_probs,
                          attention=step_attention(encoder, out.attention), candidates=tuple(candidates), beams=beams,
