@@ -120,9 +120,9 @@ def _allocate(candidates: list[tuple[float, int, int, KeepState]], keeps: Keeps,
               beam_size: int) -> list[tuple[Candidate, KeepState]]:
     """Grid beam search's selection (Hokamp & Liu, 2017): candidates (score, row, token, state after it) sorted
     into banks by kept pieces, and each bank is a beam of its own: as in beam search, EOS among its first
-    beam_size finishes a hypothesis, other pieces fill it up to beam_size, the rest are pruned (the first 2 x
-    beam_size of a bank are recorded, as beam search records its 2 x beam_size). Past MAX_BANKS banks, the middle
-    ones are pruned whole."""
+    beam_size finishes a hypothesis, other pieces fill it up to beam_size, the rest are pruned (of those, a step
+    records each bank's best one: up to MAX_BANKS banks of candidates would crowd the beam tree). Past MAX_BANKS
+    banks, the middle ones are pruned whole."""
     banks: dict[int, list[tuple[float, int, int, KeepState]]] = {}
     for c in sorted(candidates, key=lambda c: c[0], reverse=True):
         banks.setdefault(c[3].bank(keeps), []).append(c)
@@ -133,9 +133,10 @@ def _allocate(candidates: list[tuple[float, int, int, KeepState]], keeps: Keeps,
     for bank in sorted(banks, reverse=True):
         ranked = banks[bank]
         fates = statuses([c[:3] for c in ranked], eos_id, beam_size) if bank in order else ["pruned"] * len(ranked)
+        first_pruned = fates.index("pruned") if "pruned" in fates else -1
         chosen += [(Candidate(row, token, score, status), state)
                    for rank, ((score, row, token, state), status) in enumerate(zip(ranked, fates, strict=True))
-                   if status != "pruned" or rank < 2 * beam_size]  # 2 x beam recorded per bank, as beam search does
+                   if status != "pruned" or rank == first_pruned]  # the tree shows where each bank's cut fell
     return chosen
 
 
@@ -193,7 +194,7 @@ def keep_beam_steps(model: Transformer, src: torch.Tensor, keeps: Keeps,
         yield DecodeStep(step=t, prefixes=prefixes, prefix_scores=scores, topk_ids=topk_ids, topk_probs=topk_probs,
                          attention=step_attention(encoder, out.attention), candidates=tuple(c for c, _ in chosen),
                          beams=beams, beam_scores=beam_scores, parents=parents, finished=(*complete, *partial),
-                         done=done)
+                         done=done, banks=tuple(s.bank(keeps) for _, s in kept))
         if done:
             return
         state = out.state.reorder(parents)

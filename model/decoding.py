@@ -79,6 +79,7 @@ class DecodeStep:
     finished: tuple[Hypothesis, ...]
     done: bool
     sample: SampleChoice | None = None  # what the sampler did (model.sampling), None for greedy and beam search
+    banks: tuple[int, ...] | None = None  # per live beam, the kept pieces it holds (model.constrained_beam), else None
 
     @property
     def dec_self(self) -> torch.Tensor | None:

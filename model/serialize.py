@@ -30,6 +30,8 @@ def step_to_dict(step: DecodeStep, tokenizer: Tokenizer) -> dict[str, Any]:
     candidates = [{"row": c.row, "id": c.token, "piece": tokenizer.id_to_piece(c.token),
                    "log_prob": round(c.log_prob, 6), "status": c.status} for c in step.candidates]
     data = {"step": step.step, "rows": rows, "candidates": candidates}
+    if step.banks is not None:  # the search that keeps names and numbers: the kept pieces each live beam holds
+        data["banks"] = list(step.banks)
     if step.sample is not None:  # what the sampler did: the model's top pieces before and after temperature and cut
         s = step.sample
         data["sample"] = {"kept": s.kept, "token": s.token, "piece": tokenizer.id_to_piece(s.token),
@@ -46,7 +48,8 @@ def translation_to_dict(translation: Translation, tokenizer: Tokenizer, decode: 
     src, trace = translation.source, translation.trace
     return {
         "schema_version": SCHEMA_VERSION,
-        "source": {"text": src.text, "ids": list(src.ids), "pieces": list(src.pieces), "dropped_pieces": src.dropped},
+        "source": {"text": src.text, "ids": list(src.ids), "pieces": list(src.pieces), "dropped_pieces": src.dropped,
+                   "kept": list(src.kept)},
         "translation": {"text": translation.text, "ids": list(translation.target_ids),
                         "pieces": list(translation.target_pieces),
                         "decoder_input_pieces": list(translation.target_input_pieces)},

@@ -180,15 +180,21 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
     st.plotly_chart(presentable(fig), key="beam_tree", width="stretch", theme=None,
                     on_select=partial(_pick_node, "beam_tree"),
                     selection_mode="points", config=plotly_config("beam_tree", st.session_state["image_format"]))
-    if translation.decode.keep_words and translation.source.kept:
-        st.caption(f"Keeping {', '.join(f'“{md(k)}”' for k in translation.source.kept)}: besides each hypothesis' "
+    kept = translation.source.kept if translation.decode.keep_words else ()
+    if kept and steps[0].banks is not None:
+        st.caption(f"Keeping {', '.join(f'“{md(k)}”' for k in kept)}: besides each hypothesis' "
                    "best continuations, the search tries the next piece of every name or number it has not written "
                    "yet. Hypotheses are grouped into banks by how many of those pieces they hold, and each bank is "
                    f"a beam of its own: its best {beam} that do not end are kept (circles), an ending with </s> among "
-                   f"its best {beam} finishes a hypothesis (diamond), the next ones are pruned (grey ×). An output "
-                   "that writes them all ranks first. Red: the best translation's path; blue: the other n-best. "
+                   f"its best {beam} finishes a hypothesis (diamond), and the best one it prunes is shown (grey ×). "
+                   "An output that writes them all ranks first. Red: the best translation's path; blue: the other "
+                   "n-best. "
                    "The yellow column is the current step; click a node to inspect it.")
     else:
+        if kept:
+            st.caption(f"Beam search's own output already keeps {', '.join(f'“{md(k)}”' for k in kept)}, so it is "
+                       "shown as it is: the search that keeps names and numbers runs only where beam search drops "
+                       "or garbles one.")
         st.caption(f"At each step the {2 * beam} best continuations of all live hypotheses are looked at: "
                    f"the best {beam} that do not end are kept (circles), an ending with </s> among the best "
                    f"{beam} finishes a hypothesis (diamond), the rest are pruned (grey ×). Red: the "

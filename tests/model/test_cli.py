@@ -111,3 +111,23 @@ def test_convert_prints_each_stage_as_it_starts_and_a_refusal_after_the_stages_i
     out = capsys.readouterr()
     assert out.out.splitlines() == stages[:2]  # the vocabulary is checked once the tokenizer is read
     assert out.err.startswith("error: vocabulary mismatch: tokenizer.json has") and out.err.count("\n") == 1
+
+
+def test_keep_names_writes_the_names_and_says_what_it_kept(capsys, tmp_path):
+    """--keep-names on the shipped model: "Aisha Rahman", which beam 4 garbles (the model card lists it), is in the
+    output; stderr and the JSON name what was kept; the JSON's steps carry the banks of the second search. Without a
+    beam, or with a checkpoint that ships no copy lexicon, a one-line error."""
+    text = "Aisha Rahman will present her results at 11:45 in lecture hall 23."
+    out = tmp_path / "t.json"
+    status, stdout, err = run_main(capsys, text, "--beam", "4", "--keep-names", "--json", str(out))
+    assert status == 0, err
+    assert "Aisha Rahman" in stdout and "note: kept Aisha Rahman, 11:45, 23" in err
+    data = json.loads(out.read_text())
+    assert data["source"]["kept"] == ["Aisha Rahman", "11:45", "23"] and data["decode"]["keep_words"] is True
+    steps = data["steps"]  # a step's banks are those of the beams the next step decodes
+    assert all(len(a["banks"]) == len(b["rows"]) for a, b in zip(steps, steps[1:], strict=False))
+    status, _, err = run_main(capsys, text, "--keep-names")
+    assert status == 2 and err.startswith("error: keeping names and numbers needs beam search")
+    status, _, err = run_main(capsys, text, "--checkpoint", str(ROOT / "pretrained" / "reverse"), "--beam", "2",
+                              "--keep-names")
+    assert status == 2 and "has no copy_lexicon.json" in err and len(err.strip().splitlines()) == 1

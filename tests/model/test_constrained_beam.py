@@ -104,6 +104,10 @@ def test_what_beam_search_already_keeps_stays_exactly_as_it_was(models, data):
     assert kept_by_plain or not own  # a whole word of the output, followed by a word start or its end, is kept
     expected = plain if kept_by_plain else list(keep_beam_steps(model, src, keeps, config, return_attention=False))
     assert [tuple(s.beams.flatten().tolist()) for s in ours] == [tuple(s.beams.flatten().tolist()) for s in expected]
+    assert all((s.banks is None) == kept_by_plain for s in ours)  # the page tells the two searches apart by it
+    if not kept_by_plain:  # each live beam's bank is the kept pieces it holds
+        assert all(s.banks == tuple(keep_states(b[1:].tolist(), keeps, EOS)[-1].bank(keeps) for b in s.beams)
+                   for s in ours)
     assert ours[-1].finished[0].tokens == expected[-1].finished[0].tokens
 
 
