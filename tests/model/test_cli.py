@@ -1,3 +1,4 @@
+import itertools
 import json
 import subprocess
 import sys
@@ -125,7 +126,7 @@ def test_keep_names_writes_the_names_and_says_what_it_kept(capsys, tmp_path):
     data = json.loads(out.read_text())
     assert data["source"]["kept"] == ["Aisha Rahman", "11:45", "23"] and data["decode"]["keep_words"] is True
     steps = data["steps"]  # a step's banks are those of the beams the next step decodes
-    assert all(len(a["banks"]) == len(b["rows"]) for a, b in zip(steps, steps[1:], strict=False))
+    assert all(len(a["banks"]) == len(b["rows"]) for a, b in itertools.pairwise(steps))
     status, _, err = run_main(capsys, text, "--keep-names")
     assert status == 2 and err.startswith("error: keeping names and numbers needs beam search")
     status, _, err = run_main(capsys, text, "--checkpoint", str(ROOT / "pretrained" / "reverse"), "--beam", "2",
