@@ -26,6 +26,7 @@ from app.presenter import presentable
 from app.resources import load_model
 from app.state import sync_url
 from app.translation import Request, current_request, translate_request
+from model.constrained_beam import keep_states
 from model.decoding import Candidate, DecodeStep, length_penalty
 from model.inference import InputError, Translation
 from model.tokenizer import Tokenizer
@@ -88,7 +89,26 @@ def candidate_ui(translation: Translation, tokenizer: Tokenizer, request: Reques
     return step.candidates[index]
 
 
-def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeStep, chosen: Candidate) -> None:
+def keeps_ran(translation: Translation) -> bool:
+    """Whether this output comes from the search that keeps names and numbers (beam search's own kept them all
+    otherwise, or the toggle was off)."""
+    steps = translation.result.steps
+    return translation.source.keeps is not None and bool(steps) and steps[0].banks is not None
+
+
+def bank_note(translation: Translation, tokens: list[int], eos_id: int) -> str:
+    """Which bank a node of the keep search falls in: the kept pieces its hypothesis holds, and the phrases it has
+    written whole."""
+    keeps, kept = translation.source.keeps, translation.source.kept
+    state = keep_states(tokens, keeps, eos_id)[-1]
+    written = [kept[i] for i in sorted(state.met)]
+    return (f"Bank {state.bank(keeps)} of {keeps.total}: this hypothesis holds {state.bank(keeps)} of the "
+            f"{keeps.total} pieces of the names and numbers to keep; written whole: "
+            + (", ".join(f"“{md(k)}”" for k in written) if written else "none yet") + ".")
+
+
+def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeStep, chosen: Candidate,
+                   eos_id: int) -> None:
     """The prefix, the next-token distribution and the attention rows behind one candidate."""
     row = chosen.row
     prefix = tokenizer.pieces(step.prefixes[row].tolist())
@@ -120,7 +140,11 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
                            f"{translation.decode.no_repeat_ngram}-gram of the pieces so far: the most probable one may "
                            f"not be the one chosen.")
             elif chosen.token not in ids:
-                st.caption(f"The chosen piece {md(piece)} is not among the top {len(ids)} of this row.")
+                st.caption(f"The chosen piece {md(piece)} is not among the top {len(ids)} of this row"
+                           + (", but it takes a name or number one piece further: the search keeping them tries it "
+                              "whatever the model's rank." if keeps_ran(translation) else "."))
+            if keeps_ran(translation):
+                st.caption(bank_note(translation, [*step.prefixes[row, 1:].tolist(), chosen.token], eos_id))
     with c_attn:
         n_layers, _, n_heads, _ = step.dec_self.shape
         layer, head = layer_head_ui(n_layers, n_heads)
@@ -220,7 +244,7 @@ def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request
     st.session_state["_step_for"] = request
     t = step_ui(len(steps), translation.target_input_pieces[0])
     chosen = candidate_ui(translation, tokenizer, request, t)
-    step_detail_ui(translation, tokenizer, steps[t], chosen)
+    step_detail_ui(translation, tokenizer, steps[t], chosen, load_model(request.model_name).config.eos_id)
     if translation.decode.beam_size > 1:
         beam_ui(translation, tokenizer, request, t, chosen)
     elif translation.decode.sampling is not None:

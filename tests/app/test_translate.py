@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 
 import numpy as np
 import pytest
@@ -289,3 +290,8 @@ def test_keeping_names_and_numbers_writes_what_beam_search_garbles(app_test, shi
     at.switch_page("app/views/decoding.py").run()
     assert not at.exception
     assert any("Hypotheses are grouped into banks" in c.value for c in at.caption)
+    last = at.slider(key="step").max  # the last step: the best output's end holds every kept piece
+    at.slider(key="step").set_value(last).run()
+    notes = [c.value for c in at.caption if c.value.startswith("Bank ")]
+    assert len(notes) == 1 and re.match(r"Bank (\d+) of \1:", notes[0]), notes  # every kept piece held
+    assert "written whole: “Aisha Rahman”, “11:45”, “23”." in notes[0]
