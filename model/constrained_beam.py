@@ -48,7 +48,8 @@ MAX_BANKS = 8  # banks kept at a step: a search holds at most MAX_BANKS x beam_s
 @dataclass(frozen=True)
 class Keeps:
     """The phrases an output must keep: ``phrases`` each as the target pieces that write it (a word start first), and
-    ``boundary`` [V] (bool) the pieces that may follow a finished phrase: those that start a word, punctuation, EOS."""
+    ``boundary`` [V] (bool) the pieces that may follow a finished phrase: those that start a word, and punctuation
+    (EOS always may)."""
 
     phrases: tuple[tuple[int, ...], ...]
     boundary: torch.Tensor
