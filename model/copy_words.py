@@ -17,7 +17,6 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 WORD = re.compile(r"[^\W_]+(?:[-'.,:][^\W_]+)*")  # a word with inner hyphens, apostrophes and number separators
 SENTENCE_ENDS = ".!?:;\"“‘'("  # what may stand before a word that opens a sentence (spaces aside)
@@ -53,12 +52,6 @@ class CopyLexicon:
         return cls(frozenset(data["copied"]), frozenset(data["translated"]), frozenset(data["lower"]))
 
     @classmethod
-    def load(cls, directory: str | Path) -> CopyLexicon | None:
-        """The lexicon a checkpoint directory ships (``copy_lexicon.json``), None when it has none."""
-        path = Path(directory) / LEXICON_FILE
-        return cls.from_json(path.read_text(encoding="utf-8")) if path.is_file() else None
-
-    @classmethod
     def count(cls, pairs: Iterable[tuple[str, str]], min_seen: int = 2) -> CopyLexicon:
         """Count it on (English, German) pairs: how often each English word appears, and how often the same pair's
         German side has it verbatim."""
@@ -86,6 +79,12 @@ class CopyLexicon:
         if word in self.translated or word.lower() in self.lower or COMMON_SUFFIX.search(word):
             return False
         return not (word.endswith("s") and word[:-1] in self.translated)
+
+
+def written_whole(phrase: str, text: str) -> bool:
+    """Whether ``text`` has ``phrase`` verbatim and whole: "Anna" is not in "Annatin" (the names-and-numbers metric,
+    and what the Translate page checks of a kept phrase)."""
+    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text) is not None
 
 
 def kept_number(word: str) -> bool:

@@ -104,16 +104,17 @@ def prepare_source(tokenizer: TextTokenizer, text: str, max_len: int = MAX_POSIT
     source = tokenizer.source_ids(ids, max_len)
     wrapping = len(tokenizer.source_ids([]))  # EOS, or a tokenizer's own specials around a source (<s> ... </s>)
     dropped = len(ids) + wrapping - len(source)
-    kept = () if lexicon is None else _kept(tokenizer, cleaned, lexicon, len(source) - wrapping)
+    kept = () if lexicon is None else _kept(tokenizer, cleaned, lexicon, ids[:len(source) - wrapping])
     return Source(text=cleaned, ids=tuple(source), pieces=tuple(tokenizer.pieces(source)), dropped=dropped,
                   kept=tuple(phrase for phrase, _ in kept),
                   keeps=Keeps(tuple(ids for _, ids in kept), word_boundaries(tokenizer)) if kept else None)
 
 
-def _kept(tokenizer: TextTokenizer, text: str, lexicon: CopyLexicon, read: int) -> list[tuple[str, tuple[int, ...]]]:
-    """The phrases to keep (with their pieces) among the first ``read`` pieces of the text: a phrase the cut dropped
-    is not the model's to write. A phrase longer than MAX_KEEP_PIECES is left to the model."""
-    read_text = tokenizer.decode(tokenizer.encode(text)[:read])
+def _kept(tokenizer: TextTokenizer, text: str, lexicon: CopyLexicon, read: list[int]
+          ) -> list[tuple[str, tuple[int, ...]]]:
+    """The phrases to keep (with their pieces) among the text's pieces the encoder reads (``read``): a phrase the
+    cut dropped is not the model's to write. A phrase longer than MAX_KEEP_PIECES is left to the model."""
+    read_text = tokenizer.decode(read)
     kept = []
     for phrase in words_to_keep(text, lexicon):
         ids = tuple(tokenizer.encode(phrase))

@@ -415,8 +415,8 @@ def names_numbers_section(report: dict | None) -> list[str]:
                "finds unlikely can land in an odd place, and a word it cannot write at all is given up on. Two parts "
                "of the rule (neighbouring words kept as one phrase; a name that opens a sentence kept when another "
                "name follows it) were written while reading this set's misses, so its share here is an upper "
-               "estimate. On text with fewer names it costs a little: the test table above has its row, and on the "
-               "validation split it scored beam-4 BLEU 17.83 against 18.16.", ""] if len(names) > 2 else []),
+               "estimate. On text with fewer names it can cost a little: the test table above has its row "
+               "(beam4_keep).", ""] if len(names) > 2 else []),
             "By kind of string. The copy augmentation (`training.augment`) substitutes names from a fixed list into "
             f"training pairs, and {len(listed)} of this set's name words are on it ({', '.join(listed[:8])}"
             f"{', ...' if len(listed) > 8 else ''}): the model has seen those copied. The last column, names with a "

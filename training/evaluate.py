@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -20,7 +19,7 @@ import torch
 from model.batch_decoding import greedy_batch
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from model.config import DecodeConfig
-from model.copy_words import CopyLexicon
+from model.copy_words import CopyLexicon, written_whole
 from model.decoding import DecodeResult, decode_steps
 from model.inference import prepare_source, stream
 from model.tokenizer import Tokenizer
@@ -99,6 +98,12 @@ def evaluate_frame(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame
 EVERYDAY = Path(__file__).resolve().parent.parent / "data" / "everyday.tsv"  # typed sentences, see data/README.md
 
 
+def set_runs(lexicon: CopyLexicon | None) -> list[tuple[str, int, CopyLexicon | None]]:
+    """(report key, beam, lexicon) of the decodings our own sets are scored with: greedy, beam 4, and with a copy
+    lexicon beam 4 keeping names and numbers."""
+    return [("greedy", 1, None), ("beam4", 4, None), *([("beam4_keep", 4, lexicon)] if lexicon is not None else [])]
+
+
 def everyday_report(model: Transformer, tokenizer: Tokenizer, path: Path = EVERYDAY,
                     length_penalty: float = DecodeConfig.length_penalty, lexicon: CopyLexicon | None = None) -> dict:
     """Greedy and beam-4 scores and translations of the everyday sentences (en, de columns): sentences like the
@@ -107,8 +112,7 @@ def everyday_report(model: Transformer, tokenizer: Tokenizer, path: Path = EVERY
     4 keeping names and numbers ("beam4_keep")."""
     frame = pd.read_csv(path, sep="\t", keep_default_na=False)
     report: dict = {"en": frame["en"].tolist(), "de": frame["de"].tolist()}
-    runs = [("greedy", 1, None), ("beam4", 4, None)] + ([("beam4_keep", 4, lexicon)] if lexicon is not None else [])
-    for name, beam, words in runs:
+    for name, beam, words in set_runs(lexicon):
         hyps = translate_many(model, tokenizer, report["en"], beam, length_penalty=length_penalty, lexicon=words)
         report[name] = {"overall": corpus_scores(hyps, report["de"]), "translations": hyps}
     return report
@@ -121,7 +125,7 @@ def carried_over(hyps: Sequence[str], keeps: Sequence[Sequence[str]]) -> dict:
     """The share of the strings each translation must copy verbatim and whole (names, years, amounts, codes) that it
     does, and every one it misses as (row, string): a name or number turned into another is wrong however fluent."""
     misses = [(row, s) for row, (hyp, keep) in enumerate(zip(hyps, keeps, strict=True)) for s in keep
-              if not re.search(rf"(?<!\w){re.escape(s)}(?!\w)", hyp)]  # whole: "Anna" is not in "Annatin"
+              if not written_whole(s, hyp)]
     total = sum(len(keep) for keep in keeps)
     return {"share": round(100 * (total - len(misses)) / max(total, 1), 2), "n": total, "misses": misses}
 
@@ -135,8 +139,7 @@ def names_numbers_report(model: Transformer, tokenizer: Tokenizer, path: Path = 
     frame = pd.read_csv(path, sep="\t", keep_default_na=False)
     keeps = [k.split(" | ") for k in frame["keep"]]
     report: dict = {"en": frame["en"].tolist(), "de": frame["de"].tolist(), "keep": keeps}
-    runs = [("greedy", 1, None), ("beam4", 4, None)] + ([("beam4_keep", 4, lexicon)] if lexicon is not None else [])
-    for name, beam, words in runs:
+    for name, beam, words in set_runs(lexicon):
         hyps = translate_many(model, tokenizer, report["en"], beam, length_penalty=length_penalty, lexicon=words)
         report[name] = {"overall": corpus_scores(hyps, report["de"]), "carried": carried_over(hyps, keeps),
                         "translations": hyps}

@@ -205,7 +205,7 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
                     on_select=partial(_pick_node, "beam_tree"),
                     selection_mode="points", config=plotly_config("beam_tree", st.session_state["image_format"]))
     kept = translation.source.kept if translation.decode.keep_words else ()
-    if kept and steps[0].banks is not None:
+    if keeps_ran(translation):
         st.caption(f"Keeping {', '.join(f'“{md(k)}”' for k in kept)}: besides each hypothesis' "
                    "best continuations, the search tries the next piece of every name or number it has not written "
                    "yet. Hypotheses are grouped into banks by how many of those pieces they hold, and each bank is "

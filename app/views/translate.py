@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import html
 import logging
-import re
 import time
 from collections.abc import Callable
 from contextlib import closing
@@ -50,6 +49,7 @@ from app.translation import (
 )
 from model.budget import DEFAULT_BUDGET, Plan
 from model.checkpoint import Checkpoint
+from model.copy_words import written_whole
 from model.decoding import DecodeStep
 from model.inference import (
     UNTRUSTED_UNKNOWN_SHARE,
@@ -340,7 +340,7 @@ def kept_note(translation: Translation) -> str:
     if not kept:
         return " Keeping names and numbers: the sentence has none German writes as it is."
     listed = ", ".join(f"“{md(k)}”" for k in kept)
-    written = [k for k in kept if re.search(rf"(?<!\w){re.escape(k)}(?!\w)", translation.text)]
+    written = [k for k in kept if written_whole(k, translation.text)]
     if len(written) == len(kept):
         return f" It had to keep {listed}, and does."
     return (f" It had to keep {listed}; the model could not write "
