@@ -197,6 +197,8 @@ def keep_names_ui(column, ckpt: Checkpoint, searching: bool) -> None:
                        "are: it also tries, at every step, the next piece of each one not yet written, and an output "
                        "that writes them all wins over one that does not. The model still scores every piece and "
                        "every attention map is its own; only the search changes. " + why)
+    if why and ckpt.copy_lexicon is not None and st.session_state.get("keep_names"):
+        column.caption("On, but used only by beam search (beam size > 1, no sampling).")  # greedy would garble them
 
 
 def _new_text() -> None:

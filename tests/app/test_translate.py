@@ -282,6 +282,10 @@ def test_keeping_names_and_numbers_writes_what_beam_search_garbles(app_test, shi
     at.slider(key="beam_size").set_value(4).run()
     assert not at.toggle(key="keep_names").disabled
     at.toggle(key="keep_names").set_value(True).run()
+    at.slider(key="beam_size").set_value(1).run()  # on but greedy: the page says it does nothing now
+    assert any("On, but used only by beam search" in c.value for c in at.caption)
+    at.slider(key="beam_size").set_value(4).run()
+    assert not any("On, but used only by beam search" in c.value for c in at.caption)
     at = _translate(at, text)
     assert not at.exception
     shown = html.unescape(_shown_text(at))
