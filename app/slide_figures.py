@@ -212,14 +212,22 @@ def lr(deck: Deck) -> Made:
     return fig, {"warmup": warmup, "restarts": restarts_line(deck.ckpt.meta)}
 
 
+MAX_NAMED_RESTARTS = 4  # restarts named with their steps on the schedule slide's line (220 characters)
+
+
 def restarts_line(meta: dict) -> str:
     """A line on the jumps in a continued run's curve (training.schedule.training_segments), else ""."""
     segments = training_segments(meta)
     if len(segments) < 2:
         return ""
-    parts = [f"×{s['lr_factor'] or 1.0:g} to step {s['last_step'] or 0:,}" for s in segments[:-1]]
+    factors = [f"×{s['lr_factor'] or 1.0:g}" for s in segments]
+    if len(segments) > MAX_NAMED_RESTARTS + 1:  # every step named would not fit a slide's line: the factors in order
+        return (f"The jumps are where training was resumed, {len(segments) - 1} times, with another factor on the same "
+                f"formula (Adam restarted each time): {' → '.join(factors)}, the last from step "
+                f"{segments[-2]['last_step'] or 0:,}.")
+    parts = [f"{factor} to step {s['last_step'] or 0:,}" for factor, s in zip(factors, segments[:-1], strict=False)]
     return ("The jumps are where training was resumed with another factor on the same formula: "
-            f"{', '.join(parts)}, then ×{segments[-1]['lr_factor'] or 1.0:g} (Adam restarted each time).")
+            f"{', '.join(parts)}, then {factors[-1]} (Adam restarted each time).")
 
 
 def label_smoothing(deck: Deck) -> Made:

@@ -200,7 +200,7 @@ def _which_weights(meta: dict) -> str:
     plain = [a for a in averaged if not a.get("averaged")]
     means = [f"of the model that was the mean of epochs {epochs(a['averaged'])}" for a in averaged
              if a.get("averaged")]
-    parts = [f"of the weights after epochs {epochs(plain)}"] * bool(plain) + means
+    parts = [f"of the weights after epoch{'s' * (len(plain) > 1)} {epochs(plain)}"] * bool(plain) + means
     facts = [f"validation loss {meta['valid_loss']}"] if "valid_loss" in meta else []
     facts += [f"{len(averaged)} inputs of equal weight"] * bool(means)
     said = f" ({', '.join(facts)})" if facts else ""

@@ -12,7 +12,7 @@ import pytest
 from app.charts.style import PRESENTER_COLORSCALE, PRESENTER_TICK_FONT, WEIGHT_COLORSCALE, presented
 from app.escape import md
 from app.lecture import SLIDES
-from app.slide_figures import MAKERS, Deck, build, card_limitation
+from app.slide_figures import MAKERS, Deck, build, card_limitation, restarts_line
 from app.translation import store
 from model.config import DecodeConfig
 from model.inference import translate
@@ -171,13 +171,24 @@ def test_presenter_keeps_the_head_views_pieces_apart(rows, labelled):
         assert [h for h in column.hovertext if "▁w1<" in h or "▁w1 " in h]  # the hover still names every piece
 
 
+def test_a_run_resumed_a_few_times_names_the_step_of_each_restart():
+    meta = {"lr_factor": 0.5, "steps": 300, "epochs": 3,
+            "continued_from": {"lr_factor": 0.7, "step": 200, "epoch": 2,
+                               "earlier": {"lr_factor": 1.0, "step": 100, "epoch": 1}}}
+    assert restarts_line(meta) == ("The jumps are where training was resumed with another factor on the same formula: "
+                                   "×1 to step 100, ×0.7 to step 200, then ×0.5 (Adam restarted each time).")
+    assert restarts_line({"lr_factor": 1.0, "steps": 300}) == ""
+
+
 def test_the_schedule_slide_explains_a_continued_runs_jumps_and_says_nothing_for_one_run(shipped, decks):
-    """The shipped en-de was resumed four times with other factors: its curve jumps, and the slide says where and
-    why from the checkpoint's own continued_from chain; the reversal model trained in one go gets no such line."""
+    """The shipped en-de was resumed six times with other factors: its curve jumps, and the slide says where and
+    why from the checkpoint's own continued_from chain, within a slide's line; the reversal model trained in one go
+    gets no such line."""
     slide = next(s for s in SLIDES if s.figure == "lr")
     _, facts = build(slide, decks(shipped, "en-de"))
     assert facts["restarts"].startswith("The jumps are where training was resumed")
-    assert "×1 to step 6,864, ×0.7 to step 7,508, ×0.5 to step 8,651, ×1 to step 14,150, then ×0.7" in facts["restarts"]
+    assert "6 times" in facts["restarts"]  # too many to name each step: the factors in order, and the last restart
+    assert "×1 → ×0.7 → ×0.5 → ×1 → ×0.7 → ×1 → ×0.5, the last from step 19,830." in facts["restarts"]
     assert all(len(line.format_map(facts)) <= 220 for line in slide.lines)
     _, facts = build(slide, decks(shipped, "reverse"))
     assert facts["restarts"] == ""

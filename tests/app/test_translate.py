@@ -242,17 +242,17 @@ def _numbers_notes(at) -> list[str]:
 
 
 def test_a_number_the_translation_lost_or_made_is_named_and_kept_ones_are_not(app_test, shipped):
-    """The shipped model writes "10115" as "1015" greedily (the model card lists it): the page names the number a
+    """The shipped model writes "14:00" as "14:000" greedily (the model card lists it): the page names the number a
     reader would otherwise have to compare digit by digit, and the one the translation has instead; a sentence whose
     numbers all came through, and no others, gets no note."""
-    lost = "Send the signed form to our office in 10115 Berlin."
+    lost = "The cafeteria serves lunch from 11:30 to 14:00 on weekdays."
     output = _direct(shipped("en-de"), lost).text
-    assert (dropped_numbers(lost, output), added_numbers(lost, output)) == (["10115"], ["1015"]), \
+    assert (dropped_numbers(lost, output), added_numbers(lost, output)) == (["14:00"], ["14:000"]), \
         "the model now keeps 10115: pick a sentence it changes a number of, from its card's misses"
     at = _translate(app_test(model_name="en-de"), lost)
     assert not at.exception
     notes = _numbers_notes(at)
-    assert len(notes) == 1 and "Not in the translation: `10115`. Not in your sentence: `1015`." in notes[0], notes
+    assert len(notes) == 1 and "Not in the translation: `14:00`. Not in your sentence: `14:000`." in notes[0], notes
     kept = "The museum opens at 10:30 and closes at 18:00."
     output = _direct(shipped("en-de"), kept).text
     assert dropped_numbers(kept, output) == added_numbers(kept, output) == []
@@ -271,7 +271,7 @@ def test_the_numbers_note_names_the_first_few_of_many(app_test, shipped):
 
 
 def test_keeping_names_and_numbers_writes_what_beam_search_garbles(app_test, shipped):
-    """Beam 4 turns "Aisha Rahman" into "Eineisha Rahman" (the model card lists it); with the toggle on, the page's
+    """Beam 4 turns "Aisha Rahman" into "Ein Fischfang Rahman" (the model card lists it); with the toggle on, the page's
     translation writes the name and the numbers as they are, says so, and the Decoding page explains its banks. The
     toggle is off limits to greedy decoding."""
     text = "Aisha Rahman will present her results at 11:45 in lecture hall 23."

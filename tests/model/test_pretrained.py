@@ -27,7 +27,7 @@ def test_shipped_checkpoints_load_and_match_their_tokenizers(reverse, en_de):
         assert ckpt.tokenizer.vocab_size == ckpt.config.vocab_size
         assert (ckpt.path / "log.csv").exists() and (ckpt.path / "epochs.csv").exists()
     cfg = en_de.config
-    assert (cfg.d_model, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.d_ff) == (256, 8, 3, 3, 1024)
+    assert (cfg.d_model, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.d_ff) == (256, 8, 3, 3, 2048)
     assert cfg.vocab_size == 8000 and not cfg.norm_first
 
 
@@ -64,10 +64,10 @@ RECORDED = {
     "The children are playing in the garden.": "Die Kinder spielen im Garten.",
     "I have read the book that you gave me.": "Ich habe das Buch gelesen, das du mir gegeben hast.",
     # Names and numbers carried over piece by piece (the digits are single pieces), the amount in German style;
-    # every one of them carried; greedy reads "On" as "Unter" (beam 4: "Am") and says "paid" twice, once in a
-    # passive clause.
+    # every one of them carried, "On" read right as "Am"; greedy drops "Dr." and says "paid" twice, once in a passive
+    # clause (beam 4 the same, but for "das ... gezahlt wird").
     "On 14 March 2023, Dr. Anna Schmidt paid 1,250 euros for 3 tickets to Berlin.":
-        "Unter 14. März 2023 gezahlt Dr. Anna Schmidt 1.250 Euro, die für 3 Tickets nach Berlin gezahlt werden.",
+        "Am 14. März 2023. Anna Schmidt, ausgezahlt, die 1.250 Euro für 3 Tickets nach Berlin gezahlt werden.",
 }
 # The app's default sentence and every English example (app.examples) with a correct German reference, written
 # here (or a few, where German has equally right ways to say it): the model must produce exactly one of them,

@@ -1,13 +1,24 @@
 """The snapshots shipped beside the models (pretrained/*/snapshots/, the Heads page's "Watch attention learn"):
-each loads, is an earlier stage of the same recipe (the model's tokenizer and shape, fewer steps), says what it
-is, and all of them together stay small."""
+each loads, is an earlier stage of the same recipe (the model's tokenizer and shape, fewer steps; FFNs the lineage
+widened later may be narrower), says what it is, and all of them together stay small."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from model.checkpoint import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
+
+
+def widenings(meta: dict) -> list[list[int]]:
+    """Every FFN widening (training.grow) recorded in a checkpoint's chain of training stages."""
+    found = [meta["feed_forward_after"]] if "feed_forward_after" in meta else []
+    for key in ("continued_from", "earlier"):
+        if isinstance(meta.get(key), dict):
+            found += widenings(meta[key])
+    return found
+
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
 MAX_PRETRAINED_BYTES = 100 * 10**6  # everything the project ships in pretrained/, snapshots included (issue 31)
@@ -24,7 +35,10 @@ def test_every_shipped_snapshot_is_an_earlier_stage_of_its_model(name):
     for path, meta in snapshots.values():
         snapshot = load_checkpoint(path)
         assert snapshot.tokenizer.files() == model.tokenizer.files()
-        assert snapshot.config == model.config
+        # the same heads, layers and vocabulary; an FFN width only as the lineage recorded widening it
+        assert replace(snapshot.config, d_ff=model.config.d_ff) == model.config
+        if snapshot.config.d_ff != model.config.d_ff:
+            assert [snapshot.config.d_ff, model.config.d_ff] in widenings(model.meta)
         assert meta["snapshot"] and isinstance(meta["valid_loss"], float) and isinstance(meta["epochs"], int)
         assert meta["valid_loss"] > model.meta["valid_loss"]  # earlier means worse on validation
 

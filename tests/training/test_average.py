@@ -108,3 +108,6 @@ def test_a_model_averaged_with_the_epochs_that_continued_it_says_what_it_is_the_
     assert _which_weights({"averaged": [{"epochs": 3}, {"epochs": 2}]}) == (
         "this checkpoint is the mean of the weights after epochs 2, 3: checkpoint averaging, as the paper did for its "
         "base models (section 6.1).")
+    later_one = average_checkpoints([load_checkpoint(tmp_path / "shipped"), later[0]])  # the shipped model's shape
+    assert _which_weights(later_one.meta).startswith("this checkpoint is the mean of the weights after epoch 10 and "
+                                                     "of the model that was the mean of epochs 8, 9 (2 inputs")
