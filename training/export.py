@@ -1,5 +1,6 @@
 """Ship a training run: its best checkpoint (or another of its checkpoint directories, such as an average
-made by training.average) in fp16 weights by default, plus the training logs.
+made by training.average) in fp16 weights by default, sharded as training shards (no file over 16 MiB, so a
+checkpoint stays light in git and passes a lent machine's transfers), plus the training logs.
 
     python -m training.export --run runs/en-de --out pretrained/en-de [--which best|last|avg|...] [--fp32]
 
@@ -23,6 +24,7 @@ import torch
 
 from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from model.meta import MAX_META_TEXT
+from model.shards import SHARD_BYTES
 
 LOGS = ("log.csv", "epochs.csv")
 
@@ -38,7 +40,7 @@ def export_run(run: Path, out: Path, dtype: torch.dtype = torch.float16, which: 
         if loss is not None:
             meta["valid_loss"] = loss
     out.mkdir(parents=True, exist_ok=True)
-    save_checkpoint(ckpt.model, ckpt.tokenizer, out, dtype=dtype, meta=meta)
+    save_checkpoint(ckpt.model, ckpt.tokenizer, out, dtype=dtype, meta=meta, max_shard_bytes=SHARD_BYTES)
     for name in LOGS if snapshot is None else ():
         if (run / name).exists():
             shutil.copyfile(run / name, out / name)

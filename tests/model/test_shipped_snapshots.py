@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from model.checkpoint import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
+from model.shards import SHARD_BYTES
 
 
 def widenings(meta: dict) -> list[list[int]]:
@@ -46,3 +47,5 @@ def test_every_shipped_snapshot_is_an_earlier_stage_of_its_model(name):
 def test_the_shipped_models_and_their_snapshots_fit_the_budget():
     files = [f for name in SHIPPED for f in (PRETRAINED / name).rglob("*") if f.is_file()]
     assert any(SNAPSHOTS in f.parts for f in files) and sum(f.stat().st_size for f in files) < MAX_PRETRAINED_BYTES
+    # training.export shards as training does: no shipped file over 16 MiB (light in git, through a lent machine)
+    assert max(f.stat().st_size for f in files) <= SHARD_BYTES
