@@ -17,8 +17,8 @@
 # INIT=<checkpoint> continues that model instead (the same run's lineage, so its shipped snapshots stay valid): fresh
 # Adam, the schedule at the checkpoint's own step unless START_STEP says otherwise. A fifth field in a variant widens
 # the model's FFNs to that many hidden units first (--widen-ff, training.grow: the same function, more capacity to
-# train on), e.g. VARIANTS="mix=4:0.5:0.3 wide=4:0.5:0.3::2048". A sixth field sets the run's dropout (--dropout: residual,
-# attention and FFN), e.g. "drop=4:0.5:0.3::2048:0.3" for the widened model regularised harder.
+# train on), e.g. VARIANTS="mix=4:0.5:0.3 wide=4:0.5:0.3::2048". A sixth field sets the run's dropout
+# (--dropout: residual, attention and FFN), e.g. "drop=4:0.5:0.3::2048:0.3" for the widened model regularised harder.
 set -u
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda}

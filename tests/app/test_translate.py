@@ -248,7 +248,7 @@ def test_a_number_the_translation_lost_or_made_is_named_and_kept_ones_are_not(ap
     lost = "The cafeteria serves lunch from 11:30 to 14:00 on weekdays."
     output = _direct(shipped("en-de"), lost).text
     assert (dropped_numbers(lost, output), added_numbers(lost, output)) == (["14:00"], ["14:000"]), \
-        "the model now keeps 10115: pick a sentence it changes a number of, from its card's misses"
+        "the model now keeps 14:00: pick a sentence it changes a number of, from its card's misses"
     at = _translate(app_test(model_name="en-de"), lost)
     assert not at.exception
     notes = _numbers_notes(at)

@@ -10,16 +10,7 @@ import pytest
 
 from model.checkpoint import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
 from model.shards import SHARD_BYTES
-
-
-def widenings(meta: dict) -> list[list[int]]:
-    """Every FFN widening (training.grow) recorded in a checkpoint's chain of training stages."""
-    found = [meta["feed_forward_after"]] if "feed_forward_after" in meta else []
-    for key in ("continued_from", "earlier"):
-        if isinstance(meta.get(key), dict):
-            found += widenings(meta[key])
-    return found
-
+from training.schedule import training_segments
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
 MAX_PRETRAINED_BYTES = 100 * 10**6  # everything the project ships in pretrained/, snapshots included (issue 31)
@@ -39,7 +30,7 @@ def test_every_shipped_snapshot_is_an_earlier_stage_of_its_model(name):
         # the same heads, layers and vocabulary; an FFN width only as the lineage recorded widening it
         assert replace(snapshot.config, d_ff=model.config.d_ff) == model.config
         if snapshot.config.d_ff != model.config.d_ff:
-            assert [snapshot.config.d_ff, model.config.d_ff] in widenings(model.meta)
+            assert [snapshot.config.d_ff, model.config.d_ff] in [s["widened_ff"] for s in training_segments(model.meta)]
         assert meta["snapshot"] and isinstance(meta["valid_loss"], float) and isinstance(meta["epochs"], int)
         assert meta["valid_loss"] > model.meta["valid_loss"]  # earlier means worse on validation
 
