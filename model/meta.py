@@ -68,9 +68,10 @@ def decode_rules_of(meta: dict[str, Any]) -> dict[str, Any]:
 
 Number = (int, float)
 # training.augment's settings, per stretch of training: copies per pair with a shared name or number, the share of
-# names made up and of numbers turned into codes, and whether He/She openings were turned into names
+# names made up and of numbers turned into codes, whether He/She openings were turned into names and whether the
+# copies were drawn anew each epoch
 COPY_TYPES: dict[str, tuple[type, ...]] = {"copy_augment": (int,), "copy_made_up": Number, "copy_codes": Number,
-                                           "copy_subjects": (bool,)}
+                                           "copy_subjects": (bool,), "copy_fresh": (bool,)}
 # Training facts the app and the model card read from meta, with the types they need. A checkpoint's
 # meta is free-form JSON (an uploaded one says whatever its author wrote), so anything else is dropped.
 META_TYPES: dict[str, tuple[type, ...]] = {

@@ -152,6 +152,8 @@ def _copy_words(m: dict) -> str:
               if m.get(key)]
     if m.get("copy_subjects"):
         shares.append("He/She openings turned into names")
+    if m.get("copy_fresh"):
+        shares.append("drawn anew each epoch")
     return f"copy augmentation {m['copy_augment']}" + (f" ({', '.join(shares)})" if shares else "")
 
 

@@ -104,6 +104,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--copy-codes", type=float, default=0.0, help="with --copy-augment: the share (0-1) of "
                         "substituted numbers replaced by phone numbers and codes (\"0171 5550199\", \"LH 2041\"), "
                         "shapes the corpus hardly has")
+    parser.add_argument("--copy-fresh", action="store_true", help="with --copy-augment: draw the copies anew every "
+                        "epoch (other names and numbers in the same pairs) instead of once per run, so the model "
+                        "cannot learn the substituted strings themselves")
     parser.add_argument("--snapshot-epochs", default="", help="comma-separated epochs whose weights are kept for "
                         "good in <out>/snapshots/<n> (the 'watch attention learn' snapshots, e.g. 1,2,4,8,16)")
     parser.add_argument("--init-from", help="start a new run from this checkpoint's weights (e.g. the shipped model, "
@@ -127,17 +130,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--widen-ff grows the model of --init-from: give that too (a new model takes --d-ff)")
     if args.copy_subjects and args.copy_augment <= 0:
         parser.error("--copy-subjects gives He/She pairs the copies of --copy-augment N: give N too")
+    if args.copy_fresh and args.copy_augment <= 0:
+        parser.error("--copy-fresh draws the copies of --copy-augment N anew each epoch: give N too")
     for key, value in PRESETS[args.task].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     return args
 
 
-def task_corpus(args: argparse.Namespace):
+def task_corpus(args: argparse.Namespace, corpus: pd.DataFrame | None = None, epoch: int = 0) -> pd.DataFrame:
+    """The task's pairs, with the copies of --copy-augment; with --copy-fresh those of ``epoch`` (drawn from
+    ``corpus``, the file as read, so it is read once), else the run's one draw."""
     if args.task == "reverse":
         return reversal_corpus(seed=args.seed)
-    return augment_copies(load_corpus(args.corpus), args.copy_augment, seed=args.seed, made_up=args.copy_made_up,
-                          codes=args.copy_codes, subjects=args.copy_subjects)
+    seed = args.seed * 1000 + epoch if args.copy_fresh else args.seed
+    return augment_copies(load_corpus(args.corpus) if corpus is None else corpus, args.copy_augment, seed=seed,
+                          made_up=args.copy_made_up, codes=args.copy_codes, subjects=args.copy_subjects)
 
 
 def get_tokenizer(args: argparse.Namespace, out: Path, frame) -> Tokenizer:
@@ -251,7 +259,17 @@ class Run:
     valid_pairs: list[Pair]
     valid_bleu: pd.DataFrame
     continued_from: dict | None = None
+    corpus: pd.DataFrame | None = None  # with --copy-fresh: the corpus as read, each epoch's copies drawn from it
     started: float = field(default_factory=time.perf_counter)
+
+    def epoch_pairs(self) -> list[Pair]:
+        """The current epoch's training pairs: with --copy-fresh its own draw of the copies (the same on a resume
+        mid-epoch, so the batches are too), else the run's."""
+        if self.corpus is None:
+            return self.train_pairs
+        frame = task_corpus(self.args, self.corpus, self.progress.epoch)
+        train = frame[frame["split"] == "train"]
+        return encode_pairs(self.tokenizer, train["en"].tolist(), train["de"].tolist(), self.args.train_max_len)
 
     def meta(self) -> dict:
         """Training facts stored with every checkpoint (the model card and the app read them)."""
@@ -263,7 +281,7 @@ class Run:
                 "device": "CPU" if self.ranks.device.type == "cpu" else describe(self.ranks.device),  # the GPU's name
                 "valid_sentences": len(self.valid_bleu),  # what each epoch's valid BLEU/chrF is on
                 "copy_augment": a.copy_augment, "copy_made_up": a.copy_made_up, "copy_codes": a.copy_codes,
-                "copy_subjects": a.copy_subjects,
+                "copy_subjects": a.copy_subjects, "copy_fresh": a.copy_fresh,
                 **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
 
@@ -329,7 +347,8 @@ def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
     builds the same thing; rank 0 alone writes (the tokenizer, the logs)."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    frame = task_corpus(args)
+    corpus = load_corpus(args.corpus) if args.copy_fresh and args.task != "reverse" else None
+    frame = task_corpus(args, corpus, epoch=0)
     if ranks.main:
         get_tokenizer(args, out, frame)
     distributed.barrier(ranks)
@@ -350,7 +369,7 @@ def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
     return Run(args=args, out=out, tokenizer=tokenizer, model=model, forward=forward, ranks=ranks,
                optimizer=optimizer, progress=progress,
                train_pairs=pairs["train"], valid_pairs=pairs["valid"], valid_bleu=split["valid"].head(args.valid_bleu),
-               continued_from=continued_from, started=time.perf_counter() - progress.elapsed_s)
+               continued_from=continued_from, corpus=corpus, started=time.perf_counter() - progress.elapsed_s)
 
 
 def train_step(run: Run, batch, lr: float) -> tuple[float, int]:
@@ -373,10 +392,11 @@ def train_epoch(run: Run) -> tuple[float, bool]:
     r-th of them (a last group of fewer than N batches is left out of that epoch)."""
     args, progress, model, world = run.args, run.progress, run.model, run.ranks.world
     cfg = model.config
-    batches = token_batches(run.train_pairs, args.max_tokens, seed=args.seed * 1000 + progress.epoch)
+    pairs = run.epoch_pairs()
+    batches = token_batches(pairs, args.max_tokens, seed=args.seed * 1000 + progress.epoch)
     loss, tokens_window, time_window = math.nan, 0, time.perf_counter()
     for first in range(progress.batch, len(batches) - world + 1, world):
-        batch = collate([run.train_pairs[i] for i in batches[first + run.ranks.rank]], cfg.pad_id, cfg.bos_id)
+        batch = collate([pairs[i] for i in batches[first + run.ranks.rank]], cfg.pad_id, cfg.bos_id)
         lr = noam_lr(progress.step + 1, cfg.d_model, args.warmup, args.lr_factor)
         loss, tokens = train_step(run, batch, lr)
         progress.step, progress.batch = progress.step + 1, first + world

@@ -1,15 +1,20 @@
 """Copy-friendly augmentation: the same new string on both sides, and only in the training split."""
 import random
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
 from training.augment import NAMES, augment_copies, code_like, made_up_name, shared_strings, substitute
+from training.distributed import Ranks
 from training.evaluate import NAMES_NUMBERS
-from training.train import parse_args
+from training.train import build_or_resume, parse_args
+
+TOKENIZER = Path(__file__).resolve().parents[2] / "pretrained" / "en-de" / "tokenizer.model"
 
 
 def test_shared_strings_are_names_and_numbers_on_both_sides_not_sentence_starts():
@@ -132,3 +137,32 @@ def test_copy_subjects_without_copies_is_refused_rather_than_ignored(capsys):
         parse_args(["--task", "en-de", "--out", "unused", "--copy-subjects"])
     assert "--copy-subjects gives He/She pairs the copies of --copy-augment N" in capsys.readouterr().err
     assert parse_args(["--task", "en-de", "--out", "unused", "--copy-augment", "4", "--copy-subjects"]).copy_subjects
+
+
+def test_copy_fresh_without_copies_is_refused_rather_than_ignored(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--task", "en-de", "--out", "unused", "--copy-fresh"])
+    assert "--copy-augment" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_fresh_copies_are_drawn_anew_each_epoch_and_the_same_again_on_a_resume(tmp_path, fresh):
+    """With --copy-fresh every epoch trains on other names and numbers in the same pairs (a model cannot learn the
+    substitutes themselves); an epoch resumed halfway draws what it drew before, so its batches are the same.
+    Without it every epoch sees the run's one draw, as runs always did."""
+    rows = [("train", f"Then {name} came at {hour}.", f"Dann kam {name} um {hour}.")
+            for name, hour in zip(["Anna", "Kenji", "Oslo", "Pedro"] * 3, range(1, 13), strict=True)]
+    rows += [("train", "The house is small.", "Das Haus ist klein."), ("valid", "Then Anna came.", "Dann kam Anna.")]
+    corpus = tmp_path / "corpus.tsv.gz"
+    pd.DataFrame([("test", *row) for row in rows], columns=["source", "split", "en", "de"]).to_csv(
+        corpus, sep="\t", index=False)
+    args = parse_args(["--task", "en-de", "--corpus", str(corpus), "--tokenizer", str(TOKENIZER), "--out",
+                       str(tmp_path / "run"), "--d-model", "16", "--n-heads", "2", "--layers", "1", "--d-ff", "32",
+                       "--copy-augment", "2", "--copy-made-up", "0.5", *(["--copy-fresh"] if fresh else [])])
+    run = build_or_resume(args, Ranks(rank=0, world=1, device=torch.device("cpu")))
+    first = run.epoch_pairs()
+    assert len(first) == 13 + 2 * 12 and run.epoch_pairs() == first  # 12 pairs share a string: 2 copies each
+    run.progress.epoch = 1
+    second = run.epoch_pairs()
+    assert second[:13] == first[:13]  # the corpus's own pairs are untouched
+    assert (second[13:] != first[13:]) is fresh and len(second) == len(first)

@@ -169,8 +169,8 @@ def test_stop_minutes_ends_the_run_after_the_last_epoch_that_fits_with_everythin
     assert json.loads((run / "last" / "state.json").read_text())["epoch"] == 1  # a rerun resumes at epoch 2
     meta = load_checkpoint(run / "best").meta
     assert meta["device"] == "CPU" and meta["valid_sentences"] == 5  # the card says where and on how many
-    assert (meta["copy_augment"], meta["copy_made_up"], meta["copy_codes"], meta["copy_subjects"]) == \
-        (0, 0.0, 0.0, False)  # and what it copied
+    assert (meta["copy_augment"], meta["copy_made_up"], meta["copy_codes"], meta["copy_subjects"],
+            meta["copy_fresh"]) == (0, 0.0, 0.0, False, False)  # and what it copied
 
 
 def test_the_card_says_where_each_stretch_of_training_ran():
@@ -204,3 +204,6 @@ def test_the_card_names_each_stretch_of_trainings_copy_augmentation():
     assert _recipe({**meta, "copy_subjects": True})[3].endswith(
         "; copy augmentation 4 (50% of the names made up, 30% of the numbers turned into codes, He/She openings "
         "turned into names).")
+    assert _recipe({**meta, "copy_fresh": True})[3].endswith(
+        "; copy augmentation 4 (50% of the names made up, 30% of the numbers turned into codes, drawn anew each "
+        "epoch).")
