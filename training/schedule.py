@@ -17,8 +17,7 @@ def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
 # checkpoint without "processes" was trained in one; "device" says where, e.g. "CUDA (NVIDIA H100 80GB HBM3)";
 # the copy_* keys are training.augment's settings).
 RECIPE_KEYS = ("lr_factor", "warmup", "max_tokens", "bf16", "dropout", "label_smoothing", "corpus", "processes",
-               "device", "copy_augment", "copy_made_up", "copy_codes", "copy_subjects",
-               "copy_fresh")
+               "device", "copy_augment", "copy_made_up", "copy_codes", "copy_subjects", "copy_fresh")
 
 
 def training_segments(meta: dict) -> list[dict]:
