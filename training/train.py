@@ -255,21 +255,24 @@ class Run:
     ranks: Ranks
     optimizer: torch.optim.Optimizer
     progress: Progress
-    train_pairs: list[Pair]
+    train_pairs: list[Pair]  # with --copy-fresh: the draw of epoch ``drawn``
     valid_pairs: list[Pair]
     valid_bleu: pd.DataFrame
     continued_from: dict | None = None
     corpus: pd.DataFrame | None = None  # with --copy-fresh: the corpus as read, each epoch's copies drawn from it
+    drawn: int | None = None  # the epoch whose copies train_pairs holds (--copy-fresh)
     started: float = field(default_factory=time.perf_counter)
 
     def epoch_pairs(self) -> list[Pair]:
-        """The current epoch's training pairs: with --copy-fresh its own draw of the copies (the same on a resume
-        mid-epoch, so the batches are too), else the run's."""
-        if self.corpus is None:
-            return self.train_pairs
-        frame = task_corpus(self.args, self.corpus, self.progress.epoch)
-        train = frame[frame["split"] == "train"]
-        return encode_pairs(self.tokenizer, train["en"].tolist(), train["de"].tolist(), self.args.train_max_len)
+        """The current epoch's training pairs: with --copy-fresh its own draw of the copies, made once per epoch
+        (and the same again on a resume mid-epoch, so the batches are too), else the run's one draw."""
+        if self.corpus is not None and self.drawn != self.progress.epoch:
+            frame = task_corpus(self.args, self.corpus, self.progress.epoch)
+            train = frame[frame["split"] == "train"]
+            self.train_pairs = encode_pairs(self.tokenizer, train["en"].tolist(), train["de"].tolist(),
+                                            self.args.train_max_len)
+            self.drawn = self.progress.epoch
+        return self.train_pairs
 
     def meta(self) -> dict:
         """Training facts stored with every checkpoint (the model card and the app read them)."""
@@ -354,8 +357,9 @@ def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
     distributed.barrier(ranks)
     tokenizer = Tokenizer.load(out / "tokenizer.model")
     split = {name: frame[frame["split"] == name] for name in ("train", "valid")}
-    pairs = {name: encode_pairs(tokenizer, part["en"].tolist(), part["de"].tolist(), args.train_max_len)
-             for name, part in split.items()}
+    encoded = ("valid",) if corpus is not None else ("train", "valid")  # --copy-fresh: the epoch's draw, below
+    pairs = {name: encode_pairs(tokenizer, split[name]["en"].tolist(), split[name]["de"].tolist(), args.train_max_len)
+             for name in encoded}
     model, progress, continued_from, resume = _model_and_progress(args, out, tokenizer)
     model.to(ranks.device)
     forward = distributed.wrap(model, ranks)  # DDP makes every rank start from rank 0's weights
@@ -366,10 +370,12 @@ def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
     if ranks.main:
         truncate_log(out / "log.csv", "step", progress.step)  # rows after the resumed checkpoint are redone
         truncate_log(out / "epochs.csv", "epoch", progress.epoch)
-    return Run(args=args, out=out, tokenizer=tokenizer, model=model, forward=forward, ranks=ranks,
-               optimizer=optimizer, progress=progress,
-               train_pairs=pairs["train"], valid_pairs=pairs["valid"], valid_bleu=split["valid"].head(args.valid_bleu),
-               continued_from=continued_from, corpus=corpus, started=time.perf_counter() - progress.elapsed_s)
+    run = Run(args=args, out=out, tokenizer=tokenizer, model=model, forward=forward, ranks=ranks,
+              optimizer=optimizer, progress=progress, train_pairs=pairs.get("train", []), valid_pairs=pairs["valid"],
+              valid_bleu=split["valid"].head(args.valid_bleu), continued_from=continued_from, corpus=corpus,
+              started=time.perf_counter() - progress.elapsed_s)
+    run.epoch_pairs()  # with --copy-fresh, the draw of the epoch it starts or resumes in
+    return run
 
 
 def train_step(run: Run, batch, lr: float) -> tuple[float, int]:
