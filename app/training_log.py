@@ -23,3 +23,17 @@ def speed_by_stretch(log_df: pd.DataFrame, segments: list[dict]) -> pd.DataFrame
                      "epochs": f"{seg['first_epoch']}-{seg['last_epoch']}" if seg["last_epoch"] else "",
                      "where": where, "median tokens/s": f"{part['tokens_per_s'].median():,.0f}"})
     return pd.DataFrame(rows, columns=["steps", "epochs", "where", "median tokens/s"])
+
+
+def cooldown_lines(segments: list[dict]) -> list[str]:
+    """A line for each stretch of training that ended with a cool-down (training.schedule.cooldown), which the
+    curve of log.csv shows as a fall to 0 the paper's formula does not have."""
+    lines = []
+    for seg in segments:
+        n, last = seg.get("cooldown_epochs"), seg["last_epoch"]
+        if n and last:
+            epochs = f"Epoch {last}" if n == 1 else f"Epochs {last - n + 1}-{last}"
+            lines.append(f"{epochs} cooled the rate down: it was multiplied by a factor falling linearly from 1 to 0 "
+                         f"(training.schedule.cooldown), so the weights settle instead of jittering at the schedule's "
+                         f"last rate: the fall at the curve's end.")
+    return lines

@@ -123,7 +123,8 @@ def _recipe(meta: dict) -> list[str]:
     def settings(m: dict) -> str:
         known = {"dropout": "dropout {}", "label_smoothing": "label smoothing {}", "corpus": "corpus `data/{}`"}
         return "; ".join([f"learning rate factor {m.get('lr_factor')} x d_model^-0.5 x min(step^-0.5, step x "
-                          f"{m.get('warmup')}^-1.5)", f"batches of up to {m.get('max_tokens')} tokens per side"
+                          f"{m.get('warmup')}^-1.5)" + _cooldown_words(m),
+                          f"batches of up to {m.get('max_tokens')} tokens per side"
                           + _processes(m.get("processes")),
                           f"bf16 autocast: {m.get('bf16')}",
                           *(text.format(m[key]) for key, text in known.items() if m.get(key) is not None),
@@ -141,6 +142,12 @@ def _recipe(meta: dict) -> list[str]:
         lines.append(f"  - steps {seg['first_step']}-{seg['last_step']} (epochs {seg['first_epoch']}-"
                      f"{seg['last_epoch']}){restart}: {settings(seg)}" + (";" if i < len(segments) - 1 else "."))
     return lines
+
+
+def _cooldown_words(m: dict) -> str:
+    """The cool-down of a segment (training.schedule.cooldown), else ""."""
+    n = m.get("cooldown_epochs")
+    return (", falling linearly to 0 over its last " + (f"{n} epochs" if n > 1 else "epoch")) if n else ""
 
 
 def _copy_words(m: dict) -> str:

@@ -20,6 +20,9 @@
 # the model's FFNs to that many hidden units first (--widen-ff, training.grow: the same function, more capacity to
 # train on), e.g. VARIANTS="mix=4:0.5:0.3 wide=4:0.5:0.3::2048". A sixth field sets the run's dropout
 # (--dropout: residual, attention and FFN), e.g. "drop=4:0.5:0.3::2048:0.3" for the widened model regularised harder.
+# A seventh field cools the rate down linearly to 0 over the run's last N epochs (--cooldown-epochs,
+# training.schedule.cooldown); the run's end must then be known: EPOCHS=<total epochs, the checkpoint's own included>
+# (e.g. EPOCHS=150 with INIT=pretrained/en-de, at epoch 126, trains 24), with MINUTES left long enough for them.
 set -u
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda}
@@ -32,6 +35,7 @@ VARIANTS=${VARIANTS:-aug2=2 aug4=4}
 INIT=${INIT:-}
 WARMUP=${WARMUP:-3000}
 LR_FACTOR=${LR_FACTOR:-1.0}
+EPOCHS=${EPOCHS:-1000}
 STAGE=$RUNS/ship
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT" "$RUNS"
@@ -39,21 +43,29 @@ mkdir -p "$OUT" "$RUNS"
 { date -u; nvidia-smi -L 2>/dev/null; $PY -c "import torch, sys; print(sys.version.split()[0], torch.__version__)"; } \
     >"$RUNS/device.txt" 2>&1
 common=(--task en-de --corpus "$CORPUS" --tokenizer data/tokenizers/en-de-digits.model --device "$DEVICE" --bf16
-        --epochs 1000 --stop-minutes "$MINUTES" --snapshot-epochs 1,2,4,8,16 --keep-epochs 5 --valid-bleu 100
+        --epochs "$EPOCHS" --stop-minutes "$MINUTES" --snapshot-epochs 1,2,4,8,16 --keep-epochs 5 --valid-bleu 100
         --save-every 100000 --threads 2 --warmup "$WARMUP" --lr-factor "$LR_FACTOR" --max-tokens "$MAX_TOKENS")
 [ -n "$INIT" ] && common+=(--init-from "$INIT")
 [ -n "${START_STEP:-}" ] && common+=(--start-step "$START_STEP")
+for variant in $VARIANTS; do  # refused before any run starts: a cool-down needs the run's end
+    IFS=: read -r _ _ _ _ _ _ cooldown <<<"${variant#*=}"
+    if [ -n "${cooldown:-}" ] && [ "$EPOCHS" = 1000 ]; then
+        echo "variant ${variant%%=*} cools down over its last $cooldown epoch(s): set EPOCHS, where the run ends"
+        exit 2
+    fi
+done
 names=()
 for variant in $VARIANTS; do
     name=${variant%%=*}
     names+=("$name")
     spec=${variant#*=}
-    IFS=: read -r copies made_up codes subjects widen dropout <<<"$spec"
+    IFS=: read -r copies made_up codes subjects widen dropout cooldown <<<"$spec"
     extra=()
     [[ "${subjects:-}" == *s* ]] && extra+=(--copy-subjects)
     [[ "${subjects:-}" == *f* ]] && extra+=(--copy-fresh)
     [ -n "${widen:-}" ] && extra+=(--widen-ff "$widen")
     [ -n "${dropout:-}" ] && extra+=(--dropout "$dropout")
+    [ -n "${cooldown:-}" ] && extra+=(--cooldown-epochs "$cooldown")
     $PY -m training.train "${common[@]}" --copy-augment "$copies" --copy-made-up "${made_up:-0}" \
         --copy-codes "${codes:-0}" "${extra[@]}" --out "$RUNS/$name" \
         >"$RUNS/$name.log" 2>&1 &

@@ -13,11 +13,24 @@ def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
+def cooldown(epochs_left: float, cooldown_epochs: int) -> float:
+    """The factor a linear cool-down puts on the rate: 1 until the run's last ``cooldown_epochs`` epochs, then
+    falling linearly to 0 at the run's end (``epochs_left`` counts fractions of an epoch too).
+
+    1/sqrt(step) never anneals, so weights of a long run keep jittering around a minimum; averaging checkpoints
+    (training.average) is one answer, cooling the rate down to zero at the end is the other (the
+    "warmup-stable-decay" schedules; 0 = no cool-down)."""
+    if cooldown_epochs <= 0:
+        return 1.0
+    return min(1.0, max(epochs_left, 0.0) / cooldown_epochs)
+
+
 # What a segment of training is recorded with (older checkpoints lack the later keys: read as unknown; a
 # checkpoint without "processes" was trained in one; "device" says where, e.g. "CUDA (NVIDIA H100 80GB HBM3)";
-# the copy_* keys are training.augment's settings).
+# the copy_* keys are training.augment's settings; cooldown_epochs the cool-down's length).
 RECIPE_KEYS = ("lr_factor", "warmup", "max_tokens", "bf16", "dropout", "label_smoothing", "corpus", "processes",
-               "device", "copy_augment", "copy_made_up", "copy_codes", "copy_subjects", "copy_fresh")
+               "device", "copy_augment", "copy_made_up", "copy_codes", "copy_subjects", "copy_fresh",
+               "cooldown_epochs")
 
 
 def training_segments(meta: dict) -> list[dict]:

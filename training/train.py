@@ -50,7 +50,7 @@ from .evaluate import corpus_scores, translate_many
 from .grow import widen_feed_forward
 from .loss import token_loss_sum, validation_loss
 from .presets import PRESETS
-from .schedule import RECIPE_KEYS, noam_lr
+from .schedule import RECIPE_KEYS, cooldown, noam_lr
 from .vocab_transfer import transfer_vocabulary
 
 LOG_FIELDS = ["step", "epoch", "loss", "lr", "tokens_per_s", "elapsed_s"]
@@ -78,6 +78,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                  "train_max_len", "valid_bleu"):
         parser.add_argument("--" + name.replace("_", "-"), type=int, dest=name)
     parser.add_argument("--lr-factor", type=float, dest="lr_factor")
+    parser.add_argument("--cooldown-epochs", type=int, default=0, help="multiply the rate by a factor falling "
+                        "linearly from 1 to 0 over the last N of --epochs (training.schedule.cooldown; 0 = none)")
     parser.add_argument("--dropout", type=float, help="residual, attention and FFN dropout (default 0.1; with "
                         "--init-from: the checkpoint's own unless given)")
     parser.add_argument("--label-smoothing", type=float, default=0.1)
@@ -130,6 +132,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--widen-ff grows the model of --init-from: give that too (a new model takes --d-ff)")
     if args.copy_subjects and args.copy_augment <= 0:
         parser.error("--copy-subjects gives He/She pairs the copies of --copy-augment N: give N too")
+    if args.cooldown_epochs < 0:
+        parser.error("--cooldown-epochs counts the run's last epochs: 0 (none) or more")
     if args.copy_fresh and args.copy_augment <= 0:
         parser.error("--copy-fresh draws the copies of --copy-augment N anew each epoch: give N too")
     for key, value in PRESETS[args.task].items():
@@ -285,6 +289,7 @@ class Run:
                 "valid_sentences": len(self.valid_bleu),  # what each epoch's valid BLEU/chrF is on
                 "copy_augment": a.copy_augment, "copy_made_up": a.copy_made_up, "copy_codes": a.copy_codes,
                 "copy_subjects": a.copy_subjects, "copy_fresh": a.copy_fresh,
+                "cooldown_epochs": a.cooldown_epochs,
                 **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
 
@@ -403,7 +408,9 @@ def train_epoch(run: Run) -> tuple[float, bool]:
     loss, tokens_window, time_window = math.nan, 0, time.perf_counter()
     for first in range(progress.batch, len(batches) - world + 1, world):
         batch = collate([pairs[i] for i in batches[first + run.ranks.rank]], cfg.pad_id, cfg.bos_id)
-        lr = noam_lr(progress.step + 1, cfg.d_model, args.warmup, args.lr_factor)
+        epochs_left = args.epochs - progress.epoch - first / len(batches)  # counts the part of this epoch still to do
+        lr = noam_lr(progress.step + 1, cfg.d_model, args.warmup, args.lr_factor) * cooldown(epochs_left,
+                                                                                             args.cooldown_epochs)
         loss, tokens = train_step(run, batch, lr)
         progress.step, progress.batch = progress.step + 1, first + world
         progress.elapsed_s = time.perf_counter() - run.started

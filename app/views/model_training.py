@@ -12,7 +12,7 @@ import streamlit as st
 
 from app.charts import training as charts
 from app.page import plot, require_checkpoint, to_numpy
-from app.training_log import speed_by_stretch
+from app.training_log import cooldown_lines, speed_by_stretch
 from explain.model_training import parameter_counts, smoothed_loss_floor, smoothed_targets
 from model.transformer import count_parameters
 from training.schedule import noam_lr, training_segments
@@ -183,6 +183,8 @@ def schedule_panel(ckpt) -> None:
                     and before["lr_factor"] != after["lr_factor"]:
                 st.caption(f"Training was continued from the step-{before['last_step']:,} checkpoint with factor "
                            f"{after['lr_factor']:g} instead of {before['lr_factor']:g}: the drop in the curve there.")
+        for line in cooldown_lines(segments):
+            st.caption(line)
     with right:
         compare_schedule_panel(d, warmup, factor)
     st.markdown(f"**Regularisation.** Dropout sets a random share P_drop of a layer's outputs to 0 during training "

@@ -1,6 +1,6 @@
 import pandas as pd
 
-from app.training_log import speed_by_stretch
+from app.training_log import cooldown_lines, speed_by_stretch
 from training.schedule import training_segments
 
 
@@ -24,3 +24,15 @@ def test_a_stretch_that_began_by_widening_the_model_says_so():
             "continued_from": {"step": 30, "epoch": 3, "device": "CPU", "feed_forward_after": [1024, 2048]}}
     assert speed_by_stretch(log, training_segments(meta))["where"].tolist() == [
         "CPU", "CPU, FFN widened from 1,024 to 2,048"]
+
+
+def test_a_stretch_that_ended_with_a_cooldown_is_named_with_its_epochs_and_no_other_is():
+    """The log's curve falls to 0 at the end of a cooled-down stretch: the page says which epochs, not for others."""
+    plain = {"step": 100, "epoch": 10, "device": "CPU", "lr_factor": 1.0}
+    meta = {"steps": 400, "epochs": 13, "device": "CPU", "lr_factor": 0.5, "cooldown_epochs": 3,
+            "continued_from": plain}
+    lines = cooldown_lines(training_segments(meta))
+    assert len(lines) == 1 and lines[0].startswith("Epochs 11-13 cooled the rate down")
+    assert cooldown_lines(training_segments({**meta, "cooldown_epochs": 1}))[0].startswith("Epoch 13 cooled")
+    assert cooldown_lines(training_segments({**meta, "cooldown_epochs": 0})) == []
+    assert cooldown_lines(training_segments(plain | {"steps": 100, "epochs": 10})) == []

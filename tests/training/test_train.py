@@ -7,6 +7,8 @@ from string import ascii_lowercase as LETTERS
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
 
 from explain.model_training import smoothed_targets
 from model.checkpoint import load_checkpoint
@@ -17,7 +19,7 @@ from training.card import _recipe
 from training.data import encode_pairs
 from training.distributed import Ranks
 from training.loss import validation_loss
-from training.schedule import noam_lr, training_segments
+from training.schedule import cooldown, noam_lr, training_segments
 from training.train import main as train_main
 from training.train import out_of_time
 
@@ -53,6 +55,44 @@ def test_warmup_schedule_rises_linearly_then_decays_as_inverse_sqrt():
     assert peak == pytest.approx((512 * 4000) ** -0.5)
     assert noam_lr(3999, 512, 4000) < peak and noam_lr(4001, 512, 4000) < peak
     assert noam_lr(16000, 512, 4000) == pytest.approx(peak / 2)
+
+
+@given(epochs_left=st.floats(-1, 50), later=st.floats(0, 50), n=st.integers(1, 10))
+def test_the_cooldown_falls_linearly_to_zero_over_the_last_epochs_and_never_rises(epochs_left, later, n):
+    factor = cooldown(epochs_left, n)
+    assert 0.0 <= factor <= 1.0
+    assert factor == (1.0 if epochs_left >= n else pytest.approx(max(epochs_left, 0.0) / n))
+    assert cooldown(epochs_left + later, n) >= factor  # earlier in the run: never a lower rate
+    assert cooldown(epochs_left, 0) == 1.0  # no cool-down: the paper's schedule as it is
+
+
+def test_a_negative_cooldown_is_refused_rather_than_read_as_none(capsys):
+    from training.train import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--task", "reverse", "--out", "unused", "--cooldown-epochs", "-1"])
+    assert "--cooldown-epochs counts the run's last epochs" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_cooldown_run_keeps_the_papers_rate_then_cools_it_to_almost_zero(tmp_path):
+    """--cooldown-epochs 1 of 2: the first epoch trains at noam_lr, the second at noam_lr times a factor falling
+    from 1 to 1/batches, and the checkpoint's recipe says so (the card names it)."""
+    run = tmp_path / "run"
+    assert train_main([*TINY, "--out", str(run), "--epochs", "2", "--cooldown-epochs", "1"]) == 0
+    with (run / "log.csv").open() as f:
+        rows = [(int(r["step"]), int(r["epoch"]), float(r["lr"])) for r in csv.DictReader(f)]
+    first = [(s, lr) for s, e, lr in rows if e == 1]
+    second = [(s, lr) for s, e, lr in rows if e == 2]
+    assert all(lr == pytest.approx(noam_lr(s, 32, 10), rel=1e-4) for s, lr in first)
+    n = len(second)
+    for i, (s, lr) in enumerate(second):
+        assert lr == pytest.approx(noam_lr(s, 32, 10) * (n - i) / n, rel=1e-4)
+    assert second[-1][1] < first[-1][1] / (n - 1)  # the last step at a sliver of the rate
+    meta = load_checkpoint(run / "last").meta
+    assert meta["cooldown_epochs"] == 1
+    assert "falling linearly to 0 over its last epoch;" in _recipe(meta)[1]
+    assert "over its last 3 epochs;" in _recipe({**meta, "cooldown_epochs": 3})[1]
 
 
 def test_smoothed_targets_are_what_torch_label_smoothing_uses():
