@@ -154,7 +154,7 @@ def schedule_panel(ckpt) -> None:
     st.subheader("Optimiser and learning-rate schedule")
     meta, d = ckpt.meta, ckpt.config.d_model
     warmup, factor, steps = int(meta.get("warmup", 4000)), float(meta.get("lr_factor", 1.0)), meta.get("steps")
-    st.markdown("Adam with **β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹** (the paper's values; model/train.py uses them). "
+    st.markdown("Adam with **β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹** (the paper's values; training/train.py uses them). "
                 "The learning rate rises linearly during a warm-up — Adam's moment estimates are noisy at first, "
                 "and big early steps would wreck a post-norm Transformer — then decays with 1/√step:")
     st.latex(r"lrate = factor \cdot d_{model}^{-0.5}\cdot\min\!\left(step^{-0.5},\; step\cdot warmup^{-1.5}\right)")
