@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from training.schedule import cooldown_words
+
 
 def speed_by_stretch(log_df: pd.DataFrame, segments: list[dict]) -> pd.DataFrame:
     """The median tokens/s of each stretch of training that log.csv covers (one row per continuation), with where
@@ -26,14 +28,8 @@ def speed_by_stretch(log_df: pd.DataFrame, segments: list[dict]) -> pd.DataFrame
 
 
 def cooldown_lines(segments: list[dict]) -> list[str]:
-    """A line for each stretch of training that ended with a cool-down (training.schedule.cooldown), which the
-    curve of log.csv shows as a fall to 0 the paper's formula does not have."""
-    lines = []
-    for seg in segments:
-        n, last = seg.get("cooldown_epochs"), seg["last_epoch"]
-        if n and last:
-            epochs = f"Epoch {last}" if n == 1 else f"Epochs {last - n + 1}-{last}"
-            lines.append(f"{epochs} cooled the rate down: it was multiplied by a factor falling linearly from 1 to 0 "
-                         f"(training.schedule.cooldown), so the weights settle instead of jittering at the schedule's "
-                         f"last rate: the fall at the curve's end.")
-    return lines
+    """A line for each stretch of training with a cool-down (training.schedule.cooldown), which the curve of
+    log.csv shows as a fall to 0 the paper's formula does not have."""
+    return [f"A cool-down: the rate was multiplied by a factor {words}, so the weights settle instead of jittering "
+            f"at the schedule's last rate (training.schedule.cooldown): the fall at the curve's end."
+            for seg in segments if (words := cooldown_words(seg.get("cooldown"), seg["last_epoch"]))]

@@ -92,13 +92,13 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "device": (str,),  # where training ran: "CPU", "CUDA (NVIDIA H100 80GB HBM3)" (model.device.describe)
     "valid_sentences": (int,),  # how many validation sentences each epoch's BLEU/chrF in epochs.csv is on
     "valid_corpus": (str,),  # the corpus whose valid split epochs.csv's losses are on (absent: the training corpus)
-    "cooldown_epochs": (int,),  # the last epochs whose rate fell linearly to 0 (training.schedule.cooldown)
+    "cooldown": (list,),  # [first, last] epoch of the rate's fall to 0 (training.schedule.cooldown)
     **COPY_TYPES,
 }
 MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
                    "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
-                   "earlier": (dict,), "device": (str,), **COPY_TYPES, "cooldown_epochs": (int,),
+                   "earlier": (dict,), "device": (str,), **COPY_TYPES, "cooldown": (list,),
                    # the run after this link read another tokenizer (training.vocab_transfer)
                    "vocabulary_after": (str,),
                    # the run after this link widened the FFNs, [old d_ff, new d_ff] (training.grow)

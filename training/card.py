@@ -28,7 +28,7 @@ from .augment import NAMES as AUGMENT_NAMES
 from .data import load_corpus
 from .evaluate import EVERYDAY, LENGTH_LABELS, NAMES_NUMBERS, everyday_report, names_numbers_report
 from .length_penalty import SWEEP_FILE
-from .schedule import training_segments
+from .schedule import cooldown_words, training_segments
 from .study import STUDY_FILE, summary
 
 STILL_FALLING = 0.02  # validation loss per epoch (nats): undertrained, continue the same recipe
@@ -146,8 +146,8 @@ def _recipe(meta: dict) -> list[str]:
 
 def _cooldown_words(m: dict) -> str:
     """The cool-down of a segment (training.schedule.cooldown), else ""."""
-    n = m.get("cooldown_epochs")
-    return (", falling linearly to 0 over its last " + (f"{n} epochs" if n > 1 else "epoch")) if n else ""
+    words = cooldown_words(m.get("cooldown"), m.get("last_epoch", m.get("epochs")))
+    return f", {words}" if words else ""
 
 
 def _copy_words(m: dict) -> str:

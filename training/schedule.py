@@ -25,12 +25,34 @@ def cooldown(epochs_left: float, cooldown_epochs: int) -> float:
     return min(1.0, max(epochs_left, 0.0) / cooldown_epochs)
 
 
+def cooldown_span(cooldown: object) -> tuple[int, int] | None:
+    """The first and last epoch of a cool-down as a checkpoint's meta records it ([first, last]), else None (none
+    recorded, or not two epochs in order: meta is free-form JSON)."""
+    if (isinstance(cooldown, list) and len(cooldown) == 2 and all(type(e) is int for e in cooldown)
+            and 1 <= cooldown[0] <= cooldown[1]):
+        return cooldown[0], cooldown[1]
+    return None
+
+
+def cooldown_words(cooldown: object, last_epoch: int | None) -> str:
+    """"falling linearly to 0 over epochs 130-132", and whether the weights are from before its end (a kept
+    epoch, or a run stopped by --stop-minutes), where the rate had not reached 0; "" without a cool-down."""
+    span = cooldown_span(cooldown)
+    if span is None:
+        return ""
+    first, end = span
+    words = "falling linearly to 0 over " + (f"epoch {end}" if first == end else f"epochs {first}-{end}")
+    if isinstance(last_epoch, int) and last_epoch < end:
+        words += f" (these weights are from epoch {last_epoch}, before it reached 0)"
+    return words
+
+
 # What a segment of training is recorded with (older checkpoints lack the later keys: read as unknown; a
 # checkpoint without "processes" was trained in one; "device" says where, e.g. "CUDA (NVIDIA H100 80GB HBM3)";
-# the copy_* keys are training.augment's settings; cooldown_epochs the cool-down's length).
+# the copy_* keys are training.augment's settings; cooldown the first and last epoch of the cool-down).
 RECIPE_KEYS = ("lr_factor", "warmup", "max_tokens", "bf16", "dropout", "label_smoothing", "corpus", "processes",
                "device", "copy_augment", "copy_made_up", "copy_codes", "copy_subjects", "copy_fresh",
-               "cooldown_epochs")
+               "cooldown")
 
 
 def training_segments(meta: dict) -> list[dict]:

@@ -29,10 +29,14 @@ def test_a_stretch_that_began_by_widening_the_model_says_so():
 def test_a_stretch_that_ended_with_a_cooldown_is_named_with_its_epochs_and_no_other_is():
     """The log's curve falls to 0 at the end of a cooled-down stretch: the page says which epochs, not for others."""
     plain = {"step": 100, "epoch": 10, "device": "CPU", "lr_factor": 1.0}
-    meta = {"steps": 400, "epochs": 13, "device": "CPU", "lr_factor": 0.5, "cooldown_epochs": 3,
+    meta = {"steps": 400, "epochs": 13, "device": "CPU", "lr_factor": 0.5, "cooldown": [11, 13],
             "continued_from": plain}
     lines = cooldown_lines(training_segments(meta))
-    assert len(lines) == 1 and lines[0].startswith("Epochs 11-13 cooled the rate down")
-    assert cooldown_lines(training_segments({**meta, "cooldown_epochs": 1}))[0].startswith("Epoch 13 cooled")
-    assert cooldown_lines(training_segments({**meta, "cooldown_epochs": 0})) == []
+    assert len(lines) == 1 and "falling linearly to 0 over epochs 11-13, so" in lines[0]
+    assert "over epoch 13, so" in cooldown_lines(training_segments({**meta, "cooldown": [13, 13]}))[0]
+    # weights from before the cool-down's end (a kept epoch, or a run stopped early): not called settled at 0
+    early = cooldown_lines(training_segments({**meta, "epochs": 12}))
+    assert "over epochs 11-13 (these weights are from epoch 12, before it reached 0)" in early[0]
+    for odd in (None, [13, 11], [0, 2], ["11", "13"], [11]):  # meta is free-form JSON: nothing claimed
+        assert cooldown_lines(training_segments({**meta, "cooldown": odd})) == []
     assert cooldown_lines(training_segments(plain | {"steps": 100, "epochs": 10})) == []

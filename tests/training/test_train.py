@@ -74,6 +74,12 @@ def test_a_negative_cooldown_is_refused_rather_than_read_as_none(capsys):
     assert "--cooldown-epochs counts the run's last epochs" in capsys.readouterr().err
 
 
+def _plain_run(tmp_path):
+    run = tmp_path / "plain"
+    assert train_main([*TINY, "--out", str(run), "--max-steps", "2"]) == 0
+    return run / "last"
+
+
 @pytest.mark.slow
 def test_a_cooldown_run_keeps_the_papers_rate_then_cools_it_to_almost_zero(tmp_path):
     """--cooldown-epochs 1 of 2: the first epoch trains at noam_lr, the second at noam_lr times a factor falling
@@ -90,9 +96,11 @@ def test_a_cooldown_run_keeps_the_papers_rate_then_cools_it_to_almost_zero(tmp_p
         assert lr == pytest.approx(noam_lr(s, 32, 10) * (n - i) / n, rel=1e-4)
     assert second[-1][1] < first[-1][1] / (n - 1)  # the last step at a sliver of the rate
     meta = load_checkpoint(run / "last").meta
-    assert meta["cooldown_epochs"] == 1
-    assert "falling linearly to 0 over its last epoch;" in _recipe(meta)[1]
-    assert "over its last 3 epochs;" in _recipe({**meta, "cooldown_epochs": 3})[1]
+    assert meta["cooldown"] == [2, 2]
+    assert "falling linearly to 0 over epoch 2;" in _recipe(meta)[1]
+    assert "over epochs 2-4 (these weights are from epoch 2, before it reached 0);" in _recipe(
+        {**meta, "cooldown": [2, 4]})[1]  # a kept epoch, or a run --stop-minutes ended early
+    assert "cooldown" not in load_checkpoint(_plain_run(tmp_path)).meta  # no cool-down: nothing claimed
 
 
 def test_smoothed_targets_are_what_torch_label_smoothing_uses():
