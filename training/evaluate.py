@@ -119,6 +119,8 @@ def everyday_report(model: Transformer, tokenizer: Tokenizer, path: Path = EVERY
 
 
 NAMES_NUMBERS = EVERYDAY.with_name("names_numbers.tsv")  # names and numbers to carry over, see data/README.md
+# a second such set, written after the keep rule (model.copy_words) was fixed: no rule was shaped by its misses
+NAMES_HELDOUT = EVERYDAY.with_name("names_numbers_heldout.tsv")
 
 
 def carried_over(hyps: Sequence[str], keeps: Sequence[Sequence[str]]) -> dict:

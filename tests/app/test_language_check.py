@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 
 from app.language_check import base_language, looks_like
-from training.evaluate import EVERYDAY, NAMES_NUMBERS
+from training.evaluate import EVERYDAY, NAMES_HELDOUT, NAMES_NUMBERS
 
 
-@pytest.mark.parametrize("path", [EVERYDAY, NAMES_NUMBERS])
+@pytest.mark.parametrize("path", [EVERYDAY, NAMES_NUMBERS, NAMES_HELDOUT])
 def test_every_english_sentence_of_our_sets_passes_and_its_german_reference_is_named(path):
     frame = pd.read_csv(path, sep="\t", keep_default_na=False)
     assert [s for s in frame["en"] if looks_like(s, "en")] == []

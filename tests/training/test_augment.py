@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from training.augment import NAMES, augment_copies, code_like, made_up_name, shared_strings, substitute
 from training.distributed import Ranks
-from training.evaluate import NAMES_NUMBERS
+from training.evaluate import NAMES_HELDOUT, NAMES_NUMBERS
 from training.train import build_or_resume, parse_args
 
 TOKENIZER = Path(__file__).resolve().parents[2] / "pretrained" / "en-de" / "tokenizer.model"
@@ -53,9 +53,10 @@ def test_a_made_up_name_is_carried_on_both_sides_and_is_on_no_list(seed, name):
     assert all(w[0].isupper() for w in made.split()) and 1 <= len(made.split()) <= 2
 
 
-def test_made_up_names_share_no_word_with_our_names_and_numbers_set():
-    """Made-up names are no back door for the test set's names (training.evaluate.NAMES_NUMBERS)."""
-    frame = pd.read_csv(NAMES_NUMBERS, sep="\t", keep_default_na=False)
+@pytest.mark.parametrize("path", [NAMES_NUMBERS, NAMES_HELDOUT])
+def test_made_up_names_share_no_word_with_our_names_and_numbers_sets(path):
+    """Made-up names are no back door for the test sets' names (training.evaluate.NAMES_NUMBERS, NAMES_HELDOUT)."""
+    frame = pd.read_csv(path, sep="\t", keep_default_na=False)
     words = {w for keep in frame["keep"] for s in keep.split(" | ") for w in s.split()}
     rng = random.Random(0)
     made = {w for _ in range(20_000) for w in made_up_name(rng).split()}
@@ -76,10 +77,11 @@ def test_a_number_turned_code_is_carried_on_both_sides(seed, number):
     assert CODE.fullmatch(code) and new_de == f"Dann zahlte {name} heute {code}." and name in NAMES
 
 
-def test_codes_take_every_shape_and_none_is_a_string_of_our_set():
-    """20,000 codes: all three shapes, many distinct strings, and not one of the names-and-numbers set's strings (the
+@pytest.mark.parametrize("path", [NAMES_NUMBERS, NAMES_HELDOUT])
+def test_codes_take_every_shape_and_none_is_a_string_of_our_sets(path):
+    """20,000 codes: all three shapes, many distinct strings, and not one of the names-and-numbers sets' strings (the
     set's own "0171 5550199" or "LH 2041" in training would be a back door)."""
-    frame = pd.read_csv(NAMES_NUMBERS, sep="\t", keep_default_na=False)
+    frame = pd.read_csv(path, sep="\t", keep_default_na=False)
     strings = {s for keep in frame["keep"] for s in keep.split(" | ")}
     rng = random.Random(0)
     made = [code_like(rng) for _ in range(20_000)]

@@ -14,7 +14,7 @@ from model.inference import translate
 from training.card import build_card
 from training.data import load_corpus, reversal_corpus
 from training.diagnostics import source_reliance
-from training.evaluate import EVERYDAY, NAMES_NUMBERS, carried_over, corpus_scores, translate_many
+from training.evaluate import EVERYDAY, NAMES_HELDOUT, NAMES_NUMBERS, carried_over, corpus_scores, translate_many
 from training.evaluate import main as evaluate_main
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
@@ -153,16 +153,20 @@ def test_card_scores_the_everyday_sentences_it_lists(tmp_path):
     assert f"| greedy | {expected['bleu']} | {expected['chrf']} |" in section
 
 
-def test_names_numbers_set_is_in_no_corpus_and_every_keep_string_stands_on_both_sides():
-    """The set measures copying: a keep string the reference itself lacks would count a correct output as a miss,
-    and a row from a training corpus would measure memory instead."""
-    frame = pd.read_csv(NAMES_NUMBERS, sep="\t", keep_default_na=False)
+@pytest.mark.parametrize("path", [NAMES_NUMBERS, NAMES_HELDOUT])
+def test_names_numbers_sets_are_in_no_corpus_and_every_keep_string_stands_on_both_sides(path):
+    """A set measures copying: a keep string the reference itself lacks would count a correct output as a miss,
+    a keep string inside another of its row would count one string twice, and a row from a training corpus (or
+    from the other set) would measure memory instead."""
+    frame = pd.read_csv(path, sep="\t", keep_default_na=False)
     assert list(frame.columns) == ["en", "de", "keep"] and len(frame) >= 60
     keeps = [k.split(" | ") for k in frame["keep"]]
     assert sum(map(len, keeps)) >= 150
     assert not [(en, s) for en, de, keep in zip(frame["en"], frame["de"], keeps, strict=True)
                 for s in keep if not s or s not in en or s not in de]
-    seen = set()
+    assert not [(a, b) for keep in keeps for a in keep for b in keep if a != b and a in b]
+    seen = {s.lower().strip() for s in pd.read_csv(NAMES_HELDOUT if path == NAMES_NUMBERS else NAMES_NUMBERS,
+                                                      sep="\t", keep_default_na=False)["en"]}
     for path in sorted(CORPUS.parent.glob("en-de*.tsv.gz")):
         seen |= set(load_corpus(path)["en"].str.lower().str.strip())
     seen |= set(pd.read_csv(EVERYDAY, sep="\t", keep_default_na=False)["en"].str.lower().str.strip())
