@@ -93,12 +93,13 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "valid_sentences": (int,),  # how many validation sentences each epoch's BLEU/chrF in epochs.csv is on
     "valid_corpus": (str,),  # the corpus whose valid split epochs.csv's losses are on (absent: the training corpus)
     "cooldown": (list,),  # [first, last] epoch of the rate's fall to 0 (training.schedule.cooldown)
+    "train_sources": (list,),  # the corpus sources a stretch trained on, when not all (training.train --train-sources)
     **COPY_TYPES,
 }
 MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
                    "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
-                   "earlier": (dict,), "device": (str,), **COPY_TYPES, "cooldown": (list,),
+                   "earlier": (dict,), "device": (str,), **COPY_TYPES, "cooldown": (list,), "train_sources": (list,),
                    # the run after this link read another tokenizer (training.vocab_transfer)
                    "vocabulary_after": (str,),
                    # the run after this link widened the FFNs, [old d_ff, new d_ff] (training.grow)
@@ -119,7 +120,14 @@ def _widths(value: list) -> bool:
             and value[0] < value[1])
 
 
-SHAPE_CHECKS = {"feed_forward_after": _widths}  # entries whose type alone does not say they are what the card reads
+def _source_names(value: list) -> bool:
+    """Whether a train_sources entry is what training.train writes: a few short printable names."""
+    return 0 < len(value) <= 40 and all(isinstance(name, str) and 0 < len(name) <= 40 and name.isprintable()
+                                        for name in value)
+
+
+# entries whose type alone does not say they are what the card reads
+SHAPE_CHECKS = {"feed_forward_after": _widths, "train_sources": _source_names}
 
 
 def clean_meta(meta: Any) -> dict[str, Any]:

@@ -128,6 +128,7 @@ def _recipe(meta: dict) -> list[str]:
                           + _processes(m.get("processes")),
                           f"bf16 autocast: {m.get('bf16')}",
                           *(text.format(m[key]) for key, text in known.items() if m.get(key) is not None),
+                          *([_sources_words(m["train_sources"])] if m.get("train_sources") else []),
                           *([_copy_words(m)] if m.get("copy_augment") is not None else []),
                           *([f"on {m['device']}"] if m.get("device") else [])])
     lines = [f"- Recipe: Adam (0.9, 0.98, 1e-9); label smoothing {meta.get('label_smoothing')}; sentences of "
@@ -148,6 +149,11 @@ def _cooldown_words(m: dict) -> str:
     """The cool-down of a segment (training.schedule.cooldown), else ""."""
     words = cooldown_words(m.get("cooldown"), m.get("last_epoch", m.get("epochs")))
     return f", {words}" if words else ""
+
+
+def _sources_words(sources: list) -> str:
+    """A stretch trained on some of the corpus's sources (training.train --train-sources)."""
+    return f"training pairs from {', '.join(sources)} only (validation split whole)"
 
 
 def _copy_words(m: dict) -> str:

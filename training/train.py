@@ -109,6 +109,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--copy-fresh", action="store_true", help="with --copy-augment: draw the copies anew every "
                         "epoch (other names and numbers in the same pairs) instead of once per run, so the model "
                         "cannot learn the substituted strings themselves")
+    parser.add_argument("--train-sources", default="", help="comma-separated corpus sources (its 'source' column) "
+                        "to train on, e.g. those of the test split's domains for a last in-domain stretch; the "
+                        "validation split is kept whole (default: every source)")
     parser.add_argument("--snapshot-epochs", default="", help="comma-separated epochs whose weights are kept for "
                         "good in <out>/snapshots/<n> (the 'watch attention learn' snapshots, e.g. 1,2,4,8,16)")
     parser.add_argument("--init-from", help="start a new run from this checkpoint's weights (e.g. the shipped model, "
@@ -134,6 +137,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--copy-subjects gives He/She pairs the copies of --copy-augment N: give N too")
     if args.cooldown_epochs < 0:
         parser.error("--cooldown-epochs counts the run's last epochs: 0 (none) or more")
+    if args.train_sources and args.task == "reverse":
+        parser.error("--train-sources picks sources of the en-de corpus; the reversal task has one")
     if args.copy_fresh and args.copy_augment <= 0:
         parser.error("--copy-fresh draws the copies of --copy-augment N anew each epoch: give N too")
     for key, value in PRESETS[args.task].items():
@@ -148,8 +153,28 @@ def task_corpus(args: argparse.Namespace, corpus: pd.DataFrame | None = None, ep
     if args.task == "reverse":
         return reversal_corpus(seed=args.seed)
     seed = args.seed * 1000 + epoch if args.copy_fresh else args.seed
-    return augment_copies(load_corpus(args.corpus) if corpus is None else corpus, args.copy_augment, seed=seed,
+    frame = load_corpus(args.corpus) if corpus is None else corpus
+    return augment_copies(train_sources(frame, args.train_sources), args.copy_augment, seed=seed,
                           made_up=args.copy_made_up, codes=args.copy_codes, subjects=args.copy_subjects)
+
+
+def source_names(sources: str) -> list[str]:
+    """--train-sources as a sorted list of names."""
+    return sorted({name.strip() for name in sources.split(",") if name.strip()})
+
+
+def train_sources(frame: pd.DataFrame, sources: str) -> pd.DataFrame:
+    """The corpus with its training pairs cut to ``sources`` (comma-separated; "" keeps all); the other splits
+    stay whole, so validation losses compare with every run before. A source with no training pair is refused."""
+    if not sources:
+        return frame
+    wanted = source_names(sources)
+    train = frame["split"] == "train"
+    unknown = sorted(set(wanted) - set(frame.loc[train, "source"]))
+    if unknown:
+        raise SystemExit(f"--train-sources: no training pair comes from {unknown}; the corpus has "
+                         f"{sorted(set(frame.loc[train, 'source']))}")
+    return frame[~train | frame["source"].isin(wanted)]
 
 
 def get_tokenizer(args: argparse.Namespace, out: Path, frame) -> Tokenizer:
@@ -289,6 +314,7 @@ class Run:
                 "valid_sentences": len(self.valid_bleu),  # what each epoch's valid BLEU/chrF is on
                 "copy_augment": a.copy_augment, "copy_made_up": a.copy_made_up, "copy_codes": a.copy_codes,
                 "copy_subjects": a.copy_subjects, "copy_fresh": a.copy_fresh,
+                **({"train_sources": source_names(a.train_sources)} if source_names(a.train_sources) else {}),
                 **({"cooldown": [max(1, a.epochs - a.cooldown_epochs + 1), a.epochs]} if a.cooldown_epochs else {}),
                 **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
