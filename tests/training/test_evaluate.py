@@ -187,16 +187,22 @@ def test_card_lists_the_share_carried_over_and_every_miss(tmp_path):
                   "keep": ["Anna | 250", "0199 4471 | Oslo"]}).to_csv(path, sep="\t", index=False)
     report = {"split": "test", "greedy": {"overall": {"bleu": 5.0, "chrf": 20.0, "n": 4}, "per_source": {}},
               "diagnostics": {"nll": 3.0, "nll_other_source": 4.0, "nll_train_sample": 2.9, "n": 4}}
-    card = build_card(PRETRAINED / "en-de", report, CORPUS, n_examples=1, names_numbers=path)
-    section = card.split("## Names and numbers (2 sentences, 4 strings to carry over)")[1].split("\n## ")[0]
+    heldout = tmp_path / "heldout.tsv"
+    pd.DataFrame({"en": ["Kofi Mensah paid 95 euros in Bochum."], "de": ["Kofi Mensah zahlte in Bochum 95 Euro."],
+                  "keep": ["Kofi Mensah | 95 | Bochum"]}).to_csv(heldout, sep="\t", index=False)
+    card = build_card(PRETRAINED / "en-de", report, CORPUS, n_examples=1, names_numbers=path, names_heldout=heldout)
+    section = card.split("## Names and numbers (2 sentences, 4 strings to carry over)")[1].split("\n### ")[0]
+    held = card.split("### Held out from the keep rule (1 sentences, 3 strings)")[1].split("\n## ")[0]
     ckpt = load_checkpoint(PRETRAINED / "en-de")
-    english = ["Anna paid 250 euros.", "Call 0199 4471 in Oslo."]
-    for key, beam in (("greedy", 1), ("beam 4", 4)):
-        hyps = translate_many(ckpt.model, ckpt.tokenizer, english, beam, length_penalty=ckpt.length_penalty)
-        carried = carried_over(hyps, [["Anna", "250"], ["0199 4471", "Oslo"]])
-        assert f"| {key} | {carried['share']}% |" in section
-        for row, string in carried["misses"]:  # each miss is listed with the translation that lost it
-            assert f"| {key} | {string} | {english[row]} | {hyps[row]} |" in section
+    for text, english, keeps in ((section, ["Anna paid 250 euros.", "Call 0199 4471 in Oslo."],
+                                  [["Anna", "250"], ["0199 4471", "Oslo"]]),
+                                 (held, ["Kofi Mensah paid 95 euros in Bochum."], [["Kofi Mensah", "95", "Bochum"]])):
+        for key, beam in (("greedy", 1), ("beam 4", 4)):
+            hyps = translate_many(ckpt.model, ckpt.tokenizer, english, beam, length_penalty=ckpt.length_penalty)
+            carried = carried_over(hyps, keeps)
+            assert f"| {key} | {carried['share']}% |" in text
+            for row, string in carried["misses"]:  # each miss is listed with the translation that lost it
+                assert f"| {key} | {string} | {english[row]} | {hyps[row]} |" in text
 
 
 def test_batched_greedy_evaluation_gives_each_sentence_its_own_greedy_translation():
