@@ -135,10 +135,15 @@ def lr_schedule(curves: list[tuple[str, np.ndarray, np.ndarray]], stop: tuple[in
                                  line=dict(color=HEAD_COLORS[i % len(HEAD_COLORS)], width=2.5),
                                  hovertemplate=f"{label}<br>step %{{x:,}}<br>lr %{{y:.2e}}<extra></extra>"))
     if stop is not None:
+        # the label goes where the plot has room: below the mark, or above it when the mark sits low (a rate cooled
+        # down to about 0 at the end), so it never lands on the step axis's labels
+        top = max((float(np.max(lrs)) for _, _, lrs in curves if len(lrs)), default=stop[1])
+        low = stop[1] < 0.5 * top
         fig.add_trace(go.Scatter(x=[stop[0]], y=[stop[1]], mode="markers+text", name="this checkpoint",
                                  marker=dict(size=13, color="#d62728", symbol="x"),
                                  text=[f"checkpoint: step {stop[0]:,}"],
-                                 textposition="bottom left", hovertemplate="step %{x:,}<br>lr %{y:.2e}<extra></extra>"))
+                                 textposition="top left" if low else "bottom left",
+                                 hovertemplate="step %{x:,}<br>lr %{y:.2e}<extra></extra>"))
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="learning rate", exponentformat="e")
     fig.update_layout(legend=dict(orientation="h", y=-0.25))

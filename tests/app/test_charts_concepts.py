@@ -133,6 +133,17 @@ def test_schedule_curve_equals_noam_lr():
     assert list(fig.data[1].x) == [150]
 
 
+def test_a_checkpoint_at_the_end_of_a_cool_down_is_labelled_above_its_mark():
+    """A rate cooled to about 0 puts the checkpoint's mark on the step axis: its label goes above it, clear of the
+    axis's tick labels (the e2e layout check measures the page at 1280x720)."""
+    steps = np.arange(1, 200)
+    lrs = np.array([noam_lr(int(s), 64, 30, 2.0) * min(1.0, (199 - s) / 50) for s in steps])
+    fig = training.lr_schedule([("m", steps, lrs)], stop=(199, float(lrs[-1])))
+    assert fig.data[1].textposition == "top left"
+    fig = training.lr_schedule([("m", steps, lrs)], stop=(40, float(lrs[39])))  # near the peak: below it
+    assert fig.data[1].textposition == "bottom left"
+
+
 def test_label_smoothing_bars_sum_to_one():
     dist = smoothed_targets(torch.tensor([3]), 10, 0.1)[0].numpy()
     fig = training.label_smoothing_bars(dist, [str(i) for i in range(10)], 0.1)
