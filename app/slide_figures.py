@@ -222,12 +222,12 @@ def restarts_line(meta: dict) -> str:
         return ""
     factors = [f"×{s['lr_factor'] or 1.0:g}" for s in segments]
     if len(segments) > MAX_NAMED_RESTARTS + 1:  # every step named would not fit a slide's line: the factors in order
-        return (f"The jumps are where training was resumed, {len(segments) - 1} times, with another factor on the same "
-                f"formula (Adam restarted each time): {' → '.join(factors)}, the last from step "
+        return (f"The jumps are where training was resumed, {len(segments) - 1} times, Adam restarted each time, at "
+                f"these factors on the same formula: {' → '.join(factors)}, the last from step "
                 f"{segments[-2]['last_step'] or 0:,}.")
     parts = [f"{factor} to step {s['last_step'] or 0:,}" for factor, s in zip(factors, segments[:-1], strict=False)]
-    return ("The jumps are where training was resumed with another factor on the same formula: "
-            f"{', '.join(parts)}, then {factors[-1]} (Adam restarted each time).")
+    return ("The jumps are where training was resumed, Adam restarted each time, at these factors on the same "
+            f"formula: {', '.join(parts)}, then {factors[-1]}.")
 
 
 def label_smoothing(deck: Deck) -> Made:

@@ -175,20 +175,21 @@ def test_a_run_resumed_a_few_times_names_the_step_of_each_restart():
     meta = {"lr_factor": 0.5, "steps": 300, "epochs": 3,
             "continued_from": {"lr_factor": 0.7, "step": 200, "epoch": 2,
                                "earlier": {"lr_factor": 1.0, "step": 100, "epoch": 1}}}
-    assert restarts_line(meta) == ("The jumps are where training was resumed with another factor on the same formula: "
-                                   "×1 to step 100, ×0.7 to step 200, then ×0.5 (Adam restarted each time).")
+    assert restarts_line(meta) == ("The jumps are where training was resumed, Adam restarted each time, at these "
+                                   "factors on the same formula: ×1 to step 100, ×0.7 to step 200, then ×0.5.")
     assert restarts_line({"lr_factor": 1.0, "steps": 300}) == ""
 
 
 def test_the_schedule_slide_explains_a_continued_runs_jumps_and_says_nothing_for_one_run(shipped, decks):
-    """The shipped en-de was resumed six times with other factors: its curve jumps, and the slide says where and
+    """The shipped en-de was resumed nine times, Adam restarted each time: its curve jumps, and the slide says where and
     why from the checkpoint's own continued_from chain, within a slide's line; the reversal model trained in one go
     gets no such line."""
     slide = next(s for s in SLIDES if s.figure == "lr")
     _, facts = build(slide, decks(shipped, "en-de"))
     assert facts["restarts"].startswith("The jumps are where training was resumed")
-    assert "6 times" in facts["restarts"]  # too many to name each step: the factors in order, and the last restart
-    assert "×1 → ×0.7 → ×0.5 → ×1 → ×0.7 → ×1 → ×0.5, the last from step 19,830." in facts["restarts"]
+    assert "9 times" in facts["restarts"]  # too many to name each step: the factors in order, and the last restart
+    assert "×1 → ×0.7 → ×0.5 → ×1 → ×0.7 → ×1 → ×0.5 → ×0.5 → ×0.5 → ×0.5, the last from step 22,670." in \
+        facts["restarts"]
     assert all(len(line.format_map(facts)) <= 220 for line in slide.lines)
     _, facts = build(slide, decks(shipped, "reverse"))
     assert facts["restarts"] == ""
