@@ -64,8 +64,8 @@ def _weak_model(epochs: list[dict], last: int = 3) -> str:
 
 
 LIMITATIONS = """\
-- **Long or unusual sentences, names and rare words often come out wrong.** It is small by design (7.6M
-  parameters, 3+3 layers) and was trained briefly (see Training) on the training split above (130k pairs, 20k of
+- **Long or unusual sentences, names and rare words often come out wrong.** It is small by design ({params}
+  parameters, {layers} layers) and was trained briefly (see Training) on the training split above (130k pairs, 20k of
   them single words and two-word phrases); its output can also repeat itself or stop short. Names and numbers are
   copied piece by piece (digits are single pieces), and a long name or number can lose or gain a piece: the
   names-and-numbers section lists every miss.
@@ -209,7 +209,9 @@ def _validation_note(meta: dict, corpus: Path, frame: pd.DataFrame) -> list[str]
 def _which_weights(meta: dict) -> str:
     averaged = meta.get("averaged")
     if not averaged:
-        return "this checkpoint is the epoch with the lowest validation loss."
+        loss = f" ({meta['valid_loss']})" if "valid_loss" in meta else ""
+        which = f"epoch {meta['epochs']}, " if "epochs" in meta else ""
+        return f"this checkpoint is {which}the epoch with the lowest validation loss{loss}."
     def epochs(inputs: list) -> str:
         return ", ".join(map(str, sorted(a["epochs"] for a in inputs if a.get("epochs") is not None)))
     plain = [a for a in averaged if not a.get("averaged")]
@@ -567,7 +569,9 @@ def build_card(checkpoint: Path, report: dict, corpus: Path, n_examples: int = 1
         *study_section(checkpoint),
         *snapshots_section(checkpoint),
         "## Known limitations",
-        (_weak_model(epochs) if is_weak(report_scores(report)) else "") + LIMITATIONS,
+        (_weak_model(epochs) if is_weak(report_scores(report)) else "")
+        + LIMITATIONS.format(params=f"{count_parameters(ckpt.model) / 1e6:.1f}M",
+                             layers=f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers}"),
     ]
     return "\n".join(lines) + "\n"
 

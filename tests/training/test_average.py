@@ -111,3 +111,12 @@ def test_a_model_averaged_with_the_epochs_that_continued_it_says_what_it_is_the_
     later_one = average_checkpoints([load_checkpoint(tmp_path / "shipped"), later[0]])  # the shipped model's shape
     assert _which_weights(later_one.meta).startswith("this checkpoint is the mean of the weights after epoch 10 and "
                                                      "of the model that was the mean of epochs 8, 9 (2 inputs")
+
+
+def test_a_single_epoch_is_named_with_its_validation_loss():
+    """A shipped epoch that no mean beat (a cooled-down run's last) is named, with the loss it was chosen by."""
+    from training.card import _which_weights
+
+    assert _which_weights({"epochs": 134, "valid_loss": 2.4502}) == (
+        "this checkpoint is epoch 134, the epoch with the lowest validation loss (2.4502).")
+    assert _which_weights({}) == "this checkpoint is the epoch with the lowest validation loss."
