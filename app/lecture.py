@@ -26,7 +26,7 @@ REORDER_HINT = {
 }
 # A sentence each shipped model is known to get wrong (from its model card), with the right answer.
 FAILURES = {
-    "en-de": ("Oskar Brandt was elected mayor of Kiel in 2014.",  # greedy and beam 4 drop "mayor", write "Brand"
+    "en-de": ("Oskar Brandt was elected mayor of Kiel in 2014.",  # greedy and beam 4 drop "mayor of Kiel"
               "Oskar Brandt wurde 2014 zum Bürgermeister von Kiel gewählt."),
     "reverse": ("a b c d e f g h i j k l m n o p", "p o n m l k j i h g f e d c b a"),
 }

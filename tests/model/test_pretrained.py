@@ -64,10 +64,10 @@ RECORDED = {
     "The children are playing in the garden.": "Die Kinder spielen im Garten.",
     "I have read the book that you gave me.": "Ich habe das Buch gelesen, das du mir gegeben hast.",
     # Names and numbers carried over piece by piece (the digits are single pieces), the amount in German style;
-    # every one of them carried, "On" read right as "Am"; greedy drops "Dr." and says "paid" twice, once in a passive
-    # clause (beam 4 the same, but for "das ... gezahlt wird").
+    # every one of them carried, "On" read right as "Am"; greedy drops "Dr." and has no verb but "ausgezahlt" (beam 4
+    # writes "bezahlt" and the name twice, the second time with "Dr.").
     "On 14 March 2023, Dr. Anna Schmidt paid 1,250 euros for 3 tickets to Berlin.":
-        "Am 14. März 2023. Anna Schmidt, ausgezahlt, die 1.250 Euro für 3 Tickets nach Berlin gezahlt werden.",
+        "Am 14. März 2023. Anna Schmidt, ausgezahlt, 1.250 Euro für 3 Tickets nach Berlin.",
 }
 # The app's default sentence and every English example (app.examples) with a correct German reference, written
 # here (or a few, where German has equally right ways to say it): the model must produce exactly one of them,

@@ -194,6 +194,8 @@ def test_card_lists_the_share_carried_over_and_every_miss(tmp_path):
     section = card.split("## Names and numbers (2 sentences, 4 strings to carry over)")[1].split("\n### ")[0]
     held = card.split("### Held out from the keep rule (1 sentences, 3 strings)")[1].split("\n## ")[0]
     ckpt = load_checkpoint(PRETRAINED / "en-de")
+    size = sum(p.numel() for p in ckpt.model.parameters()) / 1e6  # the limitation names the model's own size
+    assert f"It is small by design ({size:.1f}M\n  parameters, {ckpt.config.n_encoder_layers}+" in card
     for text, english, keeps in ((section, ["Anna paid 250 euros.", "Call 0199 4471 in Oslo."],
                                   [["Anna", "250"], ["0199 4471", "Oslo"]]),
                                  (held, ["Kofi Mensah paid 95 euros in Bochum."], [["Kofi Mensah", "95", "Bochum"]])):

@@ -76,8 +76,9 @@ def test_alpha_reaches_beam_search_and_a_larger_one_keeps_the_shipped_model_from
     long = translate_many(ckpt.model, ckpt.tokenizer, english, beam_size=4, length_penalty=2.0)
     pieces = [sum(len(ckpt.tokenizer.encode(s)) for s in outputs) for outputs in (short, long)]
     assert pieces[0] < pieces[1]
-    table = sweep(ckpt.model, ckpt.tokenizer, english, english, alphas=(0.0, 2.0))
-    assert table["length_ratio"].iloc[0] < table["length_ratio"].iloc[1]
+    table = sweep(ckpt.model, ckpt.tokenizer, english, long, alphas=(0.0, 2.0))  # scored against α 2's outputs
+    assert table["bleu"].iloc[1] == 100 and table["bleu"].iloc[0] < 100  # the sweep decodes with each α it names
+    assert table["length_ratio"].iloc[0] <= table["length_ratio"].iloc[1] == 1
 
 
 def test_the_app_starts_with_the_alpha_chosen_for_its_default_model():
