@@ -23,6 +23,9 @@
 # A seventh field cools the rate down linearly to 0 over the run's last N epochs (--cooldown-epochs,
 # training.schedule.cooldown); the run's end must then be known: EPOCHS=<total epochs, the checkpoint's own included>
 # (e.g. EPOCHS=150 with INIT=pretrained/en-de, at epoch 126, trains 24), with MINUTES left long enough for them.
+# An eighth field trains on those corpus sources only, the validation split whole (--train-sources), e.g. the test
+# split's domains, as in the shipped model's last two epochs:
+# "dom=4:0.5:0.3:f:::2:ding,dingwords,freeciv,libreoffice,wesnoth".
 set -u
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda}
@@ -48,7 +51,7 @@ common=(--task en-de --corpus "$CORPUS" --tokenizer data/tokenizers/en-de-digits
 [ -n "$INIT" ] && common+=(--init-from "$INIT")
 [ -n "${START_STEP:-}" ] && common+=(--start-step "$START_STEP")
 for variant in $VARIANTS; do  # refused before any run starts: a cool-down needs the run's end
-    IFS=: read -r _ _ _ _ _ _ cooldown <<<"${variant#*=}"
+    IFS=: read -r _ _ _ _ _ _ cooldown _ <<<"${variant#*=}"
     if [ -n "${cooldown:-}" ] && [ "$EPOCHS" = 1000 ]; then
         echo "variant ${variant%%=*} cools down over its last $cooldown epoch(s): set EPOCHS, where the run ends"
         exit 2
@@ -59,13 +62,14 @@ for variant in $VARIANTS; do
     name=${variant%%=*}
     names+=("$name")
     spec=${variant#*=}
-    IFS=: read -r copies made_up codes subjects widen dropout cooldown <<<"$spec"
+    IFS=: read -r copies made_up codes subjects widen dropout cooldown sources <<<"$spec"
     extra=()
     [[ "${subjects:-}" == *s* ]] && extra+=(--copy-subjects)
     [[ "${subjects:-}" == *f* ]] && extra+=(--copy-fresh)
     [ -n "${widen:-}" ] && extra+=(--widen-ff "$widen")
     [ -n "${dropout:-}" ] && extra+=(--dropout "$dropout")
     [ -n "${cooldown:-}" ] && extra+=(--cooldown-epochs "$cooldown")
+    [ -n "${sources:-}" ] && extra+=(--train-sources "$sources")
     $PY -m training.train "${common[@]}" --copy-augment "$copies" --copy-made-up "${made_up:-0}" \
         --copy-codes "${codes:-0}" "${extra[@]}" --out "$RUNS/$name" \
         >"$RUNS/$name.log" 2>&1 &
