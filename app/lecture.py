@@ -125,7 +125,7 @@ SLIDES: tuple[Slide, ...] = (
                  "{restarts}"),  # empty for a run trained in one go: the line is left out
           figure="lr",
           notes="lrate = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), with Adam β₁ = 0.9, β₂ = 0.98, "
-                "ε = 10⁻⁹ (section 5.3). The paper warmed up for 4000 steps."),
+                "ε = 10⁻⁹ (section 5.3). The paper warmed up for 4000 steps. {cooldowns}"),
     Slide(title="Training: label smoothing",
           lines=("The target is not one-hot: the true piece gets 1 − ε + ε/V, every other piece ε/V "
                  "(this model: ε = {epsilon:g}).",

@@ -36,6 +36,7 @@ from app.explorer import attention_view, head_label, head_matrix, select_head
 from app.lecture import FAILURES, REORDER_HINT, Slide
 from app.page import to_numpy
 from app.resources import load_snapshot, snapshots_of
+from app.training_log import cooldown_lines
 from explain.checkpoints import read_output
 from explain.heads import head_importance
 from explain.mechanics import attention_internals
@@ -209,7 +210,8 @@ def lr(deck: Deck) -> Made:
     warmup = int(deck.ckpt.meta.get("warmup", 4000))
     fig = lr_schedule([(f"used in training: warm-up {warmup} steps", light["step"].to_numpy(), light["lr"].to_numpy())],
                       None, "This model's learning rate, step by step")
-    return fig, {"warmup": warmup, "restarts": restarts_line(deck.ckpt.meta)}
+    return fig, {"warmup": warmup, "restarts": restarts_line(deck.ckpt.meta),
+                 "cooldowns": " ".join(cooldown_lines(training_segments(deck.ckpt.meta)))}
 
 
 MAX_NAMED_RESTARTS = 4  # restarts named with their steps on the schedule slide's line (220 characters)

@@ -31,5 +31,6 @@ def cooldown_lines(segments: list[dict]) -> list[str]:
     """A line for each stretch of training with a cool-down (training.schedule.cooldown), which the curve of
     log.csv shows as a fall to 0 the paper's formula does not have."""
     return [f"A cool-down: the rate was multiplied by a factor {words}, so the weights settle instead of jittering "
-            f"at the schedule's last rate (training.schedule.cooldown): the fall at the curve's end."
+            f"at the schedule's last rate (training.schedule.cooldown): the fall in the curve "
+            + (f"up to step {seg['last_step']:,}." if isinstance(seg["last_step"], int) else "there.")
             for seg in segments if (words := cooldown_words(seg.get("cooldown"), seg["last_epoch"]))]

@@ -191,5 +191,8 @@ def test_the_schedule_slide_explains_a_continued_runs_jumps_and_says_nothing_for
     assert "×1 → ×0.7 → ×0.5 → ×1 → ×0.7 → ×1 → ×0.5 → ×0.5 → ×0.5 → ×0.5, the last from step 22,670." in \
         facts["restarts"]
     assert all(len(line.format_map(facts)) <= 220 for line in slide.lines)
+    # the curve's two falls to 0 are the cool-downs, which the speaker notes name with their epochs and steps
+    notes = slide.notes.format_map(facts)
+    assert "over epochs 130-132" in notes and "up to step 22,670." in notes and "over epochs 133-134" in notes
     _, facts = build(slide, decks(shipped, "reverse"))
-    assert facts["restarts"] == ""
+    assert facts["restarts"] == "" and facts["cooldowns"] == ""

@@ -33,6 +33,7 @@ def test_a_stretch_that_ended_with_a_cooldown_is_named_with_its_epochs_and_no_ot
             "continued_from": plain}
     lines = cooldown_lines(training_segments(meta))
     assert len(lines) == 1 and "falling linearly to 0 over epochs 11-13, so" in lines[0]
+    assert lines[0].endswith("the fall in the curve up to step 400.")  # where it is, not "at the end": runs go on
     assert "over epoch 13, so" in cooldown_lines(training_segments({**meta, "cooldown": [13, 13]}))[0]
     # weights from before the cool-down's end (a kept epoch, or a run stopped early): not called settled at 0
     early = cooldown_lines(training_segments({**meta, "epochs": 12}))
