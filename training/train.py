@@ -137,6 +137,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--copy-subjects gives He/She pairs the copies of --copy-augment N: give N too")
     if args.cooldown_epochs < 0:
         parser.error("--cooldown-epochs counts the run's last epochs: 0 (none) or more")
+    args.train_sources = source_names(args.train_sources)
     if args.train_sources and args.task == "reverse":
         parser.error("--train-sources picks sources of the en-de corpus; the reversal task has one")
     if args.copy_fresh and args.copy_augment <= 0:
@@ -159,22 +160,21 @@ def task_corpus(args: argparse.Namespace, corpus: pd.DataFrame | None = None, ep
 
 
 def source_names(sources: str) -> list[str]:
-    """--train-sources as a sorted list of names."""
+    """--train-sources as a sorted list of names (parsed once, with the other arguments)."""
     return sorted({name.strip() for name in sources.split(",") if name.strip()})
 
 
-def train_sources(frame: pd.DataFrame, sources: str) -> pd.DataFrame:
-    """The corpus with its training pairs cut to ``sources`` (comma-separated; "" keeps all); the other splits
-    stay whole, so validation losses compare with every run before. A source with no training pair is refused."""
+def train_sources(frame: pd.DataFrame, sources: list[str]) -> pd.DataFrame:
+    """The corpus with its training pairs cut to ``sources`` (none named keeps all); the other splits stay whole,
+    so validation losses compare with every run before. A source with no training pair is refused."""
     if not sources:
         return frame
-    wanted = source_names(sources)
     train = frame["split"] == "train"
-    unknown = sorted(set(wanted) - set(frame.loc[train, "source"]))
+    unknown = sorted(set(sources) - set(frame.loc[train, "source"]))
     if unknown:
         raise SystemExit(f"--train-sources: no training pair comes from {unknown}; the corpus has "
                          f"{sorted(set(frame.loc[train, 'source']))}")
-    return frame[~train | frame["source"].isin(wanted)]
+    return frame[~train | frame["source"].isin(sources)]
 
 
 def get_tokenizer(args: argparse.Namespace, out: Path, frame) -> Tokenizer:
@@ -314,7 +314,7 @@ class Run:
                 "valid_sentences": len(self.valid_bleu),  # what each epoch's valid BLEU/chrF is on
                 "copy_augment": a.copy_augment, "copy_made_up": a.copy_made_up, "copy_codes": a.copy_codes,
                 "copy_subjects": a.copy_subjects, "copy_fresh": a.copy_fresh,
-                **({"train_sources": source_names(a.train_sources)} if source_names(a.train_sources) else {}),
+                **({"train_sources": a.train_sources} if a.train_sources else {}),
                 **({"cooldown": [max(1, a.epochs - a.cooldown_epochs + 1), a.epochs]} if a.cooldown_epochs else {}),
                 **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
