@@ -11,7 +11,9 @@ Every piece, kept or not, is scored by the model's own log-probability, and the 
 model's: only the search changes, not what the model computes.
 
 A phrase counts as written when its last piece is followed by a word boundary (a piece that starts a new word, a
-punctuation mark or EOS): "Anna" is not kept by "Annatin".
+punctuation mark or EOS): "Anna" is not kept by "Annatin". A row that already wrote a phrase's last word on its own
+does not start that phrase: "2023. Anna Schmidt bezahlt" would go on "Dr. Anna Schmidt", the name twice; there the
+phrase written again does not count.
 """
 from __future__ import annotations
 
@@ -47,18 +49,29 @@ MAX_BANKS = 8  # banks kept at a step: a search holds at most MAX_BANKS x beam_s
 
 @dataclass(frozen=True)
 class Keeps:
-    """The phrases an output must keep: ``phrases`` each as the target pieces that write it (a word start first), and
+    """The phrases an output must keep: ``phrases`` each as the target pieces that write it (a word start first),
     ``boundary`` [V] (bool) the pieces that may follow a finished phrase: those that start a word, and punctuation
-    (EOS always may)."""
+    (EOS always may), and ``tails`` per phrase the pieces of its last word when it has more than one, else () (none
+    given: no phrase has)."""
 
     phrases: tuple[tuple[int, ...], ...]
     boundary: torch.Tensor
+    tails: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.phrases) > MAX_KEEPS:
             raise ValueError(f"at most {MAX_KEEPS} phrases can be kept, got {len(self.phrases)}")
         if any(not 1 <= len(w) <= MAX_KEEP_PIECES for w in self.phrases):
             raise ValueError(f"a kept phrase is 1 to {MAX_KEEP_PIECES} pieces")
+        if self.tails and (len(self.tails) != len(self.phrases) or any(
+                t and (len(t) >= len(w) or w[-len(t):] != t) for w, t in zip(self.phrases, self.tails, strict=True))):
+            raise ValueError("a tail is the last pieces of its phrase, shorter than it, one per phrase")
+
+    def startable(self, i: int, row: Sequence[int]) -> bool:
+        """Whether phrase ``i`` may start after ``row`` (a hypothesis's pieces so far): not where its last word
+        already stands, as it would stand twice."""
+        tail = self.tails[i] if self.tails else ()
+        return not tail or not _holds(row, tail)
 
     @property
     def total(self) -> int:
@@ -82,18 +95,19 @@ class KeepState:
     def done(self, keeps: Keeps) -> bool:
         return len(self.met) == len(keeps.phrases)
 
-    def next_pieces(self, keeps: Keeps) -> set[int]:
-        """The pieces that would take a kept phrase one piece further: the next piece of every unmet phrase that starts
-        like the one being written, or the first piece of every unmet phrase."""
-        return {keeps.phrases[i][self.written] for i in self._open(keeps) if self.written < len(keeps.phrases[i])}
+    def next_pieces(self, keeps: Keeps, row: Sequence[int] = ()) -> set[int]:
+        """The pieces that would take a kept phrase one piece further after ``row``: the next piece of every unmet
+        phrase that starts like the one being written, or the first piece of every unmet phrase that may start."""
+        return {keeps.phrases[i][self.written] for i in self._open(keeps) if self.written < len(keeps.phrases[i])
+                and (self.phrase is not None or keeps.startable(i, row))}
 
     def _open(self, keeps: Keeps) -> list[int]:
         """Unmet phrases whose first ``written`` pieces are those written so far."""
         head = () if self.phrase is None else keeps.phrases[self.phrase][:self.written]
         return [i for i, w in enumerate(keeps.phrases) if i not in self.met and w[:self.written] == head]
 
-    def advance(self, token: int, keeps: Keeps, boundary: bool) -> KeepState:
-        """The state after writing ``token`` (``boundary``: whether it may follow a finished phrase)."""
+    def advance(self, token: int, keeps: Keeps, boundary: bool, row: Sequence[int] = ()) -> KeepState:
+        """The state after writing ``token`` after ``row`` (``boundary``: whether it may follow a finished phrase)."""
         met, state = self.met, self
         if self.phrase is not None and self.written == len(keeps.phrases[self.phrase]):  # written: ends here?
             met = met | {self.phrase} if boundary else met
@@ -103,16 +117,22 @@ class KeepState:
                 if state.written < len(keeps.phrases[i]) and keeps.phrases[i][state.written] == token:
                     return KeepState(met, i, state.written + 1)
         for i, phrase in enumerate(keeps.phrases):  # a piece that starts an unmet phrase (also right after a slip)
-            if i not in met and phrase[0] == token:
+            if i not in met and phrase[0] == token and keeps.startable(i, row):
                 return KeepState(met, i, 1)
         return KeepState(met)
+
+
+def _holds(row: Sequence[int], part: Sequence[int]) -> bool:
+    """Whether ``part`` stands in ``row`` as a run of consecutive pieces."""
+    n, part = len(part), list(part)
+    return any(list(row[i:i + n]) == part for i in range(len(row) - n + 1) if row[i] == part[0])
 
 
 def keep_states(tokens: Sequence[int], keeps: Keeps, eos_id: int) -> list[KeepState]:
     """The state after each piece of an output (EOS closes a phrase): what the Decoding page shows per step."""
     states, state = [], KeepState()
-    for token in tokens:
-        state = state.advance(token, keeps, token == eos_id or bool(keeps.boundary[token]))
+    for at, token in enumerate(tokens):
+        state = state.advance(token, keeps, token == eos_id or bool(keeps.boundary[token]), tokens[:at])
         states.append(state)
     return states
 
@@ -141,18 +161,19 @@ def _allocate(candidates: list[tuple[float, int, int, KeepState]], keeps: Keeps,
     return chosen
 
 
-def _candidates(scores: torch.Tensor, states: Sequence[KeepState], keeps: Keeps, boundary: list[bool], eos_id: int,
-                beam_size: int) -> list[tuple[float, int, int, KeepState]]:
+def _candidates(scores: torch.Tensor, rows: Sequence[Sequence[int]], states: Sequence[KeepState], keeps: Keeps,
+                boundary: list[bool], eos_id: int, beam_size: int) -> list[tuple[float, int, int, KeepState]]:
     """What the search considers at a step: each row's 2 x beam best continuations (so every bank can fill its
     beam from its own rows), each row's next kept pieces (DBA's addition), and EOS for each row it would finish with
-    every phrase kept. scores [R, V] cumulative log-probs; boundary: keeps.boundary as a list."""
+    every phrase kept. scores [R, V] cumulative log-probs; rows: each row's pieces so far; boundary: keeps.boundary
+    as a list."""
     top = scores.topk(min(2 * beam_size, scores.size(1)), dim=1).indices.tolist()  # [R, 2k]
     pairs = {(row, token) for row, tokens in enumerate(top) for token in tokens}
-    pairs |= {(row, token) for row, state in enumerate(states) for token in state.next_pieces(keeps)}
+    pairs |= {(row, token) for row, state in enumerate(states) for token in state.next_pieces(keeps, rows[row])}
     pairs |= {(row, eos_id) for row, state in enumerate(states) if state.advance(eos_id, keeps, True).done(keeps)}
     pairs = sorted(pairs)
     values = scores[[r for r, _ in pairs], [t for _, t in pairs]].tolist()  # one read of the chosen cells
-    return [(value, row, token, states[row].advance(token, keeps, token == eos_id or boundary[token]))
+    return [(value, row, token, states[row].advance(token, keeps, token == eos_id or boundary[token], rows[row]))
             for value, (row, token) in zip(values, pairs, strict=True)]
 
 
@@ -177,7 +198,8 @@ def keep_beam_steps(model: Transformer, src: torch.Tensor, keeps: Keeps,
         forced = forced_piece(config, t, cfg.eos_id)
         selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
                                           _banned(prefixes, config))  # [R, V]
-        candidates = _candidates(scores[:, None] + selectable, states, keeps, boundary, cfg.eos_id, config.beam_size)
+        candidates = _candidates(scores[:, None] + selectable, prefixes[:, 1:].tolist(), states, keeps, boundary,
+                                 cfg.eos_id, config.beam_size)
         chosen = _allocate(candidates, keeps, cfg.eos_id, config.beam_size)
         last = t + 1 == config.max_len
         for c, s in chosen:

@@ -8,7 +8,9 @@ strings and times (2019, 0176, 14:30), dates and versions with two dots or more 
 not amounts with a thousands comma (1,250 -> 1.250), ordinals (3rd -> 3.) or decimals (1.5 -> 1,5, and a version
 "3.11" cannot be told from a decimal): in the training corpus those shapes are copied in under half of their pairs,
 the kept ones in 57-96%. Only words that stand alone are kept ("F1" of "Shift+F1" is not), and words that stand next
-to each other are kept as one phrase ("Aisha Rahman"), so the search writes them in that order.
+to each other are kept as one phrase ("Aisha Rahman"), so the search writes them in that order; so is a title German
+writes as English does with the name after it ("Dr. Anna Schmidt": kept apart, a forced "Dr" drew the name after it
+a second time).
 model.constrained_beam makes the output keep them.
 """
 from __future__ import annotations
@@ -25,6 +27,7 @@ CLOSERS = ".,;:!?\"”“’')]"  # and right after it
 # Suffixes English builds common nouns and adjectives with, and names hardly ever end in
 COMMON_SUFFIX = re.compile(r"[a-z](tions?|sion|ness|ments?|ship|isms?|ology|ity|ous|ical|able|ible|ful|less)$")
 COPIED_SHARE = 0.5  # a capitalised word is copied when at least this share of its corpus pairs copy it
+TITLES = ("Dr", "Prof")  # titles German writes as English does, period and all
 MAX_PHRASES = 8  # phrases one sentence keeps (model.constrained_beam.MAX_KEEPS)
 LEXICON_FILE = "copy_lexicon.json"
 
@@ -105,6 +108,8 @@ def words_to_keep(text: str, lexicon: CopyLexicon) -> list[str]:
             keep = False  # inside a longer token: "F1" of "Shift+F1"
         elif any(c.isdigit() for c in word) or (word.isupper() and len(word) > 1):
             keep = kept_number(word) if any(c.isdigit() for c in word) else lexicon.is_name(word)
+        elif _after_title(text, start) and word[:1].isupper() and not word.endswith("'s"):
+            keep = True  # "Dr. Anna": a name, whatever else the corpus does with the word
         elif lexicon.is_name(word):
             preceding = text[:start].rstrip()
             opens = not preceding or preceding[-1] in SENTENCE_ENDS
@@ -114,9 +119,15 @@ def words_to_keep(text: str, lexicon: CopyLexicon) -> list[str]:
             keep = False
         if not keep:
             continue
-        if phrases and text[phrases[-1][-1].end():match.start()] == " ":
-            phrases[-1].append(match)  # next to the last kept word: one phrase
+        gap = text[phrases[-1][-1].end():start] if phrases else None
+        if gap == " " or (gap == ". " and _after_title(text, start)):
+            phrases[-1].append(match)  # next to the last kept word, or to a title: one phrase
         else:
             phrases.append([match])
     unique = dict.fromkeys(text[p[0].start():p[-1].end()] for p in phrases)
     return list(unique)[:MAX_PHRASES]
+
+
+def _after_title(text: str, start: int) -> bool:
+    """Whether the word at ``start`` follows a title and its period ("Dr. Anna"): a name, not a sentence's opening."""
+    return re.search(rf"(?<!\w)(?:{'|'.join(TITLES)})\. $", text[:start]) is not None

@@ -107,7 +107,8 @@ def prepare_source(tokenizer: TextTokenizer, text: str, max_len: int = MAX_POSIT
     kept = () if lexicon is None else _kept(tokenizer, cleaned, lexicon, ids[:len(source) - wrapping])
     return Source(text=cleaned, ids=tuple(source), pieces=tuple(tokenizer.pieces(source)), dropped=dropped,
                   kept=tuple(phrase for phrase, _ in kept),
-                  keeps=Keeps(tuple(ids for _, ids in kept), word_boundaries(tokenizer)) if kept else None)
+                  keeps=Keeps(tuple(ids for _, ids in kept), word_boundaries(tokenizer),
+                              tuple(_last_word(tokenizer, ids) for _, ids in kept)) if kept else None)
 
 
 def _kept(tokenizer: TextTokenizer, text: str, lexicon: CopyLexicon, read: list[int]
@@ -121,6 +122,13 @@ def _kept(tokenizer: TextTokenizer, text: str, lexicon: CopyLexicon, read: list[
         if phrase in read_text and 1 <= len(ids) <= MAX_KEEP_PIECES:
             kept.append((phrase, ids))
     return kept
+
+
+def _last_word(tokenizer: TextTokenizer, ids: tuple[int, ...]) -> tuple[int, ...]:
+    """The pieces of a kept phrase's last word when it has more than one ("Schmidt" of "Dr. Anna Schmidt"), else ():
+    the keep search does not write the phrase where its last word already stands (model.constrained_beam)."""
+    starts = [j for j, piece in enumerate(tokenizer.pieces(list(ids))) if j and piece.startswith("▁")]
+    return ids[starts[-1]:] if starts else ()
 
 
 _BOUNDARIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> its word boundaries

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from model.config import DecodeConfig
@@ -145,6 +145,40 @@ def test_phrases_that_share_pieces_are_told_apart_as_they_go_on():
     assert states([20, 6, 30])[-1] == KeepState(frozenset(), 2, 1)  # ... and a slip can start another phrase
     assert states([20, 5, 20, 6, 7, EOS])[-1].done(KEEPS) is False  # (30,) is still missing
     assert states([20, 5, 20, 6, 7, 30, EOS])[-1].done(KEEPS)
+
+
+TITLED = Keeps(((20, 5, 30, 31), (25,)), boundaries(40), ((31,), ()))  # "Dr. Anna Schmidt" (its last word "Schmidt")
+
+
+def test_a_phrase_does_not_start_where_its_last_word_already_stands():
+    """The name written on its own, then the whole phrase again, keeps nothing: that output writes it twice."""
+    assert keep_states([20, 5, 30, 31, EOS], TITLED, EOS)[-1].met == {0}
+    assert keep_states([30, 31, 11, 20, 5, 30, 31, EOS], TITLED, EOS)[-1].met == frozenset()
+    assert KeepState().next_pieces(TITLED, [30, 31, 11]) == {25}  # the search does not offer its first piece
+    assert KeepState().next_pieces(TITLED, [30, 11]) == {20, 25}
+    assert KeepState(frozenset(), 0, 2).next_pieces(TITLED, [31, 20, 5]) == {30}  # once started, it goes on
+    with pytest.raises(ValueError, match="last pieces of its phrase"):
+        Keeps(((20, 5),), boundaries(40), ((6,),))
+
+
+@given(data=st.data())
+def test_no_output_that_keeps_a_phrase_writes_its_last_word_before_it(models, data):
+    """A two-word phrase whose last word is the model's own first word (as "Anna Schmidt" before "Dr. Anna
+    Schmidt"): every output counted as keeping it holds that word first inside the phrase, never before it."""
+    model = models[data.draw(st.sampled_from(sorted(models)), label="model")]
+    vocab = model.config.vocab_size
+    src = data.draw(sources(vocab), label="src")
+    config = DecodeConfig(beam_size=data.draw(st.integers(2, 3)), max_len=data.draw(st.integers(4, 10)))
+    own = list(beam_steps(model, src, config, return_attention=False))[-1].finished[0].tokens
+    words = [t for t in own if t >= WORD_START]
+    assume(words)
+    last = words[0]
+    first = data.draw(st.integers(WORD_START, vocab - 1).filter(lambda t: t != last), label="first word")
+    keeps = Keeps(((first, last),), boundaries(vocab), ((last,),))
+    complete = [h.tokens for h in list(keep_beam_steps(model, src, keeps, config, return_attention=False))[-1].finished
+                if kept_all(h.tokens, keeps)]
+    for tokens in complete:
+        assert tokens.index(last) == next(i for i in range(1, len(tokens)) if tokens[i - 1:i + 1] == (first, last))
 
 
 def test_bank_counts_the_pieces_held():

@@ -47,6 +47,10 @@ def test_the_lexicon_round_trips_through_json():
     ("Please call Thomas Berger before Friday's lecture.", ["Thomas Berger"]),
     ("He said: Aisha Rahman will come.", ["Aisha Rahman"]),
     ("She studied Meteorology and Politics in Florence.", ["Politics", "Florence"]),  # -ology: a common word
+    ("On Monday, Dr. Anna Schmidt paid 14 euros.", ["Dr. Anna Schmidt", "14"]),  # a title and its name: one phrase
+    ("We met Prof. Table at Dr. Grove's.", ["Prof. Table", "Dr"]),  # after a title, any capitalised word but a
+    # possessive (German writes "Groves")
+    ("We went to Berlin. Anna stayed.", ["Berlin"]),  # a period that ends a sentence joins nothing
 ])
 def test_names_and_numbers_that_stay_the_same_are_kept(text, kept):
     assert words_to_keep(text, LEXICON) == kept

@@ -64,8 +64,8 @@ RECORDED = {
     "The children are playing in the garden.": "Die Kinder spielen im Garten.",
     "I have read the book that you gave me.": "Ich habe das Buch gelesen, das du mir gegeben hast.",
     # Names and numbers carried over piece by piece (the digits are single pieces), the amount in German style;
-    # every one of them carried, "On" read right as "Am"; greedy drops "Dr." and has no verb but "ausgezahlt" (beam 4
-    # writes "bezahlt" and the name twice, the second time with "Dr.").
+    # every one of them carried, "On" read right as "Am"; greedy drops "Dr." and has no verb but "ausgezahlt"
+    # (test_keeping_names_writes_a_titled_name_once has beam 4's).
     "On 14 March 2023, Dr. Anna Schmidt paid 1,250 euros for 3 tickets to Berlin.":
         "Am 14. März 2023. Anna Schmidt, ausgezahlt, 1.250 Euro für 3 Tickets nach Berlin.",
 }
@@ -108,3 +108,13 @@ def test_the_default_sentence_and_every_example_come_out_right(en_de):
 def test_shipped_en_de_reproduces_its_recorded_outputs(en_de):
     for english, german in RECORDED.items():
         assert translate(en_de.model, en_de.tokenizer, english).text == german
+
+
+def test_keeping_names_writes_a_titled_name_once(en_de):
+    """Beam 4 keeping names and numbers keeps "Dr. Anna Schmidt" as one phrase, and writes it once: the model first
+    writes "2023. Anna Schmidt bezahlt" on its own, and the search used to add "Dr. Anna Schmidt" after that."""
+    text = "On 14 March 2023, Dr. Anna Schmidt paid 1,250 euros for 3 tickets to Berlin."
+    config = DecodeConfig(beam_size=4, length_penalty=en_de.length_penalty, keep_words=True)
+    result = translate(en_de.model, en_de.tokenizer, text, config, lexicon=en_de.copy_lexicon)
+    assert result.source.kept == ("14", "2023", "Dr. Anna Schmidt", "3", "Berlin")
+    assert result.text == "Am 14. März 2023, Dr. Anna Schmidt, ausgezahlt von 1.250 Euro für 3 Tickets nach Berlin."
