@@ -208,7 +208,8 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
     if keeps_ran(translation):
         st.caption(f"Keeping {', '.join(f'“{md(k)}”' for k in kept)}: besides each hypothesis' "
                    "best continuations, the search tries the next piece of every name or number it has not written "
-                   "yet. Hypotheses are grouped into banks by how many of those pieces they hold, and each bank is "
+                   "yet (but not a name whose last word the hypothesis already wrote: it would stand twice). "
+                   "Hypotheses are grouped into banks by how many of those pieces they hold, and each bank is "
                    f"a beam of its own: its best {beam} that do not end are kept (circles), an ending with </s> among "
                    f"its best {beam} finishes a hypothesis (diamond), and the best one it prunes is shown (grey ×). "
                    "An output that writes them all ranks first. Red: the best translation's path; blue: the other "
