@@ -121,7 +121,8 @@ def _processes(world: int | None) -> str:
 def _recipe(meta: dict) -> list[str]:
     """The training recipe; a run continued from earlier checkpoints names every part's settings."""
     def settings(m: dict) -> str:
-        known = {"dropout": "dropout {}", "label_smoothing": "label smoothing {}", "corpus": "corpus `data/{}`"}
+        known = {"dropout": "dropout {}", "label_smoothing": "label smoothing {}", "corpus": "corpus `data/{}`",
+                 "bpe_dropout": "BPE-dropout {} (each epoch's pieces sampled anew)"}
         return "; ".join([f"learning rate factor {m.get('lr_factor')} x d_model^-0.5 x min(step^-0.5, step x "
                           f"{m.get('warmup')}^-1.5)" + _cooldown_words(m),
                           f"batches of up to {m.get('max_tokens')} tokens per side"

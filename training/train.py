@@ -109,6 +109,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--copy-fresh", action="store_true", help="with --copy-augment: draw the copies anew every "
                         "epoch (other names and numbers in the same pairs) instead of once per run, so the model "
                         "cannot learn the substituted strings themselves")
+    parser.add_argument("--bpe-dropout", type=float, default=0.0, help="segment the training pairs as BPE-dropout "
+                        "does, each merge skipped with this probability (e.g. 0.1), drawn anew every epoch; "
+                        "validation keeps the one segmentation inference uses (training.data.encode_pairs)")
     parser.add_argument("--train-sources", default="", help="comma-separated corpus sources (its 'source' column) "
                         "to train on, e.g. those of the test split's domains for a last in-domain stretch; the "
                         "validation split is kept whole (default: every source)")
@@ -129,6 +132,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for flag in ("copy_made_up", "copy_codes"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             parser.error(f"--{flag.replace('_', '-')} is a share from 0 to 1, not {getattr(args, flag):g}")
+    if not 0.0 <= args.bpe_dropout < 1.0:
+        parser.error(f"--bpe-dropout is a merge's probability of being skipped, 0 to below 1: not {args.bpe_dropout:g}")
+    if args.bpe_dropout and args.task == "reverse":
+        parser.error("--bpe-dropout samples the pieces of the en-de tokenizer; the reversal task's are whole words")
     if args.widen_ff < 0:
         parser.error(f"--widen-ff is a number of hidden units, not {args.widen_ff}")
     if args.widen_ff and not args.init_from:
@@ -284,22 +291,24 @@ class Run:
     ranks: Ranks
     optimizer: torch.optim.Optimizer
     progress: Progress
-    train_pairs: list[Pair]  # with --copy-fresh: the draw of epoch ``drawn``
+    train_pairs: list[Pair]  # with --copy-fresh or --bpe-dropout: the draw of epoch ``drawn``
     valid_pairs: list[Pair]
     valid_bleu: pd.DataFrame
     continued_from: dict | None = None
-    corpus: pd.DataFrame | None = None  # with --copy-fresh: the corpus as read, each epoch's copies drawn from it
-    drawn: int | None = None  # the epoch whose copies train_pairs holds (--copy-fresh)
+    corpus: pd.DataFrame | None = None  # drawn per epoch (--copy-fresh, --bpe-dropout): the corpus as read
+    drawn: int | None = None  # the epoch whose draw train_pairs holds (--copy-fresh, --bpe-dropout)
     started: float = field(default_factory=time.perf_counter)
 
     def epoch_pairs(self) -> list[Pair]:
-        """The current epoch's training pairs: with --copy-fresh its own draw of the copies, made once per epoch
-        (and the same again on a resume mid-epoch, so the batches are too), else the run's one draw."""
+        """The current epoch's training pairs: with --copy-fresh its own draw of the copies, with --bpe-dropout its
+        own segmentation, made once per epoch (and the same again on a resume mid-epoch, so the batches are too),
+        else the run's one draw."""
         if self.corpus is not None and self.drawn != self.progress.epoch:
             frame = task_corpus(self.args, self.corpus, self.progress.epoch)
             train = frame[frame["split"] == "train"]
             self.train_pairs = encode_pairs(self.tokenizer, train["en"].tolist(), train["de"].tolist(),
-                                            self.args.train_max_len)
+                                            self.args.train_max_len, bpe_dropout=self.args.bpe_dropout,
+                                            seed=self.args.seed * 1000 + self.progress.epoch)
             self.drawn = self.progress.epoch
         return self.train_pairs
 
@@ -314,6 +323,7 @@ class Run:
                 "valid_sentences": len(self.valid_bleu),  # what each epoch's valid BLEU/chrF is on
                 "copy_augment": a.copy_augment, "copy_made_up": a.copy_made_up, "copy_codes": a.copy_codes,
                 "copy_subjects": a.copy_subjects, "copy_fresh": a.copy_fresh,
+                **({"bpe_dropout": a.bpe_dropout} if a.bpe_dropout else {}),
                 **({"train_sources": a.train_sources} if a.train_sources else {}),
                 **({"cooldown": [max(1, a.epochs - a.cooldown_epochs + 1), a.epochs]} if a.cooldown_epochs else {}),
                 **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
@@ -381,14 +391,15 @@ def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
     builds the same thing; rank 0 alone writes (the tokenizer, the logs)."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    corpus = load_corpus(args.corpus) if args.copy_fresh and args.task != "reverse" else None
+    per_epoch = args.copy_fresh or args.bpe_dropout > 0  # each epoch its own pairs, drawn from the corpus as read
+    corpus = load_corpus(args.corpus) if per_epoch and args.task != "reverse" else None
     frame = task_corpus(args, corpus, epoch=0)
     if ranks.main:
         get_tokenizer(args, out, frame)
     distributed.barrier(ranks)
     tokenizer = Tokenizer.load(out / "tokenizer.model")
     split = {name: frame[frame["split"] == name] for name in ("train", "valid")}
-    encoded = ("valid",) if corpus is not None else ("train", "valid")  # --copy-fresh: the epoch's draw, below
+    encoded = ("valid",) if corpus is not None else ("train", "valid")  # drawn per epoch: the epoch's, below
     pairs = {name: encode_pairs(tokenizer, split[name]["en"].tolist(), split[name]["de"].tolist(), args.train_max_len)
              for name in encoded}
     model, progress, continued_from, resume = _model_and_progress(args, out, tokenizer)
@@ -405,7 +416,7 @@ def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
               optimizer=optimizer, progress=progress, train_pairs=pairs.get("train", []), valid_pairs=pairs["valid"],
               valid_bleu=split["valid"].head(args.valid_bleu), continued_from=continued_from, corpus=corpus,
               started=time.perf_counter() - progress.elapsed_s)
-    run.epoch_pairs()  # with --copy-fresh, the draw of the epoch it starts or resumes in
+    run.epoch_pairs()  # drawn per epoch: the draw of the epoch it starts or resumes in
     return run
 
 
