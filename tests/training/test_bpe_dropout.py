@@ -7,6 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from model.meta import clean_meta
 from model.tokenizer import EOS, Tokenizer
 from training.data import encode_pairs
 from training.distributed import Ranks
@@ -71,3 +72,11 @@ def test_each_epoch_trains_on_its_own_segmentation_the_same_again_on_a_resume(tm
     assert len(second) == len(first) == 12 and second != first
     again = build_or_resume(parse_args(argv), ranks)  # nothing saved: epoch 0 again, as a resume in it would be
     assert again.epoch_pairs() == first
+    assert clean_meta(run.meta())["bpe_dropout"] == 0.2  # what the card's recipe names, as a checkpoint keeps it
+
+
+def test_a_continued_checkpoint_keeps_the_dropout_of_the_stretch_before_for_the_card():
+    """A run continued from a BPE-dropout stretch must not lose that stretch's recipe line."""
+    meta = {"epochs": 3, "bpe_dropout": 0.05, "continued_from": {"step": 10, "epoch": 2, "bpe_dropout": 0.1}}
+    assert clean_meta(meta)["bpe_dropout"] == 0.05
+    assert clean_meta(meta)["continued_from"]["bpe_dropout"] == 0.1
