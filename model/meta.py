@@ -95,13 +95,14 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "cooldown": (list,),  # [first, last] epoch of the rate's fall to 0 (training.schedule.cooldown)
     "train_sources": (list,),  # the corpus sources a stretch trained on, when not all (training.train --train-sources)
     "bpe_dropout": Number,  # a stretch's share of skipped merges, when its pieces were sampled (--bpe-dropout)
+    "bpe_dropout_sides": (str,),  # "source" when only the source's pieces were sampled (absent: both sides)
     **COPY_TYPES,
 }
 MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
                    "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
                    "earlier": (dict,), "device": (str,), **COPY_TYPES, "cooldown": (list,), "train_sources": (list,),
-                   "bpe_dropout": Number,
+                   "bpe_dropout": Number, "bpe_dropout_sides": (str,),
                    # the run after this link read another tokenizer (training.vocab_transfer)
                    "vocabulary_after": (str,),
                    # the run after this link widened the FFNs, [old d_ff, new d_ff] (training.grow)

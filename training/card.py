@@ -121,14 +121,14 @@ def _processes(world: int | None) -> str:
 def _recipe(meta: dict) -> list[str]:
     """The training recipe; a run continued from earlier checkpoints names every part's settings."""
     def settings(m: dict) -> str:
-        known = {"dropout": "dropout {}", "label_smoothing": "label smoothing {}", "corpus": "corpus `data/{}`",
-                 "bpe_dropout": "BPE-dropout {} (each epoch's pieces sampled anew)"}
+        known = {"dropout": "dropout {}", "label_smoothing": "label smoothing {}", "corpus": "corpus `data/{}`"}
         return "; ".join([f"learning rate factor {m.get('lr_factor')} x d_model^-0.5 x min(step^-0.5, step x "
                           f"{m.get('warmup')}^-1.5)" + _cooldown_words(m),
                           f"batches of up to {m.get('max_tokens')} tokens per side"
                           + _processes(m.get("processes")),
                           f"bf16 autocast: {m.get('bf16')}",
                           *(text.format(m[key]) for key, text in known.items() if m.get(key) is not None),
+                          *([_bpe_dropout_words(m)] if m.get("bpe_dropout") else []),
                           *([_sources_words(m["train_sources"])] if m.get("train_sources") else []),
                           *([_copy_words(m)] if m.get("copy_augment") is not None else []),
                           *([f"on {m['device']}"] if m.get("device") else [])])
@@ -155,6 +155,12 @@ def _cooldown_words(m: dict) -> str:
 def _sources_words(sources: list) -> str:
     """A stretch trained on some of the corpus's sources (training.train --train-sources)."""
     return f"training pairs from {', '.join(sources)} only (validation split whole)"
+
+
+def _bpe_dropout_words(m: dict) -> str:
+    """A stretch trained on sampled pieces (training.train --bpe-dropout, --bpe-dropout-sides)."""
+    side = " on the source side only" if m.get("bpe_dropout_sides") == "source" else ""
+    return f"BPE-dropout {m['bpe_dropout']}{side} (each epoch's pieces sampled anew)"
 
 
 def _copy_words(m: dict) -> str:

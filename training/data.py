@@ -46,21 +46,24 @@ def reversal_corpus(n_train: int = 20000, n_valid: int = 500, n_test: int = 500,
 
 
 def encode_pairs(tokenizer: Tokenizer, sources: Sequence[str], targets: Sequence[str], max_len: int,
-                 bpe_dropout: float = 0.0, seed: int = 0) -> list[Pair]:
+                 bpe_dropout: float = 0.0, seed: int = 0, sides: str = "both") -> list[Pair]:
     """Tokenize parallel sentences, EOS-terminated, dropping pairs longer than max_len on either side.
 
-    ``bpe_dropout`` > 0 segments both sides as BPE-dropout does (Provilkov et al., 2020: each merge skipped with
+    ``bpe_dropout`` > 0 segments the pairs as BPE-dropout does (Provilkov et al., 2020: each merge skipped with
     that probability, sentencepiece's sampling), reproducibly for a ``seed``: a word is then seen in many spellings
-    of smaller pieces, as a rare name is, so the model learns to carry pieces over rather than one segmentation."""
+    of smaller pieces, as a rare name is, so the model learns to carry pieces over rather than one segmentation.
+    ``sides`` "both" samples source and target, "source" the source only (the decoder keeps writing the pieces
+    inference writes)."""
     if bpe_dropout > 0:
         spm.set_random_generator_seed(seed)
+
+    def sampled(text: str) -> list[int]:
+        return tokenizer.source_ids(tokenizer.sp.encode(text, out_type=int, enable_sampling=True, alpha=bpe_dropout))
+
     pairs = []
     for src, tgt in zip(sources, targets, strict=True):
-        if bpe_dropout > 0:
-            s, t = (tokenizer.source_ids(tokenizer.sp.encode(text, out_type=int, enable_sampling=True,
-                                                            alpha=bpe_dropout)) for text in (src, tgt))
-        else:
-            s, t = tokenizer.encode_source(src), tokenizer.encode_source(tgt)
+        s = sampled(src) if bpe_dropout > 0 else tokenizer.encode_source(src)
+        t = sampled(tgt) if bpe_dropout > 0 and sides == "both" else tokenizer.encode_source(tgt)
         if len(s) <= max_len and len(t) <= max_len:
             pairs.append((s, t))
     return pairs

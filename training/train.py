@@ -112,6 +112,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--bpe-dropout", type=float, default=0.0, help="segment the training pairs as BPE-dropout "
                         "does, each merge skipped with this probability (e.g. 0.1), drawn anew every epoch; "
                         "validation keeps the one segmentation inference uses (training.data.encode_pairs)")
+    parser.add_argument("--bpe-dropout-sides", choices=["both", "source"], default="both", help="with --bpe-dropout: "
+                        "sample the pieces of both sides, or of the source only (the decoder learns to write "
+                        "the pieces inference writes from finer ones)")
     parser.add_argument("--train-sources", default="", help="comma-separated corpus sources (its 'source' column) "
                         "to train on, e.g. those of the test split's domains for a last in-domain stretch; the "
                         "validation split is kept whole (default: every source)")
@@ -134,6 +137,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error(f"--{flag.replace('_', '-')} is a share from 0 to 1, not {getattr(args, flag):g}")
     if not 0.0 <= args.bpe_dropout < 1.0:
         parser.error(f"--bpe-dropout is a merge's probability of being skipped, 0 to below 1: not {args.bpe_dropout:g}")
+    if args.bpe_dropout_sides != "both" and not args.bpe_dropout:
+        parser.error("--bpe-dropout-sides says where --bpe-dropout P samples: give P too")
     if args.bpe_dropout and args.task == "reverse":
         parser.error("--bpe-dropout samples the pieces of the en-de tokenizer; the reversal task's are whole words")
     if args.widen_ff < 0:
@@ -308,7 +313,8 @@ class Run:
             train = frame[frame["split"] == "train"]
             self.train_pairs = encode_pairs(self.tokenizer, train["en"].tolist(), train["de"].tolist(),
                                             self.args.train_max_len, bpe_dropout=self.args.bpe_dropout,
-                                            seed=self.args.seed * 1000 + self.progress.epoch)
+                                            seed=self.args.seed * 1000 + self.progress.epoch,
+                                            sides=self.args.bpe_dropout_sides)
             self.drawn = self.progress.epoch
         return self.train_pairs
 
@@ -324,6 +330,8 @@ class Run:
                 "copy_augment": a.copy_augment, "copy_made_up": a.copy_made_up, "copy_codes": a.copy_codes,
                 "copy_subjects": a.copy_subjects, "copy_fresh": a.copy_fresh,
                 **({"bpe_dropout": a.bpe_dropout} if a.bpe_dropout else {}),
+                **({"bpe_dropout_sides": a.bpe_dropout_sides}
+                   if a.bpe_dropout and a.bpe_dropout_sides != "both" else {}),
                 **({"train_sources": a.train_sources} if a.train_sources else {}),
                 **({"cooldown": [max(1, a.epochs - a.cooldown_epochs + 1), a.epochs]} if a.cooldown_epochs else {}),
                 **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),

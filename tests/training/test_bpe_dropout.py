@@ -46,6 +46,24 @@ def test_dropout_cuts_most_sentences_otherwise_than_inference_does(tokenizer):
     assert sum(s != p for s, p in zip(sampled, plain, strict=True)) >= 3
 
 
+def test_source_side_dropout_leaves_the_decoder_the_pieces_inference_writes(tokenizer):
+    """--bpe-dropout-sides source: the encoder reads finer pieces, the decoder still learns to write the one
+    segmentation the app decodes with."""
+    plain = encode_pairs(tokenizer, SENTENCES, SENTENCES, 512)
+    sampled = encode_pairs(tokenizer, SENTENCES, SENTENCES, 512, bpe_dropout=0.3, seed=5, sides="source")
+    assert [t for _, t in sampled] == [t for _, t in plain]
+    assert [tokenizer.decode(s) for s, _ in sampled] == SENTENCES
+    assert sum(s != p for (s, _), (p, _) in zip(sampled, plain, strict=True)) >= 3
+
+
+def test_dropout_sides_without_a_dropout_is_refused_rather_than_ignored(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--task", "en-de", "--out", "unused", "--bpe-dropout-sides", "source"])
+    assert "--bpe-dropout" in capsys.readouterr().err
+    args = parse_args(["--task", "en-de", "--out", "unused", "--bpe-dropout", "0.1", "--bpe-dropout-sides", "source"])
+    assert (args.bpe_dropout, args.bpe_dropout_sides) == (0.1, "source")
+
+
 @pytest.mark.parametrize("value", ["-0.1", "1", "1.5"])
 def test_a_dropout_that_is_no_probability_of_skipping_a_merge_is_refused(capsys, value):
     with pytest.raises(SystemExit):

@@ -253,6 +253,8 @@ def test_the_card_names_each_stretch_of_trainings_copy_augmentation():
         "; copy augmentation 4 (50% of the names made up, 30% of the numbers turned into codes, He/She openings "
         "turned into names).")
     assert "; BPE-dropout 0.1 (each epoch's pieces sampled anew);" in _recipe({**meta, "bpe_dropout": 0.1})[3]
+    assert "; BPE-dropout 0.1 on the source side only (each epoch's pieces sampled anew);" in _recipe(
+        {**meta, "bpe_dropout": 0.1, "bpe_dropout_sides": "source"})[3]
     assert "BPE-dropout" not in "".join(_recipe(meta))
     assert _recipe({**meta, "copy_fresh": True})[3].endswith(
         "; copy augmentation 4 (50% of the names made up, 30% of the numbers turned into codes, drawn anew each "
