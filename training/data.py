@@ -5,6 +5,7 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 import sentencepiece as spm
@@ -46,7 +47,7 @@ def reversal_corpus(n_train: int = 20000, n_valid: int = 500, n_test: int = 500,
 
 
 def encode_pairs(tokenizer: Tokenizer, sources: Sequence[str], targets: Sequence[str], max_len: int,
-                 bpe_dropout: float = 0.0, seed: int = 0, sides: str = "both") -> list[Pair]:
+                 bpe_dropout: float = 0.0, seed: int = 0, sides: Literal["both", "source"] = "both") -> list[Pair]:
     """Tokenize parallel sentences, EOS-terminated, dropping pairs longer than max_len on either side.
 
     ``bpe_dropout`` > 0 segments the pairs as BPE-dropout does (Provilkov et al., 2020: each merge skipped with
@@ -54,6 +55,8 @@ def encode_pairs(tokenizer: Tokenizer, sources: Sequence[str], targets: Sequence
     of smaller pieces, as a rare name is, so the model learns to carry pieces over rather than one segmentation.
     ``sides`` "both" samples source and target, "source" the source only (the decoder keeps writing the pieces
     inference writes)."""
+    if sides not in ("both", "source"):
+        raise ValueError(f"sides is 'both' or 'source', not {sides!r}")
     if bpe_dropout > 0:
         spm.set_random_generator_seed(seed)
 

@@ -54,6 +54,8 @@ def test_source_side_dropout_leaves_the_decoder_the_pieces_inference_writes(toke
     assert [t for _, t in sampled] == [t for _, t in plain]
     assert [tokenizer.decode(s) for s, _ in sampled] == SENTENCES
     assert sum(s != p for (s, _), (p, _) in zip(sampled, plain, strict=True)) >= 3
+    with pytest.raises(ValueError, match="'target'"):  # a side it does not know is not read as "source"
+        encode_pairs(tokenizer, SENTENCES, SENTENCES, 512, bpe_dropout=0.3, sides="target")
 
 
 def test_dropout_sides_without_a_dropout_is_refused_rather_than_ignored(capsys):
