@@ -96,13 +96,15 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "train_sources": (list,),  # the corpus sources a stretch trained on, when not all (training.train --train-sources)
     "bpe_dropout": Number,  # a stretch's share of skipped merges, when its pieces were sampled (--bpe-dropout)
     "bpe_dropout_sides": (str,),  # "source" when only the source's pieces were sampled (absent: both sides)
+    "align_copies": Number,  # the loss factor of guided alignment of copies, when a stretch used it (--align-copies)
+    "align_head": (list,),  # [layer, head] (from 1) of the cross-attention head it supervised
     **COPY_TYPES,
 }
 MAX_META_TEXT = 100  # characters of a text entry (shown as a label): longer or multi-line ones are dropped
 CONTINUED_TYPES = {"step": (int,), "epoch": (int,), "lr_factor": Number, "warmup": (int,), "max_tokens": (int,),
                    "bf16": (bool,), "label_smoothing": Number, "dropout": Number, "corpus": (str,), "processes": (int,),
                    "earlier": (dict,), "device": (str,), **COPY_TYPES, "cooldown": (list,), "train_sources": (list,),
-                   "bpe_dropout": Number, "bpe_dropout_sides": (str,),
+                   "bpe_dropout": Number, "bpe_dropout_sides": (str,), "align_copies": Number, "align_head": (list,),
                    # the run after this link read another tokenizer (training.vocab_transfer)
                    "vocabulary_after": (str,),
                    # the run after this link widened the FFNs, [old d_ff, new d_ff] (training.grow)

@@ -129,6 +129,7 @@ def _recipe(meta: dict) -> list[str]:
                           f"bf16 autocast: {m.get('bf16')}",
                           *(text.format(m[key]) for key, text in known.items() if m.get(key) is not None),
                           *([_bpe_dropout_words(m)] if m.get("bpe_dropout") else []),
+                          *([_align_words(m)] if m.get("align_copies") else []),
                           *([_sources_words(m["train_sources"])] if m.get("train_sources") else []),
                           *([_copy_words(m)] if m.get("copy_augment") is not None else []),
                           *([f"on {m['device']}"] if m.get("device") else [])])
@@ -155,6 +156,13 @@ def _cooldown_words(m: dict) -> str:
 def _sources_words(sources: list) -> str:
     """A stretch trained on some of the corpus's sources (training.train --train-sources)."""
     return f"training pairs from {', '.join(sources)} only (validation split whole)"
+
+
+def _align_words(m: dict) -> str:
+    """A stretch that supervised a head with the copies (training.train --align-copies)."""
+    layer, head = m.get("align_head") or ("?", "?")
+    return (f"guided alignment of copies: decoder layer {layer}'s cross-attention head {head} taught to look at the "
+            f"source piece being copied (loss factor {m['align_copies']})")
 
 
 def _bpe_dropout_words(m: dict) -> str:

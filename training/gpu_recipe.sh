@@ -9,8 +9,9 @@
 # many copy-augmented pairs they add and what share of their names is made up (a study row: VARIANTS="name=copies
 # name=copies:made_up:codes[:flags] ...", --copy-augment, --copy-made-up and --copy-codes of training.train; a fourth
 # field of letters: "s" --copy-subjects, He/She openings turned into names, "f" --copy-fresh, the copies drawn anew
-# each epoch, "b" --bpe-dropout 0.1, the pieces sampled anew each epoch, "B" the same on the source side only, e.g.
-# "subj=4:0.5:0.3:s", "fresh=4:0.5:0.3:f", "bpd=4:0.5:0.3:fb"); each stops
+# each epoch, "b" --bpe-dropout 0.1, the pieces sampled anew each epoch, "B" the same on the source side only, "a"
+# --align-copies 0.05, the last decoder layer's first cross-attention head taught to look at the piece it copies,
+# e.g. "subj=4:0.5:0.3:s", "fresh=4:0.5:0.3:f", "bpd=4:0.5:0.3:fb", "align=4:0.5:0.3:fa"); each stops
 # after the last epoch that fits in MINUTES. Each is averaged over its last epochs (paper 6.1) and exported in fp16
 # (so the choice can be made on the full evaluation afterwards); the one with the lower validation loss also gets
 # snapshots of its own epochs 1, 4 and 16 ("watch attention learn"). All is packed into parts of at most 15 MiB under
@@ -69,6 +70,7 @@ for variant in $VARIANTS; do
     [[ "${subjects:-}" == *f* ]] && extra+=(--copy-fresh)
     [[ "${subjects:-}" == *b* ]] && extra+=(--bpe-dropout 0.1)
     [[ "${subjects:-}" == *B* ]] && extra+=(--bpe-dropout 0.1 --bpe-dropout-sides source)
+    [[ "${subjects:-}" == *a* ]] && extra+=(--align-copies 0.05)
     [ -n "${widen:-}" ] && extra+=(--widen-ff "$widen")
     [ -n "${dropout:-}" ] && extra+=(--dropout "$dropout")
     [ -n "${cooldown:-}" ] && extra+=(--cooldown-epochs "$cooldown")

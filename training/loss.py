@@ -8,25 +8,33 @@ from torch import nn
 
 from model.transformer import Transformer
 
+from .alignment import CopyAlignment
 from .data import Batch, Pair, iterate_batches, token_batches
 
 
-def token_loss_sum(forward: nn.Module, batch: Batch, label_smoothing: float, bf16: bool, device: torch.device
-                   ) -> torch.Tensor:
-    """Label-smoothed cross-entropy summed over the batch's real target tokens (padding ignored). ``forward`` is
-    the Transformer or its DistributedDataParallel wrapper; dividing by the tokens of the whole (global) batch
+def loss_sums(forward: nn.Module, batch: Batch, label_smoothing: float, bf16: bool, device: torch.device,
+              align: CopyAlignment | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(label-smoothed cross-entropy summed over the batch's real target tokens (padding ignored), the weighted
+    guided-alignment loss summed over its copied pieces, or None without ``align``). ``forward`` is the
+    Transformer or its DistributedDataParallel wrapper; dividing by the tokens of the whole (global) batch
     gives the mean, whichever process holds which rows."""
     src, tgt_in, tgt_out = batch.src.to(device), batch.tgt_in.to(device), batch.tgt_out.to(device)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-        logits = forward(src, tgt_in)  # [B, T, V]
-    return F.cross_entropy(logits.float().flatten(0, 1), tgt_out.flatten(), ignore_index=batch.pad_id,
-                           label_smoothing=label_smoothing, reduction="sum")
+        if align is None:
+            logits, trace = forward(src, tgt_in), None  # [B, T, V]
+        else:
+            logits, trace = forward(src, tgt_in, return_attention=True)  # [B, T, V], every layer's weights
+    cross_entropy = F.cross_entropy(logits.float().flatten(0, 1), tgt_out.flatten(), ignore_index=batch.pad_id,
+                                    label_smoothing=label_smoothing, reduction="sum")
+    if align is None:
+        return cross_entropy, None
+    return cross_entropy, align.loss_sum(trace.cross[align.layer], src, tgt_out)
 
 
 def loss_fn(model: Transformer, batch: Batch, label_smoothing: float, bf16: bool) -> torch.Tensor:
     """Mean label-smoothed cross-entropy per target token (padding ignored)."""
     device = model.embed.token.weight.device
-    return token_loss_sum(model, batch, label_smoothing, bf16, device) / max(batch.n_tokens, 1)
+    return loss_sums(model, batch, label_smoothing, bf16, device)[0] / max(batch.n_tokens, 1)
 
 
 @torch.no_grad()

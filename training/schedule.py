@@ -52,7 +52,7 @@ def cooldown_words(cooldown: object, last_epoch: int | None) -> str:
 # the copy_* keys are training.augment's settings; cooldown the first and last epoch of the cool-down).
 RECIPE_KEYS = ("lr_factor", "warmup", "max_tokens", "bf16", "dropout", "label_smoothing", "corpus", "processes",
                "device", "copy_augment", "copy_made_up", "copy_codes", "copy_subjects", "copy_fresh",
-               "cooldown", "train_sources", "bpe_dropout", "bpe_dropout_sides")
+               "cooldown", "train_sources", "bpe_dropout", "bpe_dropout_sides", "align_copies", "align_head")
 
 
 def training_segments(meta: dict) -> list[dict]:

@@ -22,6 +22,7 @@ import argparse
 import csv
 import json
 import math
+import re
 import shutil
 import sys
 import time
@@ -42,13 +43,14 @@ from model.tokenizer import Tokenizer, train_tokenizer
 from model.transformer import Transformer, count_parameters
 
 from . import distributed
+from .alignment import CopyAlignment
 from .augment import augment_copies
 from .data import Pair, collate, encode_pairs, load_corpus, reversal_corpus, token_batches
 from .diagnostics import attention_entropy
 from .distributed import Ranks
 from .evaluate import corpus_scores, translate_many
 from .grow import widen_feed_forward
-from .loss import token_loss_sum, validation_loss
+from .loss import loss_sums, validation_loss
 from .presets import PRESETS
 from .schedule import RECIPE_KEYS, cooldown, noam_lr
 from .vocab_transfer import transfer_vocabulary
@@ -115,6 +117,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--bpe-dropout-sides", choices=["both", "source"], default="both", help="with --bpe-dropout: "
                         "sample the pieces of both sides, or of the source only (the decoder learns to write "
                         "the pieces inference writes from finer ones)")
+    parser.add_argument("--align-copies", type=float, default=0.0, help="guided alignment of copies (e.g. 0.05): "
+                        "teach one cross-attention head to look at the source piece the decoder copies, this factor "
+                        "times its -log weight added to the loss (training.alignment)")
+    parser.add_argument("--align-head", default="", help="with --align-copies: LAYER:HEAD of the supervised "
+                        "cross-attention head, counted from 1 as the app does (default: the last layer's head 1)")
     parser.add_argument("--train-sources", default="", help="comma-separated corpus sources (its 'source' column) "
                         "to train on, e.g. those of the test split's domains for a last in-domain stretch; the "
                         "validation split is kept whole (default: every source)")
@@ -141,6 +148,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--bpe-dropout-sides says where --bpe-dropout P samples: give P too")
     if args.bpe_dropout and args.task == "reverse":
         parser.error("--bpe-dropout samples the pieces of the en-de tokenizer; the reversal task's are whole words")
+    if args.align_copies < 0:
+        parser.error(f"--align-copies is a loss factor, 0 (off) or more: not {args.align_copies:g}")
+    if args.align_head and not args.align_copies:
+        parser.error("--align-head says which head --align-copies F supervises: give F too")
+    if args.align_head and not re.fullmatch(r"[1-9]\d*:[1-9]\d*", args.align_head):
+        parser.error(f"--align-head is LAYER:HEAD counted from 1, e.g. 3:1: not {args.align_head!r}")
     if args.widen_ff < 0:
         parser.error(f"--widen-ff is a number of hidden units, not {args.widen_ff}")
     if args.widen_ff and not args.init_from:
@@ -302,6 +315,7 @@ class Run:
     continued_from: dict | None = None
     corpus: pd.DataFrame | None = None  # drawn per epoch (--copy-fresh, --bpe-dropout): the corpus as read
     drawn: int | None = None  # the epoch whose draw train_pairs holds (--copy-fresh, --bpe-dropout)
+    align: CopyAlignment | None = None  # --align-copies: the supervised head and its loss factor
     started: float = field(default_factory=time.perf_counter)
 
     def epoch_pairs(self) -> list[Pair]:
@@ -333,6 +347,7 @@ class Run:
                 **({"bpe_dropout_sides": a.bpe_dropout_sides}
                    if a.bpe_dropout and a.bpe_dropout_sides != "both" else {}),
                 **({"train_sources": a.train_sources} if a.train_sources else {}),
+                **(self.align.meta() if self.align else {}),
                 **({"cooldown": [max(1, a.epochs - a.cooldown_epochs + 1), a.epochs]} if a.cooldown_epochs else {}),
                 **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
@@ -394,6 +409,18 @@ def _model_and_progress(args: argparse.Namespace, out: Path, tokenizer: Tokenize
     return Transformer(config).train(), Progress(), None, False
 
 
+def copy_alignment(args: argparse.Namespace, config: ModelConfig, tokenizer: Tokenizer) -> CopyAlignment | None:
+    """--align-copies' head, checked against the model it supervises (a head it lacks is refused in one line)."""
+    if not args.align_copies:
+        return None
+    layer, head = (int(n) for n in (args.align_head or f"{config.n_decoder_layers}:1").split(":"))
+    if layer > config.n_decoder_layers or head > config.n_heads:
+        raise SystemExit(f"error: --align-head {layer}:{head}: the model has {config.n_decoder_layers} decoder "
+                         f"layers of {config.n_heads} heads")
+    pieces = [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)]
+    return CopyAlignment.for_vocabulary(pieces, args.align_copies, layer - 1, head - 1)
+
+
 def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
     """Everything a run needs, resumed from disk where a previous run of the same --out left off. Every rank
     builds the same thing; rank 0 alone writes (the tokenizer, the logs)."""
@@ -411,6 +438,7 @@ def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
     pairs = {name: encode_pairs(tokenizer, split[name]["en"].tolist(), split[name]["de"].tolist(), args.train_max_len)
              for name in encoded}
     model, progress, continued_from, resume = _model_and_progress(args, out, tokenizer)
+    align = copy_alignment(args, model.config, tokenizer)
     model.to(ranks.device)
     forward = distributed.wrap(model, ranks)  # DDP makes every rank start from rank 0's weights
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
@@ -423,7 +451,7 @@ def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
     run = Run(args=args, out=out, tokenizer=tokenizer, model=model, forward=forward, ranks=ranks,
               optimizer=optimizer, progress=progress, train_pairs=pairs.get("train", []), valid_pairs=pairs["valid"],
               valid_bleu=split["valid"].head(args.valid_bleu), continued_from=continued_from, corpus=corpus,
-              started=time.perf_counter() - progress.elapsed_s)
+              align=align, started=time.perf_counter() - progress.elapsed_s)
     run.epoch_pairs()  # drawn per epoch: the draw of the epoch it starts or resumes in
     return run
 
@@ -431,13 +459,15 @@ def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
 def train_step(run: Run, batch, lr: float) -> tuple[float, int]:
     """One optimizer step on this rank's batch: the loss is the mean over the target tokens of the whole global
     batch (every rank's rows), so N processes step exactly as one process on all N batches would. Returns this
-    rank's mean loss and the global batch's token count."""
+    rank's mean cross-entropy (without --align-copies' loss) and the global batch's token count."""
     for group in run.optimizer.param_groups:
         group["lr"] = lr
-    loss_sum = token_loss_sum(run.forward, batch, run.args.label_smoothing, run.args.bf16, run.ranks.device)
+    loss_sum, align_sum = loss_sums(run.forward, batch, run.args.label_smoothing, run.args.bf16, run.ranks.device,
+                                    run.align)
     tokens = distributed.total(batch.n_tokens, run.ranks)
     run.optimizer.zero_grad(set_to_none=True)
-    (loss_sum * run.ranks.world / max(tokens, 1)).backward()  # DDP averages the ranks' gradients: x world
+    objective = loss_sum if align_sum is None else loss_sum + align_sum  # the log keeps the cross-entropy alone
+    (objective * run.ranks.world / max(tokens, 1)).backward()  # DDP averages the ranks' gradients: x world
     run.optimizer.step()
     return float(loss_sum.detach()) / max(batch.n_tokens, 1), tokens
 
