@@ -148,7 +148,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--bpe-dropout-sides says where --bpe-dropout P samples: give P too")
     if args.bpe_dropout and args.task == "reverse":
         parser.error("--bpe-dropout samples the pieces of the en-de tokenizer; the reversal task's are whole words")
-    if args.align_copies < 0:
+    if not (math.isfinite(args.align_copies) and args.align_copies >= 0):
         parser.error(f"--align-copies is a loss factor, 0 (off) or more: not {args.align_copies:g}")
     if args.align_head and not args.align_copies:
         parser.error("--align-head says which head --align-copies F supervises: give F too")

@@ -116,6 +116,7 @@ def test_every_word_or_number_piece_can_be_a_copy_and_no_special_piece_can(token
 @pytest.mark.parametrize(("extra", "message"), [
     (["--align-head", "1:1"], "--align-copies"),
     (["--align-copies", "-0.1"], "loss factor"),
+    (["--align-copies", "nan"], "loss factor"),
     (["--align-copies", "0.1", "--align-head", "3"], "LAYER:HEAD"),
     (["--align-copies", "0.1", "--align-head", "0:1"], "LAYER:HEAD")])
 def test_a_head_without_a_loss_or_a_loss_without_sense_is_refused(capsys, extra, message):
