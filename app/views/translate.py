@@ -62,6 +62,7 @@ from model.inference import (
     unknown_share,
 )
 from model.positional import MAX_POSITIONS
+from model.tokenizer import BYTE_PIECE
 
 log = logging.getLogger("attention_explorer")
 
@@ -292,16 +293,28 @@ def _batched(ckpt: Checkpoint, source: Source, plan: Plan, waiting: OnWait, show
     return member.translation()
 
 
+def unknown_words(source: Source, unk_id: int) -> str:
+    """How the tokenizer wrote what its vocabulary lacks: <unk>, one token for every unknown thing, or (with byte
+    fallback, as the shipped en-de model's) the raw bytes of each character, which it met too rarely to read."""
+    pieces = source.pieces[:-1]
+    raw = any(BYTE_PIECE.fullmatch(p) for p in pieces)
+    unk = any(i == unk_id for i in source.ids[:-1])
+    spelled = "spelled out as raw bytes (the <0x..> pieces), which it met too rarely in training to read" if raw else ""
+    read = "read as <unk>, one and the same unknown token" if unk else ""
+    return " or ".join(words for words in (spelled, read) if words)
+
+
 def result_ui(translation: Translation, request: Request, stale: bool, model_max_len: int) -> None:
     if stale:
         st.info("Settings changed — press **Translate**. Showing the last result "
                 f"(“{request.text[:80]}{'…' if len(request.text) > 80 else ''}”, beam {request.beam_size}, "
                 f"{model_label(request.model_name)}).", icon=":material/info:")
     budget_notes(translation)
-    unknown = unknown_share(translation.source, load_model(request.model_name).tokenizer.unk_id)
+    unk_id = load_model(request.model_name).tokenizer.unk_id
+    unknown = unknown_share(translation.source, unk_id)
     if unknown >= UNTRUSTED_UNKNOWN_SHARE:
-        st.warning(f"{unknown:.0%} of this input is unknown to the model's vocabulary (shown as <unk>): it reads "
-                   "those pieces as one and the same unknown token, so this translation cannot be trusted. Type a "
+        st.warning(f"{unknown:.0%} of this input is unknown to the model's vocabulary: "
+                   f"{unknown_words(translation.source, unk_id)}, so this translation cannot be trusted. Type a "
                    "sentence in the model's source language.", icon=":material/help:")
     wrong_language_note(request)
     dropped, n_source = translation.source.dropped, len(translation.source.ids)

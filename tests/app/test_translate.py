@@ -212,11 +212,17 @@ def test_a_clicked_points_customdata_reads_in_order(sent, expected):
 
 
 def test_input_the_model_cannot_read_is_flagged_as_untrustworthy(app_test):
-    """Chinese and emoji are all <unk> for the en-de model: its output then says nothing about the input."""
+    """Chinese and emoji are raw bytes for the en-de model (byte fallback) and <unk> for the reversal model: the
+    output then says nothing about the input, and the warning says which of the two the model read."""
     at = app_test(model_name="en-de", text="你好，世界 🙂🙂 今天天气很好")
     at.button(key="translate").click().run()
     assert not at.exception
-    assert any("cannot be trusted" in w.value for w in at.warning), [w.value for w in at.warning]
+    untrusted = [w.value for w in at.warning if "cannot be trusted" in w.value]
+    assert len(untrusted) == 1 and "raw bytes" in untrusted[0] and "<unk>" not in untrusted[0], untrusted
+    reverse = app_test(text="你好 世界 a b")
+    reverse.button(key="translate").click().run()
+    untrusted = [w.value for w in reverse.warning if "cannot be trusted" in w.value]
+    assert len(untrusted) == 1 and "read as <unk>" in untrusted[0] and "bytes" not in untrusted[0], untrusted
     at.text_area(key="text").input("The house is small.")
     at.button(key="translate").click().run()
     assert not any("cannot be trusted" in w.value for w in at.warning)
