@@ -45,8 +45,8 @@ def upload_marian(page, folder) -> None:
 
 def set_max_output(page, pieces: int) -> None:
     """The Max output length slider, moved with its keyboard keys (Home = 1, then one step per arrow; a rerun in
-    between may swallow a key, so it steps until the value is there), then the run that takes the value: the app
-    writes it into the address."""
+    between may swallow a key, so it steps, back too, until the value is there), then the run that takes the value:
+    the app writes it into the address."""
     thumb = page.locator(".st-key-max_len input[type=range]")
     with rerun(page):  # ... and afterwards, until the runs the slider asked for are over
         thumb.focus()
@@ -54,9 +54,9 @@ def set_max_output(page, pieces: int) -> None:
         expect(thumb).to_have_value("1", timeout=WAIT_MS)
         for _ in range(3 * pieces):
             value = int(thumb.input_value())
-            if value >= pieces:
+            if value == pieces:
                 break
-            thumb.press("ArrowRight")
+            thumb.press("ArrowRight" if value < pieces else "ArrowLeft")  # a swallowed key landing late overshoots
             try:  # the key moved the thumb; if a rerun swallowed it, the next turn presses again
                 page.wait_for_function("([el, value]) => Number(el.value) !== value",
                                        arg=[thumb.element_handle(), value], timeout=2_000)
