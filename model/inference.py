@@ -188,13 +188,19 @@ def finish(model: Transformer, tokenizer: TextTokenizer, source: Source, steps: 
 UNTRUSTED_UNKNOWN_SHARE = 0.3  # from this share of unknown source pieces on, a translation is mostly guesswork
 
 
-def unknown_share(source: Source, unk_id: int) -> float:
-    """The share of the source's pieces (EOS excluded) the vocabulary lacks: read as <unk>, or spelled as raw bytes
-    by a byte-fallback tokenizer. Chinese or emoji for the en-de model are all such pieces, and its "translation"
-    then says nothing about the input."""
+def unknown_pieces(source: Source, unk_id: int) -> tuple[int, int]:
+    """The source's pieces (EOS excluded) the vocabulary lacks, as (read as <unk>, spelled as raw bytes by a
+    byte-fallback tokenizer): the app says which of the two the model was given."""
     ids, pieces = source.ids[:-1], source.pieces[:-1]
-    return (sum(i == unk_id or bool(BYTE_PIECE.fullmatch(p)) for i, p in zip(ids, pieces, strict=True))
-            / max(len(ids), 1))
+    unk = sum(i == unk_id for i in ids)
+    raw = sum(i != unk_id and bool(BYTE_PIECE.fullmatch(p)) for i, p in zip(ids, pieces, strict=True))
+    return unk, raw
+
+
+def unknown_share(source: Source, unk_id: int) -> float:
+    """The share of the source's pieces (EOS excluded) the vocabulary lacks (``unknown_pieces``). Chinese or emoji
+    for the en-de model are all such pieces, and its "translation" then says nothing about the input."""
+    return sum(unknown_pieces(source, unk_id)) / max(len(source.ids) - 1, 1)
 
 
 def beyond_training(model: Transformer, length: int) -> bool:

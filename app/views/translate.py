@@ -59,10 +59,10 @@ from model.inference import (
     finish,
     stream,
     target_language,
+    unknown_pieces,
     unknown_share,
 )
 from model.positional import MAX_POSITIONS
-from model.tokenizer import BYTE_PIECE
 
 log = logging.getLogger("attention_explorer")
 
@@ -296,9 +296,7 @@ def _batched(ckpt: Checkpoint, source: Source, plan: Plan, waiting: OnWait, show
 def unknown_words(source: Source, unk_id: int) -> str:
     """How the tokenizer wrote what its vocabulary lacks: <unk>, one token for every unknown thing, or (with byte
     fallback, as the shipped en-de model's) the raw bytes of each character, which it met too rarely to read."""
-    pieces = source.pieces[:-1]
-    raw = any(BYTE_PIECE.fullmatch(p) for p in pieces)
-    unk = any(i == unk_id for i in source.ids[:-1])
+    unk, raw = unknown_pieces(source, unk_id)
     spelled = "spelled out as raw bytes (the <0x..> pieces), which it met too rarely in training to read" if raw else ""
     read = "read as <unk>, one and the same unknown token" if unk else ""
     return " or ".join(words for words in (spelled, read) if words)

@@ -36,7 +36,8 @@ def test_clean_text_normalises_and_strips_control_characters():
 
 
 def test_unknown_share_counts_unknown_and_byte_fallback_pieces():
-    from model.inference import Source, unknown_share
+    from model.inference import Source, unknown_pieces, unknown_share
 
     source = Source(text="x", ids=(5, 1, 7, 8, 3), pieces=("▁a", "<unk>", "<0xE4>", "<0xB8>", "</s>"), dropped=0)
     assert unknown_share(source, unk_id=1) == 0.75  # EOS left out: 3 of the 4 pieces name no known character
+    assert unknown_pieces(source, unk_id=1) == (1, 2)  # one <unk>, two raw bytes: the app names both
