@@ -10,12 +10,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 
 from app.browser import hide_loading_skeletons
-from app.cancel import run_page
-from app.memory import limit_fragmentation
+from app.serving.cancel import run_page
+from app.serving.memory import limit_fragmentation
 from app.sidebar import render_sidebar
 from app.state import sync_url
 
-limit_fragmentation()  # a long-lived server gives freed decode memory back to the system (app.memory)
+limit_fragmentation()  # a long-lived server gives freed decode memory back to the system (app.serving.memory)
 st.set_page_config(page_title="Attention Explorer", page_icon="app/static/icon.png", layout="wide")  # local: no fetch
 hide_loading_skeletons()
 page = st.navigation({"Explore": [

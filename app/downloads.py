@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from model.inference import Translation
-from model.serialize import translation_to_dict
-from model.tokenizer import Tokenizer
+from model.serving.inference import Translation
+from model.serving.serialize import translation_to_dict
+from model.tokenization.pieces import Tokenizer
 
 
 def _unique(labels: Sequence[str]) -> list[str]:
@@ -29,6 +29,6 @@ def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequen
 
 
 def trace_json(translation: Translation, tokenizer: Tokenizer, decode: dict) -> bytes:
-    """The whole translation (pieces, steps, n-best, every attention map) as model.serialize writes it."""
+    """The whole translation (pieces, steps, n-best, every attention map) as model.serving.serialize writes it."""
     data = translation_to_dict(translation, tokenizer, decode)
     return json.dumps(data, ensure_ascii=False).encode("utf-8")

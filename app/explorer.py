@@ -34,12 +34,13 @@ from app.page import to_numpy
 from app.presenter import is_on, presentable
 from app.state import VIEWS, sync_url
 from explain.heads import merge_to_words, piece_head_statistics
-from model.inference import Translation
-from model.tokenizer import SPECIAL_PIECES, word_groups, word_labels
-from model.trace import KIND_LABELS, KINDS
+from model.network.trace import KIND_LABELS, KINDS
+from model.serving.inference import Translation
+from model.tokenization.pieces import SPECIAL_PIECES, word_groups, word_labels
 
 # Short enough that the three fit side by side in the explorer's and the Heads page's controls at 1280 px (longer ones
-# made the control scroll and read "r self"); each figure's title names the kind in full (model.trace.KIND_LABELS).
+# made the control scroll and read "r self"); each figure's title names the kind in full
+# (model.network.trace.KIND_LABELS).
 KIND_SHORT = {"enc_self": "Encoder self", "dec_self": "Decoder self", "cross": "Cross"}
 KIND_HELP = {
     "enc_self": "Every source piece looks at every source piece (no mask). Rows sum to 1.",

@@ -13,12 +13,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.charts.style import plotly_config
-from app.escape import md
+from app.checks.escape import md
+from app.models.registry import load_model
 from app.presenter import presentable
-from app.resources import load_model
-from app.translation import ServerBusy, current_request, translate_request
-from model.checkpoint import Checkpoint
-from model.inference import InputError, Translation
+from app.serving.scheduler import ServerBusy, current_request, translate_request
+from model.checkpoints.files import Checkpoint
+from model.serving.inference import InputError, Translation
 
 TRANSLATE_PAGE = "app/views/translate.py"
 log = logging.getLogger("attention_explorer")
@@ -56,7 +56,7 @@ def keep_valid(key: str, options: list) -> None:
 
 
 def budget_notes(translation: Translation) -> None:
-    """What the server's budget reduced before decoding this sentence, and why (model.budget.plan_decode)."""
+    """What the server's budget reduced before decoding this sentence, and why (model.serving.budget.plan_decode)."""
     if translation.notes:
         st.info("**Reduced to fit the server's budget** (one server serves the whole room): "
                 + " ".join(md(note) for note in translation.notes), icon=":material/speed:")

@@ -1,18 +1,18 @@
 """The sidebar every page shares: which model, which device, how figures download, your own checkpoint, a Hugging
-Face model converted (app.hf_convert)."""
+Face model converted (app.models.converter)."""
 from __future__ import annotations
 
 import streamlit as st
 
 from app.browser import link_box
-from app.escape import md
-from app.examples import first_sentence, is_example, leading_token, with_token
-from app.hf_convert import convert_ui
+from app.checks.escape import md
+from app.models.converter import convert_ui
+from app.models.examples import first_sentence, is_example, leading_token, with_token
+from app.models.registry import MODELS, converted_models, device_label, load_model, log, model_label
+from app.models.uploads import load_upload
 from app.presenter import apply_presenter
-from app.resources import MODELS, converted_models, device_label, load_model, log, model_label
 from app.state import DEFAULTS, init_state, link_notice, share_link
-from app.uploads import load_upload
-from model.checkpoint import CheckpointError
+from model.checkpoints.files import CheckpointError
 
 
 def _upload_ui() -> None:
@@ -46,7 +46,7 @@ def _upload_ui() -> None:
 
 def _follow_language() -> None:
     """On a change of model: a stock sentence in the box (the default or an example) becomes one the new model reads
-    (app.examples.first_sentence), so an English sentence is not fed to a French model; a typed one stays. A
+    (app.models.examples.first_sentence), so an English sentence is not fed to a French model; a typed one stays. A
     target-language token (">>fra<<") stays only if the new model has it. Beam search's α becomes the one chosen
     for the new model on its validation split (Checkpoint.length_penalty)."""
     text = st.session_state.get("text", "")

@@ -18,14 +18,14 @@ from urllib.parse import urlencode, urlparse
 
 import streamlit as st
 
-from app.escape import md
-from app.lecture import SLIDES
-from app.resources import MODELS, converted_models, default_length_penalty, load_model
-from app.sentences import MAX_SENTENCES
-from app.translation import MAX_INPUT_CHARS
-from app.uploads import UPLOAD_PREFIX
-from model.positional import MAX_POSITIONS
-from model.trace import KINDS
+from app.checks.escape import md
+from app.checks.paragraphs import MAX_SENTENCES
+from app.lecture.slides import SLIDES
+from app.models.registry import MODELS, converted_models, default_length_penalty, load_model
+from app.models.uploads import UPLOAD_PREFIX
+from app.serving.scheduler import MAX_INPUT_CHARS
+from model.network.positional import MAX_POSITIONS
+from model.network.trace import KINDS
 
 log = logging.getLogger("attention_explorer")
 
@@ -35,13 +35,13 @@ MAX_SEED = 999_999
 
 DEFAULTS = {
     "model_name": "en-de",
-    "text": "My brother has bought a new house in the city.",  # en-de gets it right, verb last (app.examples)
-    "sentence": 0,  # which sentence of a pasted paragraph is translated and shown (app.sentences), from 0
+    "text": "My brother has bought a new house in the city.",  # en-de gets it right, verb last (app.models.examples)
+    "sentence": 0,  # which sentence of a pasted paragraph is translated and shown (app.checks.paragraphs), from 0
     "beam_size": 1,
     "max_len": 60,
     "length_penalty": default_length_penalty("en-de"),  # the α chosen for the default model on its validation split
-    "keep_names": False,  # beam search that keeps the source's names and numbers (model.constrained_beam)
-    "sample": False,  # sampling instead of greedy / beam search, and its settings (model.config.Sampling)
+    "keep_names": False,  # beam search that keeps the source's names and numbers (model.decoding.constrained_beam)
+    "sample": False,  # sampling instead of greedy / beam search, and its settings (model.network.config.Sampling)
     "temperature": 1.0,
     "sample_top_k": 0,
     "top_p": 1.0,

@@ -11,14 +11,15 @@ exactly --tokens tokens). Measured, interleaved and repeated, medians reported, 
     CTranslate2 float32 and int8 (no attention; it returns one averaged cross-attention at most) and
     Hugging Face Marian with output_attentions (eager attention); target: our greedy and beam 4 with every
     attention captured <= CTranslate2 float32 without attention
-  * the compiled static-cache step (model/static_cache.py): the same decodes with the step compiled once (Inductor,
+  * the compiled static-cache step (model/decoding/static_cache.py): the same decodes with the step compiled once
+  (Inductor,
     frozen weights, C++ wrapper), against the eager step and CTranslate2
-  * throughput for a room: N = 1, 4, 16 sentences decoded one at a time, as one batch (model/batch_decoding.py,
+  * throughput for a room: N = 1, 4, 16 sentences decoded one at a time, as one batch (model/decoding/batch_decoding.py,
     eager and compiled) and by CTranslate2's translate_batch, in sentences per second (target >= 0.8x at N = 16)
   * N concurrent sessions through the app's scheduler (--sessions: only this row): N = 1, 4, 16 threads, each a
     session translating its own sentence greedily with the shipped model (pretrained/en-de, 1 intra-op thread),
-    through the app's two decoding slots (app.translation.DecodeSlots): one at a time per slot vs batched by
-    model.batch_queue (what the app does for greedy requests), in sentences per second
+    through the app's two decoding slots (app.serving.scheduler.DecodeSlots): one at a time per slot vs batched by
+    model.serving.batch_queue (what the app does for greedy requests), in sentences per second
   * KV cache: greedy with the cache vs re-running the whole model on (source, prefix) every step, the
     simplest decoder (target >= 3x); also vs a decoder-only re-run that keeps the encoder output, and at
     120 tokens, where the prefix work dominates
@@ -46,16 +47,16 @@ sys.path.insert(0, str(ROOT))
 from engines import ct2_batch, engine_cases
 from timing import medians
 
-from app.translation import MAX_CONCURRENT_TRANSLATIONS, DecodeSlots
-from model.batch_decoding import greedy_batch
-from model.batch_queue import BatchQueue
-from model.checkpoint import load_checkpoint
-from model.config import DecodeConfig, ModelConfig
-from model.decoding import beam_search, greedy_decode
-from model.inference import decode_rules, planned, translate
-from model.masks import decoder_self_mask
-from model.static_cache import StaticCacheDecoder
-from model.transformer import Transformer
+from app.serving.scheduler import MAX_CONCURRENT_TRANSLATIONS, DecodeSlots
+from model.checkpoints.files import load_checkpoint
+from model.decoding.batch_decoding import greedy_batch
+from model.decoding.search import beam_search, greedy_decode
+from model.decoding.static_cache import StaticCacheDecoder
+from model.network.config import DecodeConfig, ModelConfig
+from model.network.masks import decoder_self_mask
+from model.network.transformer import Transformer
+from model.serving.batch_queue import BatchQueue
+from model.serving.inference import decode_rules, planned, translate
 
 
 @torch.inference_mode()
@@ -138,7 +139,7 @@ def in_threads(work: Callable[[str], object], texts: list[str]) -> None:
 def app_sessions(args: argparse.Namespace) -> None:
     """Sentences per second when N sessions ask for N different greedy translations at once, on the shipped model
     through the app's two decoding slots: each decoding alone in a slot (the app's path before issue 34, and still
-    beam search's), or through model.batch_queue as the app now does (the leader holds one slot, every request
+    beam search's), or through model.serving.batch_queue as the app now does (the leader holds one slot, every request
     queued by then decodes in its batch). Every translation keeps all its attention, each exactly its own."""
     torch.set_num_threads(1)
     ckpt = load_checkpoint(ROOT / "pretrained" / "en-de")

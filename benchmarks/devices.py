@@ -4,7 +4,7 @@
     python benchmarks/devices.py --device cpu                      # the script itself, CPU against CPU
 
 On the shipped en-de model (pretrained/en-de) and our own sentences (data/everyday.tsv, data/names_numbers.tsv), each
-decoded as the app decodes it (model.inference.translate, every attention captured), once on the CPU and once on
+decoded as the app decodes it (model.serving.inference.translate, every attention captured), once on the CPU and once on
 the other device: greedy, beam 4, beam 4 keeping names and numbers (the checkpoint's copy lexicon), and sampling with
 a seed; and the evaluation's batched greedy (training.evaluate.translate_many, no attention). Per mode: how many
 sentences get the same pieces on both, the largest difference between their attention weights where they do
@@ -28,10 +28,10 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from model.checkpoint import load_checkpoint
-from model.config import DecodeConfig, Sampling
-from model.device import resolve_device
-from model.inference import Translation, translate
+from model.checkpoints.files import load_checkpoint
+from model.network.config import DecodeConfig, Sampling
+from model.serving.device import resolve_device
+from model.serving.inference import Translation, translate
 from training.evaluate import translate_many
 
 

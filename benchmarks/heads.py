@@ -42,9 +42,9 @@ from timing import medians
 from explain.ablation import switched_off
 from explain.attribution import attribute
 from explain.heads import all_heads, head_importance, n_layers_of, piece_log_probs, sequence_log_probs, usable_cores
-from model.checkpoint import load_checkpoint
-from model.config import DecodeConfig
-from model.inference import translate
+from model.checkpoints.files import load_checkpoint
+from model.network.config import DecodeConfig
+from model.serving.inference import translate
 
 SENTENCE = "We went home early because it was raining and the streets were wet and cold."  # 20 + 20 pieces
 TARGET = 10.0

@@ -4,8 +4,9 @@
 
 On the shipped en-de model (pretrained/en-de, CPU) and the names-and-numbers sentences (data/names_numbers.tsv), every
 attention captured as the app does. Measured, interleaved and repeated, medians reported:
-  * beam search: model.inference.translate with the model's α (the unit)
-  * keeping names and numbers: the same with keep_words (model.constrained_beam.keep_steps: beam search, and the keep
+  * beam search: model.serving.inference.translate with the model's α (the unit)
+  * keeping names and numbers: the same with keep_words (model.decoding.constrained_beam.keep_steps: beam search, and
+  the keep
     search where beam search's output drops or garbles a name or number); target <= 3x on this set, where most
     sentences need the second search
   * the keep search alone where it runs: only the sentences whose beam search output misses a kept phrase
@@ -29,10 +30,10 @@ sys.path.insert(0, str(ROOT))
 
 from timing import medians
 
-from model.checkpoint import load_checkpoint
-from model.config import DecodeConfig
-from model.constrained_beam import keep_states
-from model.inference import translate
+from model.checkpoints.files import load_checkpoint
+from model.decoding.constrained_beam import keep_states
+from model.network.config import DecodeConfig
+from model.serving.inference import translate
 
 TARGET = 3.0
 

@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from timing import medians
 
-from model.config import DecodeConfig, ModelConfig
-from model.decoding import beam_search, greedy_decode
-from model.transformer import Transformer, count_parameters
+from model.decoding.search import beam_search, greedy_decode
+from model.network.config import DecodeConfig, ModelConfig
+from model.network.transformer import Transformer, count_parameters
 
 OPUS_MT_EN_DE = dict(vocab_size=58101, d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048,
                      max_len=512, pad_id=58100, unk_id=1, bos_id=58100, eos_id=0, activation="swish",

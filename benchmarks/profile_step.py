@@ -34,9 +34,9 @@ from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from model.config import DecodeConfig, ModelConfig
-from model.decoding import greedy_decode
-from model.transformer import Transformer
+from model.decoding.search import greedy_decode
+from model.network.config import DecodeConfig, ModelConfig
+from model.network.transformer import Transformer
 
 FAMILIES = {  # ATen operator -> family (anything else is "other")
     "linear": ("aten::linear", "aten::addmm", "aten::mm"),

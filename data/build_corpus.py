@@ -76,8 +76,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))  # run as a script, only data/ is on sys.path; the package needs the root
 
-from data.attribution import render_attribution
 from data.corpus_file import corpus_stem, gzip_bytes, rows_to_tsv
+from data.credits import render_attribution
 from data.debian_packages import deb_version, download_debs, extract_members
 from data.source_readers import read_source
 from data.sources import EXTRA_SOURCES, MORE_SOURCES, PLUS_SOURCES, SOURCE_INFO, SOURCES, WORDS_SOURCES

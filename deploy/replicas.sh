@@ -7,7 +7,7 @@
 # the same cookie secret (the XSRF check of an upload must pass on whichever replica serves it), restarted when it
 # exits. Ctrl-C stops nginx and every replica.
 # For a lecturer's server, put TLS in front (or set `listen` in deploy/nginx.conf.template) and one replica per
-# two cores: each replica decodes on at most two threads (app/translation.py, MAX_CONCURRENT_TRANSLATIONS).
+# two cores: each replica decodes on at most two threads (app/serving/scheduler.py, MAX_CONCURRENT_TRANSLATIONS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPLICAS=${1:-2}

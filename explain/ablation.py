@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import torch
 
 from explain.heads import head_importance, n_layers_of, sequence_log_probs, teacher_forced
-from model.config import DecodeConfig
-from model.decoding import DecodeResult, decode_steps
-from model.inference import StopSignal, Translation, check_stop, prepare_source, translate
-from model.tokenizer import Tokenizer
-from model.trace import Head, HeadMask, PerKind
-from model.transformer import Transformer
+from model.decoding.search import DecodeResult, decode_steps
+from model.network.config import DecodeConfig
+from model.network.trace import Head, HeadMask, PerKind
+from model.network.transformer import Transformer
+from model.serving.inference import StopSignal, Translation, check_stop, prepare_source, translate
+from model.tokenization.pieces import Tokenizer
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def teacher_forced_pair(model: Transformer, source_ids: Sequence[int], output_id
 
 def ablate(model: Transformer, tokenizer: Tokenizer, original: Translation, heads: Iterable[Head],
            config: DecodeConfig, should_stop: StopSignal | None = None) -> Ablation:
-    """Decode ``original``'s sentence again with ``heads`` off (model.inference.translate with a head mask)
+    """Decode ``original``'s sentence again with ``heads`` off (model.serving.inference.translate with a head mask)
     and measure what the heads did for the original output."""
     heads = tuple(sorted(set(heads)))
     ablated = translate(model, tokenizer, original.source.text, config, head_mask=switched_off(model, heads),

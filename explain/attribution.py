@@ -21,11 +21,11 @@ import torch
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
-from model.attention import INTERNALS
-from model.inference import StopSignal, check_stop
-from model.masks import padding_mask
-from model.trace import KINDS, AttentionTrace, PerKind
-from model.transformer import Transformer, shifted_right
+from model.network.attention import INTERNALS
+from model.network.masks import padding_mask
+from model.network.trace import KINDS, AttentionTrace, PerKind
+from model.network.transformer import Transformer, shifted_right
+from model.serving.inference import StopSignal, check_stop
 
 
 def residual_attention(weights: torch.Tensor) -> torch.Tensor:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import torch
 
 from explain.heads import row_entropy, teacher_forced
-from model.checkpoint import Checkpoint
-from model.trace import PerKind
-from model.transformer import Transformer
+from model.checkpoints.files import Checkpoint
+from model.network.trace import PerKind
+from model.network.transformer import Transformer
 
 
 @dataclass(frozen=True)

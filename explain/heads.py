@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from model.attention import INTERNALS
-from model.inference import StopSignal, check_stop
-from model.masks import padding_mask
-from model.tokenizer import SPECIAL_PIECES
-from model.trace import KINDS, Head, HeadMask, PerKind
-from model.transformer import Transformer, shifted_right
+from model.network.attention import INTERNALS
+from model.network.masks import padding_mask
+from model.network.trace import KINDS, Head, HeadMask, PerKind
+from model.network.transformer import Transformer, shifted_right
+from model.serving.inference import StopSignal, check_stop
+from model.tokenization.pieces import SPECIAL_PIECES
 
 
 def _diagonal_keys(q_len: int, k_len: int) -> torch.Tensor:
@@ -211,7 +211,7 @@ def head_importance(model: Transformer, source_ids: Sequence[int], output_ids: S
     cross rows share the unmasked memory's keys and values. Heads run in groups that keep the feed-forward
     activations under ``activation_budget`` floats, on ``workers`` threads (default: the usable cores; torch
     releases the GIL inside its kernels), the output layer in chunks of ``logit_chunk`` logits. ``should_stop`` is
-    asked before each group (model.inference.check_stop: Cancelled when the caller left).
+    asked before each group (model.serving.inference.check_stop: Cancelled when the caller left).
     """
     device = model.embed.token.weight.device
     layers, n_heads = n_layers_of(model), model.config.n_heads

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import torch
 
-from model.attention import INTERNALS
-from model.config import DecodeConfig
-from model.inference import pad_batch, prepare_source, translate
-from model.masks import causal_mask, padding_mask, target_padding_mask
-from model.positional import MAX_POSITIONS
-from model.tokenizer import Tokenizer
-from model.trace import AttentionTrace
-from model.transformer import Transformer, shifted_right
+from model.network.attention import INTERNALS
+from model.network.config import DecodeConfig
+from model.network.masks import causal_mask, padding_mask, target_padding_mask
+from model.network.positional import MAX_POSITIONS
+from model.network.trace import AttentionTrace
+from model.network.transformer import Transformer, shifted_right
+from model.serving.inference import pad_batch, prepare_source, translate
+from model.tokenization.pieces import Tokenizer
 
 
 @torch.inference_mode()

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 
 import torch
 
-from model.attention import INTERNALS
-from model.trace import KINDS
-from model.transformer import Transformer
+from model.network.attention import INTERNALS
+from model.network.trace import KINDS
+from model.network.transformer import Transformer
 
 
 @dataclass(frozen=True)
 class AttentionInternals:
-    """One attention call of one sentence: model.attention.Intermediates with the batch dimension dropped, under
+    """One attention call of one sentence: model.network.attention.Intermediates with the batch dimension dropped, under
     the same names, plus the steps the Mechanics page shows between them.
 
     From the forward: query_input [Q, D] (the sub-layer's input), q [H, Q, d_k], k and v [H, K, d_k], unmasked

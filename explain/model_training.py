@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-from model.transformer import Transformer, count_parameters
+from model.network.transformer import Transformer, count_parameters
 
 
 def smoothed_targets(target: torch.Tensor | Sequence[int], vocab_size: int, epsilon: float) -> torch.Tensor:

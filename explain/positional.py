@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from model.positional import inverse_frequencies, pair_dimensions, sinusoidal_encoding
-from model.relative_position import relative_buckets
-from model.transformer import Transformer
+from model.network.positional import inverse_frequencies, pair_dimensions, sinusoidal_encoding
+from model.network.relative_position import relative_buckets
+from model.network.transformer import Transformer
 
 
 def pe_similarity(max_len: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
@@ -69,7 +69,7 @@ def relative_bias_by_offset(model: Transformer, side: str, reach: int) -> tuple[
     [2R+1], bias [H, 2R+1]); the bucket of each offset looked up in the stack's table. A decoder never sees a
     later key: its positive offsets read the bucket of 0, and its causal mask hides them anyway."""
     stack = model.encoder if side == "encoder" else model.decoder
-    bias = stack.relative_bias  # model.relative_position.RelativePositionBias
+    bias = stack.relative_bias  # model.network.relative_position.RelativePositionBias
     offsets = torch.arange(-reach, reach + 1, device=bias.table.weight.device)  # [2R+1]
     buckets = relative_buckets(offsets, bias.bidirectional, bias.n_buckets, bias.max_distance)  # [2R+1]
     return offsets.cpu(), bias.table(buckets).T.cpu()  # [H, 2R+1]

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from explain.attribution import rollout
-from model.positional import sinusoidal_encoding
-from model.trace import AttentionTrace
+from model.network.positional import sinusoidal_encoding
+from model.network.trace import AttentionTrace
 from model.vision.swin import Swin
 from model.vision.vit import ViT
 from model.vision.windows import reach, tokens_to_window

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .budget import DEFAULT_BUDGET
+from model.serving.budget import DEFAULT_BUDGET
 
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "pretrained" / "en-de"
 
@@ -47,8 +47,8 @@ def bounded(kind: type, low: float, high: float):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .config import MAX_BEAM, MAX_LENGTH_PENALTY, MAX_TEMPERATURE, MAX_VOCAB_SIZE
-    from .positional import MAX_POSITIONS
+    from model.network.config import MAX_BEAM, MAX_LENGTH_PENALTY, MAX_TEMPERATURE, MAX_VOCAB_SIZE
+    from model.network.positional import MAX_POSITIONS
 
     parser = Parser(prog="python -m model", description="Attention Explorer's Transformer")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -74,11 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--to", help="a multilingual model's target language code (mBART-50's de_DE, NLLB's deu_Latn, "
                     "M2M100's __de__); default: the one its config forces, else German, else its first")
     tr.add_argument("--keep-names", action="store_true", help="with --beam 2 or more: the output keeps the names and "
-                    "numbers German writes as they are (model.copy_words; a checkpoint with copy_lexicon.json)")
+                    "numbers German writes as they are (model.decoding.copy_words; a checkpoint with "
+                    "copy_lexicon.json)")
     tr.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     tr.add_argument("--json", help="write pieces, steps and attention to this file (at most "
                                    f"{DEFAULT_BUDGET.max_json_bytes // 2**20} MB: a longer decode is refused)")
-    from .convert import CONVERTERS
+    from model.huggingface.convert import CONVERTERS
 
     for name, what in (("convert", f"convert a Hugging Face folder of a supported model_type "
                                    f"({', '.join(sorted(CONVERTERS))})"),
@@ -93,12 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def translate_command(args: argparse.Namespace) -> int:
-    from .checkpoint import CheckpointError, load_checkpoint
-    from .config import DecodeConfig, Sampling
-    from .device import resolve_device
-    from .inference import InputError, beyond_training, decode_rules, planned, translate
-    from .positional import MAX_POSITIONS
-    from .serialize import translation_to_dict
+    from model.checkpoints.files import CheckpointError, load_checkpoint
+    from model.network.config import DecodeConfig, Sampling
+    from model.network.positional import MAX_POSITIONS
+    from model.serving.device import resolve_device
+    from model.serving.inference import InputError, beyond_training, decode_rules, planned, translate
+    from model.serving.serialize import translation_to_dict
 
     if args.json is not None and not args.json.strip():
         print("error: --json needs a file name", file=sys.stderr)
@@ -155,10 +156,10 @@ def translate_command(args: argparse.Namespace) -> int:
 
 
 def convert_command(args: argparse.Namespace) -> int:
-    from .checkpoint import CheckpointError
-    from .convert import convert
-    from .hf_folder import STAGES
-    from .marian import convert_marian
+    from model.checkpoints.files import CheckpointError
+    from model.huggingface.convert import convert
+    from model.huggingface.folder import STAGES
+    from model.huggingface.marian import convert_marian
 
     # a large model takes minutes: each stage is said as it starts, as the sidebar does
     def progress(stage: str) -> None:

@@ -15,11 +15,11 @@ import torch
 from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-from model.bart import bart_config, hf_names
-from model.checkpoint import save_checkpoint
-from model.config import ModelConfig
-from model.tokenizer import HFTokenizer
-from model.transformer import Transformer
+from model.checkpoints.files import save_checkpoint
+from model.huggingface.bart import bart_config, hf_names
+from model.network.config import ModelConfig
+from model.network.transformer import Transformer
+from model.tokenization.pieces import HFTokenizer
 from tests.marian_helpers import DE, EN
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # BART's ids 0-3
@@ -49,7 +49,8 @@ def bart_tokenizer(data: bytes | None = None) -> HFTokenizer:
     return HFTokenizer(data or bart_tokenizer_json(), pad_id=1, unk_id=3, bos_id=2, eos_id=2)
 
 
-# What each family's converter sets (model.bart.FAMILIES): norm_first, positions, layernorm_embedding, activation.
+# What each family's converter sets (model.huggingface.bart.FAMILIES): norm_first, positions, layernorm_embedding,
+# activation.
 FAMILY_OPTIONS = {"bart": (False, "learned", True, "gelu"), "mbart": (True, "learned", True, "gelu"),
                   "m2m_100": (True, "fairseq", False, "relu")}
 

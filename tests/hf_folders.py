@@ -13,8 +13,8 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 
-from model.spiece import SPIECE_FILE
-from model.tokenizer import M2M100_FILES, M2M100_LANGUAGES
+from model.huggingface.spiece import SPIECE_FILE
+from model.tokenization.pieces import M2M100_FILES, M2M100_LANGUAGES
 from tests.bart_helpers import bart_tokenizer, bart_tokenizer_json
 from tests.marian_helpers import DE, EN, marian_tokenizer_files
 
@@ -86,8 +86,8 @@ def assert_t5_decodes_as_generate(hf, ckpt, texts: list[str], max_new: int, leng
     """Greedy equals generate(num_beams=1) and beam 4 equals generate(num_beams=4), n-best and scores, for each text,
     under the converted model's decoding ``rules`` (early_stopping True unless they say otherwise). -> the output
     lengths seen, so a caller can check that </s> was chosen, not only the limit reached."""
-    from model.config import DecodeConfig
-    from model.decoding import beam_search, greedy_decode
+    from model.decoding.search import beam_search, greedy_decode
+    from model.network.config import DecodeConfig
 
     options = dict(do_sample=False, max_new_tokens=max_new, bad_words_ids=[[0]], output_scores=True,
                    return_dict_in_generate=True)
@@ -168,8 +168,8 @@ def slow_tokenizer_folder(tmp_path_factory, name: str, write_tokenizer) -> tuple
 def converted_without_tokenizer_json(hf, folder: Path, root: Path, tokenizer_class, model_class) -> tuple:
     """``hf`` saved into ``folder`` beside the slow tokenizer's files written there (no tokenizer.json), converted
     into root/converted -> (the slow tokenizer as transformers reads the folder, its eager model, our checkpoint)."""
-    from model.checkpoint import load_checkpoint
-    from model.convert import convert
+    from model.checkpoints.files import load_checkpoint
+    from model.huggingface.convert import convert
 
     hf.save_pretrained(folder)
     assert not (folder / "tokenizer.json").exists()

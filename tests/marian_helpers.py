@@ -14,10 +14,10 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 
-from model.checkpoint import save_checkpoint
-from model.config import ModelConfig
-from model.tokenizer import MarianTokenizer
-from model.transformer import Transformer
+from model.checkpoints.files import save_checkpoint
+from model.network.config import ModelConfig
+from model.network.transformer import Transformer
+from model.tokenization.pieces import MarianTokenizer
 
 EN = ["The house is small.", "I would like to drink a cup of tea.", "Where is the station?",
       "She has read the book that you gave her yesterday.", "We went home because it was raining.",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from model.tokenizer import SPECIAL_PIECES
+from model.tokenization.pieces import SPECIAL_PIECES
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoints.files import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 
 from .data import encode_pairs, load_corpus
 from .loss import validation_loss

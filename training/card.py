@@ -18,11 +18,11 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from model.checkpoint import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
-from model.config import DecodeConfig
-from model.inference import translate
-from model.quality import WEAK_BLEU, WEAK_CHRF, decoding_settings, is_weak, report_scores
-from model.transformer import count_parameters
+from model.checkpoints.files import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
+from model.checkpoints.quality import WEAK_BLEU, WEAK_CHRF, decoding_settings, is_weak, report_scores
+from model.network.config import DecodeConfig
+from model.network.transformer import count_parameters
+from model.serving.inference import translate
 
 from .augment import NAMES as AUGMENT_NAMES
 from .data import load_corpus
@@ -36,7 +36,8 @@ SLOWLY_FALLING = 0.005  # per epoch: more epochs still pay, slowly (0.009/epoch 
 
 
 def _weak_model(epochs: list[dict], last: int = 3) -> str:
-    """The card's warning for a model that model.quality calls weak, with what its last epochs say more training
+    """The card's warning for a model that model.checkpoints.quality calls weak, with what its last epochs say more
+    training
     would buy."""
     losses = [float(e["valid_loss"]) for e in epochs[-(last + 1):]]
     per_epoch = (losses[0] - losses[-1]) / (len(losses) - 1) if len(losses) > 1 else None
@@ -365,7 +366,7 @@ KEEP_NAME = "beam 4 keeping names and numbers"
 
 def decodings(report: dict) -> list[tuple[str, str]]:
     """(name, report key) of the decodings a report holds: greedy, beam 4, and beam 4 keeping names and numbers
-    (model.constrained_beam) when the checkpoint has a copy lexicon."""
+    (model.decoding.constrained_beam) when the checkpoint has a copy lexicon."""
     return [("greedy", "greedy"), ("beam 4", "beam4"), *([(KEEP_NAME, "beam4_keep")] if "beam4_keep" in report else [])]
 
 
@@ -438,13 +439,13 @@ def names_numbers_section(report: dict | None) -> list[str]:
                        report[key]["overall"]["bleu"], report[key]["overall"]["chrf"]])
               for name, key in names], "",
             *(["The last row is the model searched differently, not a different model: beam 4 that must keep the "
-               "names and numbers of the English that German writes as they are (`model.copy_words` picks them from "
-               "the English alone, by what the training corpus's translations do with each capitalised word; "
-               "`model.constrained_beam` makes every finished output that writes them all rank first). Every piece "
-               "is still scored by the model and every attention map is the model's own; a forced name the model "
-               "finds unlikely can land in an odd place, and a word it cannot write at all is given up on. Two parts "
-               "of the rule (neighbouring words kept as one phrase; a name that opens a sentence kept when another "
-               "name follows it) were written while reading this set's misses, so its share here is an upper "
+               "names and numbers of the English that German writes as they are (`model.decoding.copy_words` picks "
+               "them from the English alone, by what the training corpus's translations do with each capitalised word; "
+               "`model.decoding.constrained_beam` makes every finished output that writes them all rank first). "
+               "Every piece is still scored by the model and every attention map is the model's own; a forced name the "
+               "model finds unlikely can land in an odd place, and a word it cannot write at all is given up on. Two "
+               "parts of the rule (neighbouring words kept as one phrase; a name that opens a sentence kept when "
+               "another name follows it) were written while reading this set's misses, so its share here is an upper "
                "estimate; the held-out set below was written after the rule, and measures it. On text with fewer "
                "names it can cost a little: the test table above has its row (beam4_keep).", ""]
              if len(names) > 2 else []),

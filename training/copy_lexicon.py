@@ -1,4 +1,5 @@
-"""Count the copy lexicon of a model's training corpus (model.copy_words): which capitalised words its translations
+"""Count the copy lexicon of a model's training corpus (model.decoding.copy_words): which capitalised words its
+translations
 copy, which they translate, which words it writes in lower case. Only the train split is read, so the words a
 validation or test sentence keeps are decided without looking at its reference.
 
@@ -11,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from model.copy_words import LEXICON_FILE, CopyLexicon
+from model.decoding.copy_words import LEXICON_FILE, CopyLexicon
 
 from .data import load_corpus
 

@@ -11,9 +11,9 @@ import pandas as pd
 import sentencepiece as spm
 import torch
 
-from model.inference import pad_batch
-from model.tokenizer import Tokenizer
-from model.transformer import shifted_right
+from model.network.transformer import shifted_right
+from model.serving.inference import pad_batch
+from model.tokenization.pieces import Tokenizer
 
 Pair = tuple[list[int], list[int]]  # (source ids ending in EOS, target ids ending in EOS)
 LETTERS = "abcdefghijklmnopqrstuvwxyz"

@@ -8,8 +8,8 @@ import pandas as pd
 import torch
 
 from explain.heads import row_entropy
-from model.tokenizer import Tokenizer
-from model.transformer import Transformer
+from model.network.transformer import Transformer
+from model.tokenization.pieces import Tokenizer
 
 from .data import encode_pairs, iterate_batches, token_batches
 from .loss import validation_loss

@@ -16,14 +16,14 @@ import pandas as pd
 import sacrebleu
 import torch
 
-from model.batch_decoding import greedy_batch
-from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from model.config import DecodeConfig
-from model.copy_words import CopyLexicon, written_whole
-from model.decoding import DecodeResult, decode_steps
-from model.inference import prepare_source, stream
-from model.tokenizer import Tokenizer
-from model.transformer import Transformer
+from model.checkpoints.files import Checkpoint, CheckpointError, load_checkpoint
+from model.decoding.batch_decoding import greedy_batch
+from model.decoding.copy_words import CopyLexicon, written_whole
+from model.decoding.search import DecodeResult, decode_steps
+from model.network.config import DecodeConfig
+from model.network.transformer import Transformer
+from model.serving.inference import prepare_source, stream
+from model.tokenization.pieces import Tokenizer
 
 from .data import load_corpus
 from .diagnostics import source_reliance
@@ -119,7 +119,7 @@ def everyday_report(model: Transformer, tokenizer: Tokenizer, path: Path = EVERY
 
 
 NAMES_NUMBERS = EVERYDAY.with_name("names_numbers.tsv")  # names and numbers to carry over, see data/README.md
-# a second such set, written after the keep rule (model.copy_words) was fixed: no rule was shaped by its misses
+# a second such set, written after the keep rule (model.decoding.copy_words) was fixed: no rule was shaped by its misses
 NAMES_HELDOUT = EVERYDAY.with_name("names_numbers_heldout.tsv")
 
 

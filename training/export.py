@@ -22,9 +22,9 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from model.meta import MAX_META_TEXT
-from model.shards import SHARD_BYTES
+from model.checkpoints.files import CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoints.meta import MAX_META_TEXT
+from model.checkpoints.shards import SHARD_BYTES
 
 LOGS = ("log.csv", "epochs.csv")
 

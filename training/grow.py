@@ -20,8 +20,8 @@ from dataclasses import replace
 
 import torch
 
-from model.layers import PositionwiseFeedForward
-from model.transformer import Transformer
+from model.network.layers import PositionwiseFeedForward
+from model.network.transformer import Transformer
 
 
 def widen_feed_forward(model: Transformer, d_ff: int, seed: int = 0) -> Transformer:

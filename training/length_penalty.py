@@ -1,7 +1,7 @@
 """Choosing beam search's length penalty α on the validation split, as the paper chose its own.
 
 Beam search ranks finished hypotheses by log-probability divided by GNMT's ((5 + |Y|) / 6)^α
-(model.decoding.length_penalty). The paper set beam 4 and α = 0.6 "after experimentation on the development set"
+(model.decoding.search.length_penalty). The paper set beam 4 and α = 0.6 "after experimentation on the development set"
 (section 6.1) for its models. A small model trained on little data puts more probability on ending early: with
 the paper's α its beam output comes out shorter than the references, and BLEU's brevity penalty and chrF's recall
 both pay for the words it drops. The same experiment on our validation split picks α for our model; the test split
@@ -18,10 +18,10 @@ from pathlib import Path
 import pandas as pd
 import sacrebleu
 
-from model.checkpoint import CONFIG, update_meta
-from model.config import DecodeConfig
-from model.tokenizer import Tokenizer
-from model.transformer import Transformer
+from model.checkpoints.files import CONFIG, update_meta
+from model.network.config import DecodeConfig
+from model.network.transformer import Transformer
+from model.tokenization.pieces import Tokenizer
 
 from .evaluate import load_inputs, split_rows, translate_many
 

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.transformer import Transformer
+from model.network.transformer import Transformer
 
 from .alignment import CopyAlignment
 from .data import Batch, Pair, iterate_batches, token_batches

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from model.checkpoint import load_checkpoint, read_config
+from model.checkpoints.files import load_checkpoint, read_config
 
 from .evaluate import corpus_scores, load_inputs, split_rows, translate_many
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from model.checkpoint import load_checkpoint
+from model.checkpoints.files import load_checkpoint
 
 from .average import validation_losses
 

@@ -35,12 +35,12 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from model.checkpoint import load_checkpoint, save_checkpoint
-from model.config import ModelConfig
-from model.device import describe, resolve_device
-from model.shards import SHARD_BYTES
-from model.tokenizer import Tokenizer, train_tokenizer
-from model.transformer import Transformer, count_parameters
+from model.checkpoints.files import load_checkpoint, save_checkpoint
+from model.checkpoints.shards import SHARD_BYTES
+from model.network.config import ModelConfig
+from model.network.transformer import Transformer, count_parameters
+from model.serving.device import describe, resolve_device
+from model.tokenization.pieces import Tokenizer, train_tokenizer
 
 from . import distributed
 from .alignment import CopyAlignment

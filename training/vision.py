@@ -32,8 +32,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model.checkpoint import CONFIG, WEIGHTS
-from model.transformer import count_parameters
+from model.checkpoints.files import CONFIG, WEIGHTS
+from model.network.transformer import count_parameters
 from model.vision.checkpoint import load_vision, save_vision
 from model.vision.config import SwinConfig, ViTConfig
 from model.vision.digits import DIGITS_PATH, Digits, load_digits

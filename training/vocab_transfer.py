@@ -19,8 +19,8 @@ from dataclasses import replace
 
 import torch
 
-from model.tokenizer import BYTE_PIECE, SPECIAL_PIECES, Tokenizer
-from model.transformer import Transformer
+from model.network.transformer import Transformer
+from model.tokenization.pieces import BYTE_PIECE, SPECIAL_PIECES, Tokenizer
 
 
 def source_rows(piece: str, old: Tokenizer) -> list[int]:

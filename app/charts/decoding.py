@@ -2,7 +2,7 @@
 
 Pure builders: plain numbers and pieces in, plotly Figure / pandas DataFrame out. The beam tree is
 built from each step's candidates (row, token, piece, cumulative log-prob, status) exactly as
-model.decoding reported them; nothing is re-scored here.
+model.decoding.search reported them; nothing is re-scored here.
 """
 from __future__ import annotations
 

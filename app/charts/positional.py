@@ -37,7 +37,8 @@ def dimension_label(dim: int, wavelength: float, sine: bool) -> str:
 
 def pe_curves(pe: np.ndarray, dims: list[int], wavelengths: list[float], sines: list[bool]) -> go.Figure:
     """One line per chosen dimension over position; ``wavelengths`` are those dimensions' wavelengths and ``sines``
-    whether each is a sine (which dimensions are depends on the model's layout: model.positional.pair_dimensions)."""
+    whether each is a sine (which dimensions are depends on the model's layout:
+    model.network.positional.pair_dimensions)."""
     pe = np.asarray(pe)
     fig = go.Figure()
     positions = np.arange(pe.shape[0])

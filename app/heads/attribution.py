@@ -7,17 +7,17 @@ import logging
 import numpy as np
 import streamlit as st
 
-from app.cancel import session_stop_signal
 from app.charts import heads as charts
 from app.explorer import select_head
 from app.heads.pickers import axis_pieces, head_name, map_picker
+from app.models.registry import load_model
 from app.page import keep_valid, plot, to_numpy
-from app.resources import load_model
-from app.translation import Request, heavy_slot
+from app.serving.cancel import session_stop_signal
+from app.serving.scheduler import Request, heavy_slot
 from explain.attribution import MAX_FLOW_PIECES, NORM_BASED, ROLLOUT, SALIENCY, attribute
 from explain.heads import n_layers_of
-from model.inference import Translation
-from model.trace import KIND_LABELS
+from model.network.trace import KIND_LABELS
+from model.serving.inference import Translation
 
 log = logging.getLogger("attention_explorer")
 METHOD_TEXT = {

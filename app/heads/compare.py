@@ -9,16 +9,16 @@ import streamlit as st
 
 from app.charts import heads as charts
 from app.charts.axes import clipped, plotly_text
-from app.examples import compare_pair
 from app.explorer import select_head
 from app.heads.pickers import axis_pieces, head_name, map_picker
+from app.models.examples import compare_pair
+from app.models.registry import load_model
 from app.page import plot, to_numpy
-from app.resources import load_model
-from app.translation import Request, translate_request
+from app.serving.scheduler import Request, translate_request
 from explain.ablation import map_difference
 from explain.heads import n_layers_of
-from model.inference import InputError
-from model.trace import KIND_LABELS
+from model.network.trace import KIND_LABELS
+from model.serving.inference import InputError
 
 log = logging.getLogger("attention_explorer")
 

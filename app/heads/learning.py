@@ -11,15 +11,15 @@ import streamlit as st
 from app.charts import heads as charts
 from app.explorer import select_head
 from app.heads.pickers import axis_pieces, head_name, map_picker
+from app.models.registry import load_model, load_snapshot, snapshots_of
 from app.page import plot, to_numpy
-from app.resources import load_model, load_snapshot, snapshots_of
-from app.translation import Request
+from app.serving.scheduler import Request
 from explain.checkpoints import incompatibility, read_output
 from explain.heads import n_layers_of
-from model.checkpoint import Checkpoint
-from model.config import DecodeConfig
-from model.inference import Translation, translate
-from model.trace import KIND_LABELS
+from model.checkpoints.files import Checkpoint
+from model.network.config import DecodeConfig
+from model.network.trace import KIND_LABELS
+from model.serving.inference import Translation, translate
 
 log = logging.getLogger("attention_explorer")
 

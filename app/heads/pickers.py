@@ -6,8 +6,8 @@ import streamlit as st
 
 from app.explorer import KIND_SHORT
 from app.page import keep_valid
-from model.inference import Translation
-from model.trace import KINDS, PerKind
+from model.network.trace import KINDS, PerKind
+from model.serving.inference import Translation
 
 
 def axis_pieces(translation: Translation, kind: str) -> tuple[list[str], list[str], str, str]:

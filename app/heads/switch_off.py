@@ -10,20 +10,20 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.cancel import session_stop_signal
 from app.charts import heads as charts
-from app.escape import md
-from app.examples import examples_for
+from app.checks.escape import md
 from app.explorer import KIND_SHORT, select_head
 from app.heads.pickers import axis_pieces, head_name, map_picker
+from app.models.examples import examples_for
+from app.models.registry import load_model
 from app.page import plot, to_numpy
-from app.resources import load_model
-from app.translation import Request, heavy_slot, translate_request
+from app.serving.cancel import session_stop_signal
+from app.serving.scheduler import Request, heavy_slot, translate_request
 from explain.ablation import ablate, changed_pieces, importance_over_sentences
 from explain.heads import all_heads, head_importance, n_layers_of
-from model.config import DecodeConfig
-from model.inference import Translation
-from model.trace import KIND_LABELS, KINDS, PerKind
+from model.network.config import DecodeConfig
+from model.network.trace import KIND_LABELS, KINDS, PerKind
+from model.serving.inference import Translation
 
 log = logging.getLogger("attention_explorer")
 SUM_AT_ONCE_PARAMETERS = 20_000_000  # larger models sum over the examples only when asked (8-22 s at 74M)

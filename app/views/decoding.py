@@ -19,17 +19,17 @@ from app.charts.decoding import (
     topk_figure,
 )
 from app.charts.style import plotly_config
-from app.escape import md
+from app.checks.escape import md
 from app.explorer import clamp_state, head_label, layer_head_ui, pieces_html, point_customdata, select_head
+from app.models.registry import load_model
 from app.page import TRANSLATE_PAGE, budget_notes, to_numpy
 from app.presenter import presentable
-from app.resources import load_model
+from app.serving.scheduler import Request, current_request, translate_request
 from app.state import sync_url
-from app.translation import Request, current_request, translate_request
-from model.constrained_beam import keep_states
-from model.decoding import Candidate, DecodeStep, length_penalty
-from model.inference import InputError, Translation
-from model.tokenizer import Tokenizer
+from model.decoding.constrained_beam import keep_states
+from model.decoding.search import Candidate, DecodeStep, length_penalty
+from model.serving.inference import InputError, Translation
+from model.tokenization.pieces import Tokenizer
 
 log = logging.getLogger("attention_explorer")
 STEP_KEYS = {"ArrowLeft": "prev_step", "PageUp": "prev_step", "ArrowRight": "next_step", "PageDown": "next_step"}

@@ -16,9 +16,9 @@ from app.heads.compare import compare_section
 from app.heads.learning import checkpoints_section
 from app.heads.switch_off import ablation_section
 from app.page import concept_page, keep_valid
-from app.translation import current_request
-from model.checkpoint import Checkpoint
-from model.inference import Translation
+from app.serving.scheduler import current_request
+from model.checkpoints.files import Checkpoint
+from model.serving.inference import Translation
 
 SECTIONS = ("Switch heads off", "Attribution", "Compare two sentences", "Watch attention learn")
 REVERSE_EXPECT = (

@@ -1,4 +1,4 @@
-"""Page: Lecture — a guided tour of the paper on the current sentence, one slide at a time (app.lecture.SLIDES).
+"""Page: Lecture — a guided tour of the paper on the current sentence, one slide at a time (app.lecture.slides.SLIDES).
 
 Next / previous with the buttons or the keys a presentation clicker sends (→ / PageDown, ← / PageUp); the slide
 number is in the URL (?slide=5). Each slide is one figure, a few lines and collapsed speaker notes, made to fit
@@ -12,12 +12,12 @@ import streamlit as st
 
 from app.browser import bind_keys
 from app.charts.style import capped, plotly_config, presented
-from app.lecture import SLIDES
+from app.lecture.slides import SLIDES
 from app.page import COULD_NOT_TRANSLATE, TRANSLATE_PAGE, require_checkpoint, sentence_caption, show_failure
 from app.presenter import is_on
-from app.slide_figures import Deck, SlideUnavailable, build
-from app.translation import Request, ServerBusy, current_request, translate_request
-from model.inference import InputError, Translation
+from app.serving.scheduler import Request, ServerBusy, current_request, translate_request
+from app.views.slide_figures import Deck, SlideUnavailable, build
+from model.serving.inference import InputError, Translation
 
 SLIDE_HEIGHT = 520  # px: with the slide's title row, fits a 720-px-high screen
 KEYS = {"ArrowRight": "lecture_next", "PageDown": "lecture_next", "ArrowLeft": "lecture_prev",

@@ -9,13 +9,13 @@ import numpy as np
 import streamlit as st
 
 from app.charts import masks as charts
-from app.examples import mask_pair
+from app.models.examples import mask_pair
 from app.page import concept_page, keep_valid, plot, to_numpy
-from app.translation import Request, translate_request
+from app.serving.scheduler import Request, translate_request
 from explain.masks import mask_parts, padded_batch_trace, unmasked_scores
-from model.checkpoint import Checkpoint
-from model.inference import InputError, Translation
-from model.trace import KIND_LABELS, KINDS
+from model.checkpoints.files import Checkpoint
+from model.network.trace import KIND_LABELS, KINDS
+from model.serving.inference import InputError, Translation
 
 log = logging.getLogger("attention_explorer")
 KIND_MASK = {"enc_self": "source padding", "dec_self": "target padding AND causal", "cross": "source padding"}
@@ -30,7 +30,8 @@ def _set_other(text: str) -> None:
 
 
 def other_ui(model_name: str, meta: dict, text: str) -> str:
-    """The second sentence of the batch, in the model's source language (app.examples), with a shorter and a longer
+    """The second sentence of the batch, in the model's source language (app.models.examples), with a shorter and a
+    longer
     example to pick."""
     short, long = mask_pair(meta, text)
     if "mask_other" not in st.session_state or st.session_state.get("_mask_other_for") != model_name:

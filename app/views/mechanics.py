@@ -20,8 +20,8 @@ from explain.mechanics import (
     soft_vs_hard,
     softmax_saturation,
 )
-from model.trace import KIND_LABELS, KINDS, PerKind
-from model.transformer import shifted_right
+from model.network.trace import KIND_LABELS, KINDS, PerKind
+from model.network.transformer import shifted_right
 
 log = logging.getLogger("attention_explorer")
 D_KS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]

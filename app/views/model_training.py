@@ -11,10 +11,10 @@ import pandas as pd
 import streamlit as st
 
 from app.charts import training as charts
+from app.models.training_log import cooldown_lines, speed_by_stretch
 from app.page import plot, require_checkpoint, to_numpy
-from app.training_log import cooldown_lines, speed_by_stretch
 from explain.model_training import parameter_counts, smoothed_loss_floor, smoothed_targets
-from model.transformer import count_parameters
+from model.network.transformer import count_parameters
 from training.schedule import noam_lr, training_segments
 
 log = logging.getLogger("attention_explorer")

@@ -17,7 +17,7 @@ from explain.positional import (
     pe_similarity,
     relative_bias_by_offset,
 )
-from model.positional import frequency_index, pair_dimensions, sinusoidal_encoding, wavelengths
+from model.network.positional import frequency_index, pair_dimensions, sinusoidal_encoding, wavelengths
 
 PE_LATEX = {  # the formula in the model's own dimension order
     "interleaved": r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\qquad "

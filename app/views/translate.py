@@ -9,12 +9,14 @@ from contextlib import closing
 
 import streamlit as st
 
-from app.cancel import session_stop_signal
-from app.carried_numbers import added_numbers, dropped_numbers
 from app.charts.axes import clipped
+from app.checks.carried_numbers import added_numbers, dropped_numbers
+from app.checks.escape import md
+from app.checks.language_check import looks_like
+from app.checks.paragraphs import split_sentences
 from app.downloads import trace_json
-from app.escape import md
-from app.examples import (
+from app.explorer import attention_explorer, clamp_state, pieces_html
+from app.models.examples import (
     code_language,
     example_why,
     examples_for,
@@ -26,14 +28,11 @@ from app.examples import (
     token_language,
     with_token,
 )
-from app.explorer import attention_explorer, clamp_state, pieces_html
-from app.language_check import looks_like
+from app.models.quality import quality_note
+from app.models.registry import load_model, model_label
 from app.page import budget_notes, show_failure
-from app.quality import quality_note
-from app.resources import load_model, model_label
-from app.sentences import split_sentences
-from app.state import DEFAULTS, MAX_SEED, sync_url
-from app.translation import (
+from app.serving.cancel import session_stop_signal
+from app.serving.scheduler import (
     BATCHES,
     MAX_INPUT_CHARS,
     SLOTS,
@@ -47,11 +46,13 @@ from app.translation import (
     translate_request,
     waiting_message,
 )
-from model.budget import DEFAULT_BUDGET, Plan
-from model.checkpoint import Checkpoint
-from model.copy_words import written_whole
-from model.decoding import DecodeStep
-from model.inference import (
+from app.state import DEFAULTS, MAX_SEED, sync_url
+from model.checkpoints.files import Checkpoint
+from model.decoding.copy_words import written_whole
+from model.decoding.search import DecodeStep
+from model.network.positional import MAX_POSITIONS
+from model.serving.budget import DEFAULT_BUDGET, Plan
+from model.serving.inference import (
     UNTRUSTED_UNKNOWN_SHARE,
     InputError,
     Source,
@@ -62,7 +63,6 @@ from model.inference import (
     unknown_pieces,
     unknown_share,
 )
-from model.positional import MAX_POSITIONS
 
 log = logging.getLogger("attention_explorer")
 
@@ -185,7 +185,7 @@ def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
 
 
 def keep_names_ui(column, ckpt: Checkpoint, searching: bool) -> None:
-    """The toggle for beam search that keeps the sentence's names and numbers (model.constrained_beam)."""
+    """The toggle for beam search that keeps the sentence's names and numbers (model.decoding.constrained_beam)."""
     if ckpt.copy_lexicon is None:
         why = "This model ships no copy lexicon, so it does not know which words German keeps as they are."
     elif not searching:
@@ -223,7 +223,7 @@ def sentence_picker() -> None:
 
 
 def sampling_ui() -> None:
-    """Temperature, top-k, top-p and seed of sampling (model.config.Sampling)."""
+    """Temperature, top-k, top-p and seed of sampling (model.network.config.Sampling)."""
     c_t, c_k, c_p, c_s = st.columns(4)
     c_t.slider("Temperature", 0.0, 2.0, step=0.1, key="temperature", persist_state="session",
                help="The log-probabilities are divided by it before the draw: below 1 sharpens the distribution, "
@@ -240,9 +240,9 @@ def sampling_ui() -> None:
 def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Translation:
     """Decode with a live view of the pieces so far, then assemble and store the Translation.
 
-    Decoding holds one of the server's few model slots (app.translation.SLOTS); while every slot is taken, the
+    Decoding holds one of the server's few model slots (app.serving.scheduler.SLOTS); while every slot is taken, the
     progress bar says it waits, and after SLOT_WAIT_S seconds ServerBusy ends the wait. A greedy request decodes in a
-    batch with other sessions' (app.translation.BATCHES), its own steps streamed as they come; slow motion decodes
+    batch with other sessions' (app.serving.scheduler.BATCHES), its own steps streamed as they come; slow motion decodes
     alone and gives the slot back during each pause."""
     _, source, plan = planned_request(request)
     limit = plan.decode.max_len
@@ -283,7 +283,7 @@ def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Transl
 
 def _batched(ckpt: Checkpoint, source: Source, plan: Plan, waiting: OnWait, show: Callable[[DecodeStep], None]
              ) -> Translation:
-    """Decode in the room's batch (app.translation.BATCHES), showing this request's own steps as they come; the
+    """Decode in the room's batch (app.serving.scheduler.BATCHES), showing this request's own steps as they come; the
     session leaving stops following it (and the batch, once all of its sessions left)."""
     member = BATCHES.submit(ckpt.model, ckpt.tokenizer, source, plan, lambda: SLOTS.slot(on_wait=waiting),
                             session_stop_signal(), lambda waited_s: waiting(SLOTS.running, waited_s))
@@ -362,7 +362,7 @@ def kept_note(translation: Translation) -> str:
 
 
 def wrong_language_note(request: Request) -> None:
-    """A warning when the sentence reads as another language than the model's source (app.language_check)."""
+    """A warning when the sentence reads as another language than the model's source (app.checks.language_check)."""
     pair = languages(load_model(request.model_name).meta)
     other = looks_like(with_token(request.text, None), pair[0]) if pair else None
     if other:
@@ -374,7 +374,7 @@ def wrong_language_note(request: Request) -> None:
 
 def numbers_note(translation: Translation) -> None:
     """A warning when numbers of the sentence are missing from its translation, or the translation has numbers the
-    sentence lacks (app.carried_numbers): a changed digit reads as fluently as a right one."""
+    sentence lacks (app.checks.carried_numbers): a changed digit reads as fluently as a right one."""
     missing = dropped_numbers(translation.source.text, translation.text)
     added = added_numbers(translation.source.text, translation.text)
     if missing or added:

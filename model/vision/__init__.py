@@ -6,5 +6,5 @@
     vit         Vision Transformer (Dosovitskiy et al., 2020): [CLS] + patches + learned positions, pre-norm layers
     windows     Swin's window partition, cyclic shift, shifted-window mask and relative position index
     swin        Swin Transformer (Liu et al., 2021): (shifted) window attention, relative bias, patch merging
-    checkpoint  safetensors + config.json, validated like model.checkpoint
+    checkpoint  safetensors + config.json, validated like model.checkpoints.files
 """

@@ -1,6 +1,6 @@
 """Vision checkpoints: one directory with model.safetensors and config.json ({"format", "kind", "model", "meta"}).
 
-Validated like the text checkpoints (model.checkpoint, whose CheckpointError and file names are shared): a
+Validated like the text checkpoints (model.checkpoints.files, whose CheckpointError and file names are shared): a
 missing file, bad JSON, an unknown kind, a bad config or weights that do not fit become a CheckpointError
 naming the problem. These files are small and shipped by this project: the checks are plain, after reading.
 """
@@ -17,10 +17,10 @@ from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save_file
 from torch import nn
 
-from ..checkpoint import CONFIG, WEIGHTS, CheckpointError
-from .config import SwinConfig, ViTConfig
-from .swin import Swin
-from .vit import ViT
+from model.checkpoints.files import CONFIG, WEIGHTS, CheckpointError
+from model.vision.config import SwinConfig, ViTConfig
+from model.vision.swin import Swin
+from model.vision.vit import ViT
 
 FORMAT_VERSION = 1
 MAX_WEIGHTS_BYTES = 16 * 2**20  # the shipped vision models are a few hundred kB

@@ -5,7 +5,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Self
 
-from model.config import known_keys, require_dropout, require_positive_ints
+from model.network.config import known_keys, require_dropout, require_positive_ints
 
 N_CLASSES = 10
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .digits import MAX_INK
+from model.vision.digits import MAX_INK
 
 
 def ink_to_unit(images: torch.Tensor) -> torch.Tensor:

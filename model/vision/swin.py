@@ -15,12 +15,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..attention import AttentionOutput, MultiHeadAttention
-from ..layers import PositionwiseFeedForward, SublayerConnection
-from ..trace import AttentionTrace
-from .config import SwinConfig
-from .patches import ink_to_unit, patchify, upsample
-from .windows import (
+from model.network.attention import AttentionOutput, MultiHeadAttention
+from model.network.layers import PositionwiseFeedForward, SublayerConnection
+from model.network.trace import AttentionTrace
+from model.vision.config import SwinConfig
+from model.vision.patches import ink_to_unit, patchify, upsample
+from model.vision.windows import (
     cyclic_shift,
     relative_position_index,
     shifted_window_mask,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..layers import EncoderLayer
-from ..trace import AttentionTrace
-from .config import ViTConfig
-from .patches import ink_to_unit, patchify
+from model.network.layers import EncoderLayer
+from model.network.trace import AttentionTrace
+from model.vision.config import ViTConfig
+from model.vision.patches import ink_to_unit, patchify
 
 
 class ViT(nn.Module):

@@ -10,7 +10,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from model.checkpoint import load_checkpoint
+from model.checkpoints.files import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "streamlit_app.py")
@@ -18,7 +18,7 @@ APP = str(ROOT / "streamlit_app.py")
 
 @pytest.fixture(scope="session")
 def shipped():
-    """Factory: shipped(name) -> model.checkpoint.Checkpoint of pretrained/<name> on the CPU, loaded once
+    """Factory: shipped(name) -> model.checkpoints.files.Checkpoint of pretrained/<name> on the CPU, loaded once
     (independently of the app's cache), to compare what the app draws with a direct model call."""
     cache = {}
 

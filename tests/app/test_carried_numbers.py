@@ -1,4 +1,4 @@
-"""The Translate page's number check (app.carried_numbers): every number of the sentence must stand in the
+"""The Translate page's number check (app.checks.carried_numbers): every number of the sentence must stand in the
 translation, compared by its digits, so that German's "1.250" and "3,5" count and "14:000" does not."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.carried_numbers import added_numbers, digits_of, dropped_numbers, numbers_in
+from app.checks.carried_numbers import added_numbers, digits_of, dropped_numbers, numbers_in
 
 WORDS = st.sampled_from(["Anna", "paid", "euros", "at", "room", "the", "train", "leaves", "B", "um", "Uhr", "und"])
 NUMBERS = st.one_of(

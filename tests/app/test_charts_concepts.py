@@ -8,7 +8,7 @@ import torch
 
 from app.charts import masks, mechanics, positional, training
 from explain.model_training import smoothed_targets
-from model.positional import pair_dimensions, sinusoidal_encoding, wavelengths
+from model.network.positional import pair_dimensions, sinusoidal_encoding, wavelengths
 from training.schedule import noam_lr
 
 
@@ -33,7 +33,7 @@ def test_pe_curves_are_the_chosen_columns_with_wavelengths(pe):
 
 def test_marians_halves_are_labelled_sines_then_cosines():
     """In Marian's layout dimension 4 of 8 is the first cosine (it starts at 1), not a sine as an even index is in the
-    paper's layout: the legend and the axis say which, from model.positional.pair_dimensions."""
+    paper's layout: the legend and the axis say which, from model.network.positional.pair_dimensions."""
     pe = sinusoidal_encoding(12, 8, "halves").numpy()
     sin_dims = set(pair_dimensions(8, "halves")[0].tolist())
     fig = positional.pe_curves(pe, [2, 4], [1.0, 1.0], [d in sin_dims for d in (2, 4)])

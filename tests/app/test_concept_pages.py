@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.resources import load_model
+from app.models.registry import load_model
 from explain.masks import padded_batch_trace
 from explain.positional import embedding_parts
-from model.inference import translate
-from model.positional import sinusoidal_encoding
+from model.network.positional import sinusoidal_encoding
+from model.serving.inference import translate
 from training.schedule import noam_lr
 
 PAGES = ["app/views/positional.py", "app/views/masks.py", "app/views/mechanics.py", "app/views/model_training.py"]

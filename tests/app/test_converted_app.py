@@ -11,8 +11,8 @@ import pytest
 import streamlit as st
 import torch
 
-from app.translation import store
-from model.checkpoint import load_checkpoint
+from app.serving.scheduler import store
+from model.checkpoints.files import load_checkpoint
 from tests.bart_helpers import bart_checkpoint, t5_checkpoint
 
 PAGES = ["app/views/translate.py", "app/views/decoding.py", "app/views/positional.py", "app/views/masks.py",

@@ -1,4 +1,4 @@
-"""The process-wide limit on concurrent decoding (app.translation.DecodeSlots / SLOTS).
+"""The process-wide limit on concurrent decoding (app.serving.scheduler.DecodeSlots / SLOTS).
 
 No timing assertions: threads and events say who holds a slot and who waits. Timeouts below only bound how
 long a broken test may hang.
@@ -9,12 +9,12 @@ import threading
 
 import pytest
 
-from app import translation
-from app.translation import MAX_CONCURRENT_TRANSLATIONS, SLOTS, DecodeSlots, ServerBusy, waiting_message
-from model import inference
-from model.batch_queue import BatchQueue
-from model.config import Sampling
-from model.inference import Cancelled
+from app.serving import scheduler as translation
+from app.serving.scheduler import MAX_CONCURRENT_TRANSLATIONS, SLOTS, DecodeSlots, ServerBusy, waiting_message
+from model.network.config import Sampling
+from model.serving import inference
+from model.serving.batch_queue import BatchQueue
+from model.serving.inference import Cancelled
 
 HANG_S = 30  # a generous bound for waits that must succeed; never reached when the code is right
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from app.charts.axes import plotly_text
-from model.config import DecodeConfig
-from model.inference import translate
+from model.network.config import DecodeConfig
+from model.serving.inference import translate
 
 PAGE = "app/views/decoding.py"
 TEXT = "a b c d e f"
@@ -106,7 +106,7 @@ def test_sampling_shows_the_distribution_before_and_after_and_the_piece_drawn(ap
     settings = dict(sample=True, temperature=1.5, sample_top_k=3, top_p=0.9, seed=7)
     at = app_test(PAGE, text=TEXT, **settings)
     assert not at.exception
-    from model.config import Sampling
+    from model.network.config import Sampling
 
     config = DecodeConfig(max_len=60, sampling=Sampling(temperature=1.5, top_k=3, top_p=0.9, seed=7))
     direct = translate(shipped("reverse").model, shipped("reverse").tokenizer, TEXT, config)

@@ -1,4 +1,5 @@
-"""Example sentences and language labels come from the checkpoint's languages (app.examples), never from its name,
+"""Example sentences and language labels come from the checkpoint's languages (app.models.examples), never from its
+name,
 and never English ones for a model that reads another language."""
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.charts.attention import head_titles
-from app.examples import (
+from app.models.examples import (
     BY_LANGUAGE,
     BY_TASK,
     compare_pair,
@@ -24,7 +25,7 @@ from app.examples import (
     token_language,
     with_token,
 )
-from model.config import MAX_HEADS
+from model.network.config import MAX_HEADS
 
 codes = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=3)
 texts = st.text(min_size=1, max_size=80).filter(lambda t: t.strip())

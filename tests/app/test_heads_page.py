@@ -9,8 +9,8 @@ from app.explorer import KIND_SHORT
 from explain.ablation import switched_off
 from explain.attribution import NORM_BASED, ROLLOUT, SALIENCY, attribute
 from explain.heads import all_heads, head_importance, n_layers_of, sequence_log_probs
-from model.config import DecodeConfig
-from model.inference import translate
+from model.network.config import DecodeConfig
+from model.serving.inference import translate
 
 PAGE = "app/views/heads.py"
 TEXTS = {"reverse": "h e l l o w o r l d", "en-de": "The old man gave me the book yesterday."}

@@ -1,4 +1,5 @@
-"""The sidebar's converter (app.hf_convert): a model of the server's Hugging Face cache, or a folder under a root the
+"""The sidebar's converter (app.models.converter): a model of the server's Hugging Face cache, or a folder under a root
+the
 operator allows, converted into pretrained/ with its stages shown, then selected and translating; one conversion at
 a time server-wide; a refusal is one error line and leaves nothing behind; a visitor never names a path."""
 from __future__ import annotations
@@ -10,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st_
 
-from app import hf_convert, resources
-from app.hf_convert import FOLDERS_ENV, ConversionBusy, conversion_slot, safe_name
-from app.translation import store
+from app.models import converter as hf_convert
+from app.models import registry as resources
+from app.models.converter import FOLDERS_ENV, ConversionBusy, conversion_slot, safe_name
+from app.serving.scheduler import store
 from tests.bart_helpers import bart_folder, cache_model
 
 SOURCE, UNSUPPORTED = "someone/tiny-bart", "openai/gpt-tiny"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from app.language_check import base_language, looks_like
+from app.checks.language_check import base_language, looks_like
 from training.evaluate import EVERYDAY, NAMES_HELDOUT, NAMES_NUMBERS
 
 

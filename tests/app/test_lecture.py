@@ -1,4 +1,5 @@
-"""The guided tour: the slides are data (app.lecture.SLIDES), every slide draws its figure from the concept pages'
+"""The guided tour: the slides are data (app.lecture.slides.SLIDES), every slide draws its figure from the concept
+pages'
 builders on both shipped models, presenter mode makes it projector-sized, and the page steps through the slides
 with buttons, keys and ?slide=N."""
 from __future__ import annotations
@@ -10,13 +11,13 @@ import plotly.graph_objects as go
 import pytest
 
 from app.charts.style import PRESENTER_COLORSCALE, PRESENTER_TICK_FONT, WEIGHT_COLORSCALE, presented
-from app.escape import md
-from app.lecture import SLIDES
-from app.slide_figures import MAKERS, Deck, build, card_limitation, restarts_line
-from app.translation import store
-from model.config import DecodeConfig
-from model.inference import translate
-from model.quality import is_weak, shipped_scores
+from app.checks.escape import md
+from app.lecture.slides import SLIDES
+from app.serving.scheduler import store
+from app.views.slide_figures import MAKERS, Deck, build, card_limitation, restarts_line
+from model.checkpoints.quality import is_weak, shipped_scores
+from model.network.config import DecodeConfig
+from model.serving.inference import translate
 
 LECTURE = "app/views/lecture.py"
 SENTENCES = {"en-de": "My brother has bought a new house in the city.", "reverse": "h e l l o w o r l d"}

@@ -12,8 +12,8 @@ import streamlit as st
 import torch
 
 from app.charts.attention import head_titles
-from app.examples import BY_LANGUAGE
-from model.checkpoint import load_checkpoint
+from app.models.examples import BY_LANGUAGE
+from model.checkpoints.files import load_checkpoint
 from tests.marian_helpers import marian_checkpoint
 
 NAME = "upload:marian-6x16"
@@ -30,7 +30,7 @@ def marian(tmp_path_factory):
 @pytest.fixture
 def on_marian(app_test, marian):
     """app_test on the Marian model, a short output (max_len 6) and an English sentence. The upload is also put in
-    this process's bare session state: AppTest calls the model choice's format_func (app.resources.model_label,
+    this process's bare session state: AppTest calls the model choice's format_func (app.models.registry.model_label,
     which reads the session's uploads) outside the script run when it sends a widget's value."""
     def make(page: str, ckpt=None, **state):
         ckpt = ckpt or marian

@@ -4,7 +4,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.sentences import MAX_SENTENCES, sentence_of, split_sentences
+from app.checks.paragraphs import MAX_SENTENCES, sentence_of, split_sentences
 
 WORDS = st.sampled_from(["the", "house", "Dr.", "Anna", "3.5", "1,250.00", "e.g.", "(see", "it)", "J.", "“quoted”",
                          "Haus", "über", "42", "café"])

@@ -1,6 +1,6 @@
 import pandas as pd
 
-from app.training_log import cooldown_lines, speed_by_stretch
+from app.models.training_log import cooldown_lines, speed_by_stretch
 from training.schedule import training_segments
 
 

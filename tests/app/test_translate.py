@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 import torch
 
-from app.carried_numbers import added_numbers, dropped_numbers
 from app.charts.attention import OPACITY_STEP
 from app.charts.axes import plotly_text
+from app.checks.carried_numbers import added_numbers, dropped_numbers
 from app.explorer import point_customdata
-from app.translation import MAX_INPUT_CHARS, store
+from app.serving.scheduler import MAX_INPUT_CHARS, store
 from explain.heads import merge_to_words
-from model.config import DecodeConfig
-from model.decoding import greedy_decode
-from model.inference import prepare_source, translate
-from model.positional import MAX_POSITIONS
-from model.quality import is_weak, shipped_scores
-from model.tokenizer import word_groups, word_labels
+from model.checkpoints.quality import is_weak, shipped_scores
+from model.decoding.search import greedy_decode
+from model.network.config import DecodeConfig
+from model.network.positional import MAX_POSITIONS
+from model.serving.inference import prepare_source, translate
+from model.tokenization.pieces import word_groups, word_labels
 
 TEXT = "h e l l o w o r l d"
 

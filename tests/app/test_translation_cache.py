@@ -1,7 +1,7 @@
 """The translation cache every session shares stays bounded by count and by memory."""
-from app.translation import Request, TranslationStore
-from model.config import DecodeConfig
-from model.inference import translate
+from app.serving.scheduler import Request, TranslationStore
+from model.network.config import DecodeConfig
+from model.serving.inference import translate
 
 
 def test_nbytes_counts_the_trace_and_grows_with_the_sentence(shipped):

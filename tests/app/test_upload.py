@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from app.resources import MODELS, load_model, model_label
-from app.uploads import UPLOAD_FILES, UPLOAD_PREFIX, load_upload
-from model.checkpoint import CheckpointError
+from app.models.registry import MODELS, load_model, model_label
+from app.models.uploads import UPLOAD_FILES, UPLOAD_PREFIX, load_upload
+from model.checkpoints.files import CheckpointError
 from tests.marian_helpers import marian_checkpoint
 
 

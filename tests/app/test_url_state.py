@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st_
 
-from app.lecture import SLIDES
-from app.resources import default_length_penalty
+from app.lecture.slides import SLIDES
+from app.models.registry import default_length_penalty
+from app.serving.scheduler import store
 from app.state import DEFAULTS, URL_PARAMS, VIEWS, LinkLimits, parse_link, view_slug
-from app.translation import store
 
 DECODING = "app/views/decoding.py"
 LECTURE = "app/views/lecture.py"

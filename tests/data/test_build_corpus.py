@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from data.attribution import MORE_COPYRIGHTS, render_attribution
 from data.cleaning import english_key, looks_reversed, looks_untranslated, normalize_text, ratio_ok, word_count
 from data.corpus_file import corpus_stem, gzip_bytes, rows_to_tsv
+from data.credits import MORE_COPYRIGHTS, render_attribution
 from data.ding import first_slash_alternative, parse_ding_line, parse_ding_words, strip_ding_notes
 from data.game_locales import pair_key_values, parse_lua_locale, parse_stamp_description, read_key_values
 from data.gettext_catalogues import (

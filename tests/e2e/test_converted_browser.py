@@ -1,6 +1,6 @@
 """Every page on a converted model of each Hugging Face family, in a real browser: tiny random Marian (opus-mt), BART,
 mBART-50, M2M100 (its slow tokenizer's files) and T5 v1.1 (spiece.model only) built with transformers' own classes
-(tests.hf_folders), converted by `model.convert` into one temporary pretrained folder that one server lists
+(tests.hf_folders), converted by `model.huggingface.convert` into one temporary pretrained folder that one server lists
 (ATTENTION_EXPLORER_PRETRAINED). One page walks them all: a link opens the Translate page on the model, the sentence
 and a short output (the app translates a linked view at once), then the sidebar's links open every other page. Each
 page must draw its Plotly charts, show no Streamlit exception and leave nothing in the browser's console. A full-page
@@ -34,7 +34,7 @@ RESOURCE_FAILED = "Failed to load resource"  # judged by the response instead (n
 
 def convert_all(root) -> None:
     """Each family's Hugging Face folder written and converted into root/pretrained/<its name>."""
-    from model.convert import convert
+    from model.huggingface.convert import convert
 
     for family in FAMILIES:
         convert(hf_folder(family, root / "hf" / NAMES[family]), root / "pretrained" / NAMES[family])
@@ -44,7 +44,7 @@ def convert_all(root) -> None:
 def converted_server(tmp_path_factory):
     """One `streamlit run` whose pretrained folder holds the converted models. The models are built while the server
     starts (both take seconds)."""
-    from app.resources import PRETRAINED_ENV
+    from app.models.registry import PRETRAINED_ENV
 
     root = tmp_path_factory.mktemp("converted")
     failed: list[BaseException] = []

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from app.lecture import SLIDES
+from app.lecture.slides import SLIDES
 from tests.e2e.test_browser import assert_no_error, sentence_box, wait_idle
 from tests.e2e.waits import charts_settled, expect, rerun
 

@@ -98,10 +98,10 @@ SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem']"  # the big tran
 
 def alone(text: str) -> str:
     """What the app's default settings give for ``text`` decoded alone, in this process."""
-    from app.resources import decode_rules, default_length_penalty
-    from app.translation import Request
-    from model.checkpoint import load_checkpoint
-    from model.inference import translate
+    from app.models.registry import decode_rules, default_length_penalty
+    from app.serving.scheduler import Request
+    from model.checkpoints.files import load_checkpoint
+    from model.serving.inference import translate
     ckpt = load_checkpoint("pretrained/en-de")
     request = Request(model_name="en-de", text=text, length_penalty=default_length_penalty("en-de"),
                       **decode_rules("en-de", None))
@@ -109,7 +109,7 @@ def alone(text: str) -> str:
 
 
 def test_a_room_opening_different_links_at_once_gets_each_its_own_translation(browser, hall_server):
-    """Five visitors open five sentences' links at once: the server decodes them together (model.batch_queue
+    """Five visitors open five sentences' links at once: the server decodes them together (model.serving.batch_queue
     batches what arrives while a decode runs; that it batches is asserted in tests/model/test_batch_queue.py and
     tests/app/test_decode_slots.py, where no timing decides it; a run here logged a batch of 1, then one of 4). Here, in
     the real server, each page must show the translation its own sentence gets alone: a batch that mixed up rows,
@@ -139,7 +139,7 @@ LONG_ROOM = ("My brother lives in a small town near Hamburg and works as a teach
 
 def test_a_room_pressing_translate_at_once_each_watches_its_own_decode(browser, hall_server):
     """Five visitors type five sentences and press Translate together: the Translate page streams each decode, two
-    side by side on the two slots and the rest as one batch behind them (model.batch_queue; a run here logged
+    side by side on the two slots and the rest as one batch behind them (model.serving.batch_queue; a run here logged
     batches of 1, 1 and 3), and every page ends with the translation its own sentence gets alone, whichever way the
     timing formed the batches."""
     from tests.e2e.waits import expect, rerun

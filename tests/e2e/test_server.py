@@ -2,7 +2,7 @@
 while a translation streams. Real `streamlit run` servers on 127.0.0.1 and Debian's Chromium.
 
 The model failures (and a slow model, to fill every decoding slot) come from a second server started from a
-small wrapper script (test code, written to tmp_path) that rigs `model.inference` (and one function of the
+small wrapper script (test code, written to tmp_path) that rigs `model.serving.inference` (and one function of the
 Positional page) before it runs the unchanged app: the app has no test-only code paths.
 """
 from __future__ import annotations
@@ -118,11 +118,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 if sys.path[0] != ROOT:
     sys.path.insert(0, ROOT)
 
-import model.inference
-import model.positional
+import model.serving.inference
+import model.network.positional
 
-if not getattr(model.inference, "_rigged_by_test", False):
-    _real_stream = model.inference.stream
+if not getattr(model.serving.inference, "_rigged_by_test", False):
+    _real_stream = model.serving.inference.stream
 
     def _rigged_stream(model_, source, *args, **kwargs):
         if "slowly" not in source.text:
@@ -134,9 +134,10 @@ if not getattr(model.inference, "_rigged_by_test", False):
     def _broken(*args, **kwargs):
         raise RuntimeError("simulated model failure {secret}")
 
-    model.inference.stream = _rigged_stream  # the Translate page's streaming decode, and translate() inside
-    model.positional.wavelengths = _broken   # drawn by the Positional page outside any try: an uncaught exception
-    model.inference._rigged_by_test = True
+    model.serving.inference.stream = _rigged_stream  # the Translate page's streaming decode, and translate() inside
+    model.network.positional.wavelengths = _broken   # drawn by the Positional page outside any try: an uncaught
+    exception
+    model.serving.inference._rigged_by_test = True
 runpy.run_path(os.path.join(ROOT, "streamlit_app.py"), run_name="__main__")
 '''
 SLOW_STEP_S = 1.0
@@ -252,9 +253,9 @@ def en_de():
     """Translate with the shipped en-de model directly (not through the app), to know what the page must show."""
     import torch
 
-    from model.checkpoint import load_checkpoint
-    from model.config import DecodeConfig
-    from model.inference import translate
+    from model.checkpoints.files import load_checkpoint
+    from model.network.config import DecodeConfig
+    from model.serving.inference import translate
 
     torch.set_num_threads(1)
     ckpt = load_checkpoint(ROOT / "pretrained" / "en-de", torch.device("cpu"))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from app.lecture import SLIDES
+from app.lecture.slides import SLIDES
 from tests.e2e.test_browser import assert_no_error
 
 pytestmark = pytest.mark.e2e

@@ -13,8 +13,8 @@ from explain.ablation import (
     teacher_forced_pair,
 )
 from explain.heads import head_importance, sequence_log_probs
-from model.config import DecodeConfig
-from model.inference import translate
+from model.network.config import DecodeConfig
+from model.serving.inference import translate
 
 TEXT = "The house is small."
 CONFIG = DecodeConfig(max_len=6)

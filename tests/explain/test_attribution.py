@@ -31,10 +31,10 @@ from explain.attribution import (
     rollout_attribution,
     shares,
 )
-from model.attention import INTERNALS
-from model.config import DecodeConfig
-from model.inference import translate
-from model.trace import KINDS
+from model.network.attention import INTERNALS
+from model.network.config import DecodeConfig
+from model.network.trace import KINDS
+from model.serving.inference import translate
 
 SOURCE, OUTPUT = [5, 6, 7, 8, 3], [9, 10, 11, 3]
 DECODER_INPUT = [2, *OUTPUT[:-1]]

@@ -5,10 +5,10 @@ import torch
 
 from explain.checkpoints import incompatibility, read_output
 from explain.heads import row_entropy, sequence_log_probs
-from model.checkpoint import Checkpoint
-from model.tokenizer import train_tokenizer
-from model.trace import KINDS
-from model.transformer import Transformer
+from model.checkpoints.files import Checkpoint
+from model.network.trace import KINDS
+from model.network.transformer import Transformer
+from model.tokenization.pieces import train_tokenizer
 from tests.conftest import SENTENCES, tiny_config
 
 SOURCE, OUTPUT = [5, 6, 7, 8, 3], [9, 10, 11, 3]

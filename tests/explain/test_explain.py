@@ -10,11 +10,11 @@ from explain.masks import mask_parts, unmasked_scores
 from explain.mechanics import attention_internals, compare_scores, hard_attention, location_based, softmax_saturation
 from explain.model_training import parameter_counts
 from explain.positional import embedding_parts, offset_error
-from model.checkpoint import load_checkpoint
-from model.inference import pad_batch
-from model.positional import frequency_index, pair_dimensions, sinusoidal_encoding
-from model.trace import KINDS
-from model.transformer import Transformer, count_parameters
+from model.checkpoints.files import load_checkpoint
+from model.network.positional import frequency_index, pair_dimensions, sinusoidal_encoding
+from model.network.trace import KINDS
+from model.network.transformer import Transformer, count_parameters
+from model.serving.inference import pad_batch
 from tests.bart_helpers import bart_checkpoint, t5_checkpoint
 from tests.conftest import tiny_config
 

@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explain.heads import all_heads, head_importance, n_layers_of, sequence_log_probs
-from model.trace import KINDS, HeadMask
-from model.transformer import Transformer
+from model.network.trace import KINDS, HeadMask
+from model.network.transformer import Transformer
 from tests.conftest import tiny_config
 
 SOURCE, OUTPUT = [5, 6, 7, 8, 3], [9, 10, 11, 3]

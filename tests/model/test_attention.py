@@ -2,8 +2,8 @@ import pytest
 import torch
 from torch import nn
 
-from model.attention import MultiHeadAttention
-from model.masks import padding_mask
+from model.network.attention import MultiHeadAttention
+from model.network.masks import padding_mask
 from tests.conftest import copy_attention_into_torch
 
 

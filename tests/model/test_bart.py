@@ -1,4 +1,4 @@
-"""BART and mBART checkpoints converted by model.bart compute exactly what Hugging Face computes.
+"""BART and mBART checkpoints converted by model.huggingface.bart compute exactly what Hugging Face computes.
 
 No download: a tiny byte-level BPE tokenizer is trained with the tokenizers package (tests.bart_helpers: BART's
 layout), and tiny random BartForConditionalGeneration and
@@ -18,13 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.__main__ import main as cli_main
-from model.checkpoint import CheckpointError, load_checkpoint
-from model.config import DecodeConfig, ModelConfig
-from model.convert import convert
-from model.decoding import beam_search, greedy_decode, repeated_ngram_pieces
-from model.inference import prepare_source, translate
-from model.tokenizer import WORD_START, HFTokenizer
-from model.transformer import Transformer, count_parameters
+from model.checkpoints.files import CheckpointError, load_checkpoint
+from model.decoding.search import beam_search, greedy_decode, repeated_ngram_pieces
+from model.huggingface.convert import convert
+from model.network.config import DecodeConfig, ModelConfig
+from model.network.transformer import Transformer, count_parameters
+from model.serving.inference import prepare_source, translate
+from model.tokenization.pieces import WORD_START, HFTokenizer
 from tests.bart_helpers import (
     EOS_SCALE,
     MAX_NEW,
@@ -237,7 +237,7 @@ def test_hugging_faces_length_penalty_equals_generate(pair, alpha):
 
 @pytest.mark.slow
 def test_every_early_stopping_rule_equals_generate(pair):
-    """generate()'s three stopping rules (model.beam_stopping), beam 4 at α 0.5, 1 and 2 and limits of 6 and 12
+    """generate()'s three stopping rules (model.decoding.beam_stopping), beam 4 at α 0.5, 1 and 2 and limits of 6 and 12
     pieces: the n-best list and its scores equal generate(early_stopping=rule) for True, False and "never"; greedy
     equals generate(num_beams=1) whatever the rule. The rules give different n-best lists here (so a search that
     always stopped as True does would fail the others), and a later stop never scores worse."""

@@ -18,10 +18,10 @@ import torch
 from hypothesis import given, settings
 from tokenizers import Tokenizer
 
-from model.checkpoint import CheckpointError, load_checkpoint
-from model.config import DecodeConfig
-from model.convert import convert
-from model.decoding import beam_search, greedy_decode
+from model.checkpoints.files import CheckpointError, load_checkpoint
+from model.decoding.search import beam_search, greedy_decode
+from model.huggingface.convert import convert
+from model.network.config import DecodeConfig
 from tests.bart_helpers import (
     EOS_SCALE,
     MAX_NEW,

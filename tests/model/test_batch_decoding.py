@@ -1,4 +1,5 @@
-"""Greedy decoding of several sentences as one batch (model/batch_decoding.py): each sentence comes out as if it had
+"""Greedy decoding of several sentences as one batch (model/decoding/batch_decoding.py): each sentence comes out as if
+it had
 been decoded alone, pieces, log-probability and every attention weight and score, whatever else is in the batch
 and whenever the others end; its attention never reaches another sentence's padding."""
 from __future__ import annotations
@@ -8,13 +9,13 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.batch_decoding import batchable, greedy_batch, greedy_batch_steps
-from model.config import DecodeConfig, Sampling
-from model.decoding import DecodeStep, decode_steps, greedy_decode
-from model.inference import finish, planned, stream_batch, translate
-from model.static_cache import StaticCacheDecoder
-from model.trace import KINDS
-from model.transformer import Transformer
+from model.decoding.batch_decoding import batchable, greedy_batch, greedy_batch_steps
+from model.decoding.search import DecodeStep, decode_steps, greedy_decode
+from model.decoding.static_cache import StaticCacheDecoder
+from model.network.config import DecodeConfig, Sampling
+from model.network.trace import KINDS
+from model.network.transformer import Transformer
+from model.serving.inference import finish, planned, stream_batch, translate
 from tests.conftest import SENTENCES, eos_leaning, tiny_config
 
 PAD, EOS, FIRST_ID, VOCAB = 0, 3, 4, 60

@@ -1,4 +1,5 @@
-"""The batch queue (model/batch_queue.py) with plain threads: concurrent sessions are decoded in fewer batches than
+"""The batch queue (model/serving/batch_queue.py) with plain threads: concurrent sessions are decoded in fewer batches
+than
 requests, each gets exactly its translation alone, one that leaves does not disturb the others, and an error reaches
 every member. A test's slot lets the leader start only once every request is queued, so the batches are known
 without any timing."""
@@ -11,10 +12,10 @@ from contextlib import contextmanager
 import pytest
 import torch
 
-from model.batch_queue import BatchQueue
-from model.config import DecodeConfig
-from model.inference import Cancelled, planned, translate
-from model.trace import KINDS
+from model.network.config import DecodeConfig
+from model.network.trace import KINDS
+from model.serving.batch_queue import BatchQueue
+from model.serving.inference import Cancelled, planned, translate
 from tests.conftest import eos_leaning
 
 TEXTS = ["The house is small.", "Where is the station?", "I would like to drink a cup of tea.", "Das Haus ist klein.",

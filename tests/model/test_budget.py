@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.budget import Budget, BudgetError, decode_cost, output_bound, plan_decode
-from model.config import DecodeConfig, ModelConfig
-from model.inference import Cancelled, planned, translate
-from model.positional import MAX_POSITIONS
-from model.serialize import translation_to_dict
+from model.network.config import DecodeConfig, ModelConfig
+from model.network.positional import MAX_POSITIONS
+from model.serving.budget import Budget, BudgetError, decode_cost, output_bound, plan_decode
+from model.serving.inference import Cancelled, planned, translate
+from model.serving.serialize import translation_to_dict
 
 WORDS = ["house", "small", "tea", "the", "station", "book", "!", "?", "12", "café"]
 
@@ -85,8 +85,9 @@ def test_an_abandoned_decode_stops_within_one_step(tiny_model, tokenizer):
 
 
 def test_keeping_names_is_priced_as_a_beam_per_bank():
-    """The keep search holds up to MAX_BANKS beams (model.constrained_beam): the budget prices that many rows."""
-    from model.constrained_beam import MAX_BANKS
+    """The keep search holds up to MAX_BANKS beams (model.decoding.constrained_beam): the budget prices that many
+    rows."""
+    from model.decoding.constrained_beam import MAX_BANKS
     model = ModelConfig(vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)
     plain = decode_cost(model, 30, DecodeConfig(beam_size=2 * MAX_BANKS, max_len=70))
     assert decode_cost(model, 30, DecodeConfig(beam_size=2, max_len=70, keep_words=True)) == plain

@@ -6,7 +6,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from model.checkpoint import (
+from model.checkpoints.files import (
     CONFIG,
     TOKENIZER,
     WEIGHTS,
@@ -15,8 +15,8 @@ from model.checkpoint import (
     peek_checkpoint,
     save_checkpoint,
 )
-from model.meta import clean_meta
-from model.transformer import Transformer
+from model.checkpoints.meta import clean_meta
+from model.network.transformer import Transformer
 from tests.conftest import tiny_config
 
 SRC, TGT = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 8, 9]])

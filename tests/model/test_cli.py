@@ -83,11 +83,11 @@ def test_a_hostile_decode_is_reduced_to_the_budget_and_says_so(tiny_checkpoint, 
 def test_a_json_over_its_budget_is_refused_before_decoding(tiny_checkpoint, tmp_path, capsys, monkeypatch):
     """The en-de model's 1,024-piece --json was 262 MB; the tiny model's is smaller, so its limit is lowered here."""
     import model.__main__
-    import model.inference
-    from model.budget import Budget
+    import model.serving.inference
+    from model.serving.budget import Budget
 
     monkeypatch.setattr(model.__main__, "DEFAULT_BUDGET", Budget(max_json_bytes=2**20))
-    monkeypatch.setattr(model.inference, "stream", lambda *a, **k: pytest.fail("decoded a refused request"))
+    monkeypatch.setattr(model.serving.inference, "stream", lambda *a, **k: pytest.fail("decoded a refused request"))
     out = tmp_path / "big.json"
     status, _, err = run_main(capsys, " ".join(["house"] * 300), "--checkpoint", str(tiny_checkpoint),
                               "--json", str(out))
@@ -96,10 +96,11 @@ def test_a_json_over_its_budget_is_refused_before_decoding(tiny_checkpoint, tmp_
 
 
 def test_convert_prints_each_stage_as_it_starts_and_a_refusal_after_the_stages_it_reached(tmp_path, capsys):
-    """A large model takes minutes to convert: every stage of model.hf_folder.STAGES is one line on stdout when it
+    """A large model takes minutes to convert: every stage of model.huggingface.folder.STAGES is one line on stdout
+    when it
     starts ("1/5: reading config.json"), before the summary; a refusal stops them, its one line on stderr."""
     from model.__main__ import main
-    from model.hf_folder import STAGES
+    from model.huggingface.folder import STAGES
     from tests.bart_helpers import bart_folder
 
     stages = [f"{i}/{len(STAGES)}: {stage}" for i, stage in enumerate(STAGES, 1)]

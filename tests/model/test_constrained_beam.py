@@ -1,4 +1,5 @@
-"""Keeping names and numbers: model.constrained_beam's search on the tiny random model, over generated sources and
+"""Keeping names and numbers: model.decoding.constrained_beam's search on the tiny random model, over generated sources
+and
 generated phrases to keep (properties), and its word-boundary rule on hand-made cases."""
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from model.config import DecodeConfig
-from model.constrained_beam import MAX_BANKS, Keeps, KeepState, keep_beam_steps, keep_states, keep_steps
-from model.decoding import DecodeResult, beam_steps
+from model.decoding.constrained_beam import MAX_BANKS, Keeps, KeepState, keep_beam_steps, keep_states, keep_steps
+from model.decoding.search import DecodeResult, beam_steps
+from model.network.config import DecodeConfig
 from tests.conftest import eos_leaning
 from tests.model.test_properties_decoding import EOS, FIRST_ID, assert_rows_equal_teacher_forcing, sources
 

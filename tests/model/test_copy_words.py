@@ -1,4 +1,5 @@
-"""Which source words a translation keeps (model.copy_words): the lexicon counted on pairs, and the rule on the kinds
+"""Which source words a translation keeps (model.decoding.copy_words): the lexicon counted on pairs, and the rule on
+the kinds
 of words a lecturer types."""
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.copy_words import MAX_PHRASES, CopyLexicon, kept_number, words_to_keep
+from model.decoding.copy_words import MAX_PHRASES, CopyLexicon, kept_number, words_to_keep
 
 PAIRS = [
     ("We met in Berlin.", "Wir trafen uns in Berlin."),

@@ -5,9 +5,9 @@ import pytest
 import torch
 from torch import nn
 
-from model.config import DecodeConfig, ModelConfig
-from model.decoding import beam_search, beam_steps, greedy_decode, greedy_steps, length_penalty
-from model.transformer import StepOutput
+from model.decoding.search import beam_search, beam_steps, greedy_decode, greedy_steps, length_penalty
+from model.network.config import DecodeConfig, ModelConfig
+from model.network.transformer import StepOutput
 
 SRC = torch.tensor([5, 6, 7, 8, 9, 3])
 

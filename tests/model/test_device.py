@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from model.device import describe
+from model.serving.device import describe
 
 
 @pytest.mark.parametrize("threads, words", [(1, "CPU (1 thread)"), (2, "CPU (2 threads)")])

@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from model.config import DecodeConfig
-from model.decoding import beam_search, greedy_decode
-from model.trace import KINDS, HeadMask
+from model.decoding.search import beam_search, greedy_decode
+from model.network.config import DecodeConfig
+from model.network.trace import KINDS, HeadMask
 
 SRC = torch.tensor([5, 6, 7, 8, 9, 3])
 TGT_IN = torch.tensor([[2, 10, 11, 12]])
@@ -61,7 +61,7 @@ def test_decoding_with_a_head_mask_is_deterministic_and_matches_teacher_forcing(
 
 
 def test_per_kind_holds_every_kind_in_order_and_refuses_an_unknown_one():
-    from model.trace import KINDS, PerKind
+    from model.network.trace import KINDS, PerKind
 
     layers = PerKind(enc_self=3, dec_self=2, cross=2)
     assert list(layers) == list(KINDS) and dict(layers) == {"enc_self": 3, "dec_self": 2, "cross": 2}

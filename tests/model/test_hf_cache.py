@@ -1,14 +1,15 @@
-"""Hugging Face's cache as the app's converter reads it (model.hf_folder.cached_models: ids, snapshots, model_types,
-nothing downloaded) and the stages a conversion reports as it runs (model.hf_folder.STAGES)."""
+"""Hugging Face's cache as the app's converter reads it (model.huggingface.folder.cached_models: ids, snapshots,
+model_types,
+nothing downloaded) and the stages a conversion reports as it runs (model.huggingface.folder.STAGES)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from model.checkpoint import CheckpointError, load_checkpoint
-from model.convert import convert
-from model.hf_folder import STAGES, cached_models, hub_cache, hub_id, source_name
+from model.checkpoints.files import CheckpointError, load_checkpoint
+from model.huggingface.convert import convert
+from model.huggingface.folder import STAGES, cached_models, hub_cache, hub_id, source_name
 from tests.bart_helpers import bart_folder, cache_model
 
 

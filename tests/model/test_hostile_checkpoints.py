@@ -17,9 +17,9 @@ import sentencepiece as spm
 import torch
 from safetensors.torch import save_file
 
-import model.checkpoint as checkpoint
+import model.checkpoints.files as checkpoint
 from model.__main__ import main as cli_main
-from model.checkpoint import (
+from model.checkpoints.files import (
     CONFIG,
     MAX_CONFIG_BYTES,
     MAX_TOKENIZER_BYTES,
@@ -30,7 +30,7 @@ from model.checkpoint import (
     expected_shapes,
     load_checkpoint,
 )
-from model.config import (
+from model.network.config import (
     MAX_D_FF,
     MAX_D_MODEL,
     MAX_HEADS,
@@ -41,7 +41,7 @@ from model.config import (
     ModelConfig,
     format_bytes,
 )
-from model.transformer import Transformer, count_parameters
+from model.network.transformer import Transformer, count_parameters
 from tests.conftest import tiny_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -476,8 +476,8 @@ def test_expected_shapes_and_the_parameter_estimate_are_the_built_models(tokeniz
 
 
 def test_the_position_table_rows_in_the_estimate_are_the_models():
-    from model.config import POSITION_TABLE
-    from model.positional import MAX_POSITIONS
+    from model.network.config import POSITION_TABLE
+    from model.network.positional import MAX_POSITIONS
     assert POSITION_TABLE == MAX_POSITIONS
 
 

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.__main__ import main as cli_main
-from model.checkpoint import CheckpointError, load_checkpoint
-from model.config import DecodeConfig
-from model.convert import convert
-from model.decoding import beam_search, greedy_decode
-from model.tokenizer import M2M100_FILES, M2M100_LANGUAGES
+from model.checkpoints.files import CheckpointError, load_checkpoint
+from model.decoding.search import beam_search, greedy_decode
+from model.huggingface.convert import convert
+from model.network.config import DecodeConfig
+from model.tokenization.pieces import M2M100_FILES, M2M100_LANGUAGES
 from tests.hf_folders import m2m100_config, write_m2m100_tokenizer
 from tests.marian_helpers import DE, EN
 

@@ -1,4 +1,5 @@
-"""Marian (opus-mt) checkpoints converted by model.marian compute exactly what Hugging Face's MarianMTModel computes.
+"""Marian (opus-mt) checkpoints converted by model.huggingface.marian compute exactly what Hugging Face's MarianMTModel
+computes.
 
 No download: tiny random Marian models are built with `transformers` (d_model 16, 2 heads, 2+2 layers, d_ff 32,
 relu and swish, a non-zero final logits bias) beside tiny sentencepiece models trained here (separate source and
@@ -18,15 +19,15 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from model.__main__ import main as cli_main
-from model.checkpoint import CheckpointError, expected_shapes, load_checkpoint
-from model.config import ACTIVATIONS, DecodeConfig, ModelConfig
-from model.decoding import beam_search, greedy_decode, length_penalty
-from model.inference import translate
-from model.layers import ACTIVATION_FUNCTIONS
-from model.marian import convert_marian, hf_names, languages
-from model.positional import sinusoidal_encoding
-from model.shards import save_weights
-from model.transformer import Transformer, count_parameters
+from model.checkpoints.files import CheckpointError, expected_shapes, load_checkpoint
+from model.checkpoints.shards import save_weights
+from model.decoding.search import beam_search, greedy_decode, length_penalty
+from model.huggingface.marian import convert_marian, hf_names, languages
+from model.network.config import ACTIVATIONS, DecodeConfig, ModelConfig
+from model.network.layers import ACTIVATION_FUNCTIONS
+from model.network.positional import sinusoidal_encoding
+from model.network.transformer import Transformer, count_parameters
+from model.serving.inference import translate
 from tests.hf_reference import assert_same_forward
 from tests.marian_helpers import EN, marian_tokenizer_files
 
@@ -442,7 +443,7 @@ def test_the_app_pipeline_translates_as_generate_and_decode(pair):
 
 
 def test_our_length_penalty_is_gnmts_not_hugging_faces():
-    """HF ranks finished beams by log P / |Y|^lp, we by GNMT's log P / ((5 + |Y|) / 6)^alpha (model.decoding);
+    """HF ranks finished beams by log P / |Y|^lp, we by GNMT's log P / ((5 + |Y|) / 6)^alpha (model.decoding.search);
     the two can order the same hypotheses differently, which is why beams are compared at penalty 0 above."""
     short, long = (-2.0, 2), (-3.5, 5)  # (log-prob, length incl. </s>)
     hf_rank = sorted([short, long], key=lambda h: h[0] / h[1] ** 1.0, reverse=True)

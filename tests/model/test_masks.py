@@ -2,8 +2,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.masks import causal_mask, decoder_self_mask, padding_mask, target_padding_mask
-from model.positional import sinusoidal_encoding, wavelengths
+from model.network.masks import causal_mask, decoder_self_mask, padding_mask, target_padding_mask
+from model.network.positional import sinusoidal_encoding, wavelengths
 
 
 def test_padding_mask_marks_real_tokens_and_broadcasts_over_queries():

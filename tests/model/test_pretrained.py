@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from model.checkpoint import load_checkpoint
-from model.config import DecodeConfig
-from model.inference import translate
+from model.checkpoints.files import load_checkpoint
+from model.network.config import DecodeConfig
+from model.serving.inference import translate
 from training.data import reversal_corpus
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
@@ -69,7 +69,7 @@ RECORDED = {
     "On 14 March 2023, Dr. Anna Schmidt paid 1,250 euros for 3 tickets to Berlin.":
         "Am 14. März 2023. Anna Schmidt, ausgezahlt, 1.250 Euro für 3 Tickets nach Berlin.",
 }
-# The app's default sentence and every English example (app.examples) with a correct German reference, written
+# The app's default sentence and every English example (app.models.examples) with a correct German reference, written
 # here (or a few, where German has equally right ways to say it): the model must produce exactly one of them,
 # greedy (the app's default) and with beam 4 at its own α.
 SHOWCASE = {
@@ -92,7 +92,7 @@ def correct(references: str | tuple[str, ...]) -> tuple[str, ...]:
 
 
 def test_the_default_sentence_and_every_example_come_out_right(en_de):
-    from app.examples import BY_LANGUAGE
+    from app.models.examples import BY_LANGUAGE
     from app.state import DEFAULTS
 
     english = BY_LANGUAGE["en"]

@@ -13,7 +13,7 @@ import torch
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from model.attention import MultiHeadAttention
+from model.network.attention import MultiHeadAttention
 
 TOL = 1e-5
 LOW = torch.finfo(torch.float32).min

@@ -15,11 +15,11 @@ import torch
 from hypothesis import event, example, given
 from hypothesis import strategies as st
 
-from model.checkpoint import load_checkpoint, read_config
-from model.config import DecodeConfig
-from model.inference import InputError, Translation, translate
-from model.positional import MAX_POSITIONS
-from model.trace import KINDS
+from model.checkpoints.files import load_checkpoint, read_config
+from model.network.config import DecodeConfig
+from model.network.positional import MAX_POSITIONS
+from model.network.trace import KINDS
+from model.serving.inference import InputError, Translation, translate
 from tests.conftest import tiny_config
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.quality import QUALITY_FILE, WEAK_BLEU, WEAK_CHRF, is_weak, shipped_scores
+from model.checkpoints.quality import QUALITY_FILE, WEAK_BLEU, WEAK_CHRF, is_weak, shipped_scores
 
 score = st.floats(0, 100, allow_nan=False)
 settings = st.dictionaries(st.sampled_from(["greedy", "beam4", "beam8"]),

@@ -6,10 +6,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.config import DecodeConfig, Sampling
-from model.decoding import DecodeResult, decode_steps
-from model.inference import translate
-from model.sampling import reshape
+from model.decoding.sampling import reshape
+from model.decoding.search import DecodeResult, decode_steps
+from model.network.config import DecodeConfig, Sampling
+from model.serving.inference import translate
 
 WORDS = ["house", "small", "tea", "the", "station", "book", "is", "where", "12", "café"]
 sentences = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)

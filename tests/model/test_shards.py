@@ -9,8 +9,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.checkpoint import CheckpointError, load_checkpoint, peek_checkpoint, save_checkpoint
-from model.shards import INDEX, SINGLE, plan_shards
+from model.checkpoints.files import CheckpointError, load_checkpoint, peek_checkpoint, save_checkpoint
+from model.checkpoints.shards import INDEX, SINGLE, plan_shards
 
 
 @given(sizes=st.lists(st.integers(0, 5000), max_size=40), max_bytes=st.integers(1, 6000))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from model.checkpoint import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
-from model.shards import SHARD_BYTES
+from model.checkpoints.files import SNAPSHOTS, checkpoint_snapshots, load_checkpoint
+from model.checkpoints.shards import SHARD_BYTES
 from training.schedule import training_segments
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"

@@ -1,4 +1,5 @@
-"""The static-cache step (model/static_cache.py) decodes exactly as the eager Transformer.step: the same pieces, scores
+"""The static-cache step (model/decoding/static_cache.py) decodes exactly as the eager Transformer.step: the same
+pieces, scores
 and log-probabilities, and every attention weight and score of every step, for every kind of model it accepts.
 
 The eager version of the step runs the properties (fast); one slow test checks that the compiled step (Inductor,
@@ -11,12 +12,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.batch_decoding import greedy_batch
-from model.config import DecodeConfig
-from model.decoding import DecodeResult, beam_search, greedy_decode
-from model.static_cache import StaticCacheDecoder
-from model.trace import HeadMask
-from model.transformer import Transformer
+from model.decoding.batch_decoding import greedy_batch
+from model.decoding.search import DecodeResult, beam_search, greedy_decode
+from model.decoding.static_cache import StaticCacheDecoder
+from model.network.config import DecodeConfig
+from model.network.trace import HeadMask
+from model.network.transformer import Transformer
 from tests.conftest import eos_leaning, tiny_config
 
 EOS, FIRST_ID, VOCAB = 3, 4, 60

@@ -1,4 +1,5 @@
-"""T5 checkpoints converted by model.t5 compute exactly what Hugging Face's T5ForConditionalGeneration computes.
+"""T5 checkpoints converted by model.huggingface.t5 compute exactly what Hugging Face's T5ForConditionalGeneration
+computes.
 
 No download: a tiny unigram tokenizer in T5's layout (tests.bart_helpers) and tiny random T5 models built with
 transformers: v1 (ReLU, the output layer tied to the embedding and read from hidden x d_model^-0.5) and v1.1 /
@@ -16,11 +17,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
-from model.checkpoint import CheckpointError, load_checkpoint
-from model.config import ModelConfig
-from model.convert import convert
-from model.relative_position import RelativePositionBias, relative_buckets
-from model.transformer import Transformer, count_parameters
+from model.checkpoints.files import CheckpointError, load_checkpoint
+from model.huggingface.convert import convert
+from model.network.config import ModelConfig
+from model.network.relative_position import RelativePositionBias, relative_buckets
+from model.network.transformer import Transformer, count_parameters
 from tests.bart_helpers import t5_tokenizer, t5_tokenizer_json
 from tests.hf_folders import assert_t5_decodes_as_generate, t5_config
 from tests.hf_reference import assert_same_forward

@@ -16,9 +16,9 @@ import sentencepiece as spm
 import torch
 from hypothesis import given, settings
 
-from model.checkpoint import CheckpointError
-from model.convert import convert
-from model.spiece import SPIECE_FILE
+from model.checkpoints.files import CheckpointError
+from model.huggingface.convert import convert
+from model.huggingface.spiece import SPIECE_FILE
 from tests.hf_folders import T5_EXTRA_IDS as EXTRA_IDS
 from tests.hf_folders import (
     assert_encodes_as,

@@ -1,4 +1,4 @@
-from model.tokenizer import BOS, EOS, PAD, clean_text, word_groups, word_labels
+from model.tokenization.pieces import BOS, EOS, PAD, clean_text, word_groups, word_labels
 from tests.conftest import SENTENCES
 
 
@@ -36,7 +36,7 @@ def test_clean_text_normalises_and_strips_control_characters():
 
 
 def test_unknown_share_counts_unknown_and_byte_fallback_pieces():
-    from model.inference import Source, unknown_pieces, unknown_share
+    from model.serving.inference import Source, unknown_pieces, unknown_share
 
     source = Source(text="x", ids=(5, 1, 7, 8, 3), pieces=("▁a", "<unk>", "<0xE4>", "<0xB8>", "</s>"), dropped=0)
     assert unknown_share(source, unk_id=1) == 0.75  # EOS left out: 3 of the 4 pieces name no known character

@@ -4,10 +4,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from model.attention import INTERNALS
-from model.positional import MAX_POSITIONS, sinusoidal_encoding
-from model.trace import KINDS
-from model.transformer import Transformer, shifted_right
+from model.network.attention import INTERNALS
+from model.network.positional import MAX_POSITIONS, sinusoidal_encoding
+from model.network.trace import KINDS
+from model.network.transformer import Transformer, shifted_right
 from tests.conftest import copy_attention_into_torch, tiny_config
 
 

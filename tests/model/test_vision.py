@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError
+from model.checkpoints.files import CheckpointError
 from model.vision.checkpoint import load_vision, save_vision
 from model.vision.config import SwinConfig, ViTConfig
 from model.vision.digits import load_digits

@@ -7,9 +7,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.config import ModelConfig
-from model.meta import clean_meta
-from model.tokenizer import PAD, Tokenizer
+from model.checkpoints.meta import clean_meta
+from model.network.config import ModelConfig
+from model.tokenization.pieces import PAD, Tokenizer
 from training.alignment import CopyAlignment
 from training.card import _recipe
 from training.data import collate

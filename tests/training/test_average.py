@@ -6,8 +6,8 @@ import json
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError, checkpoint_snapshots, load_checkpoint, save_checkpoint
-from model.transformer import Transformer
+from model.checkpoints.files import CheckpointError, checkpoint_snapshots, load_checkpoint, save_checkpoint
+from model.network.transformer import Transformer
 from tests.conftest import tiny_config
 from tests.training.test_train import TINY
 from training.average import average_checkpoints

@@ -7,8 +7,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.meta import clean_meta
-from model.tokenizer import EOS, Tokenizer
+from model.checkpoints.meta import clean_meta
+from model.tokenization.pieces import EOS, Tokenizer
 from training.data import encode_pairs
 from training.distributed import Ranks
 from training.train import build_or_resume, parse_args

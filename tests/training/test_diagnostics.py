@@ -1,7 +1,7 @@
 import torch
 
-from model.config import ModelConfig
-from model.transformer import Transformer
+from model.network.config import ModelConfig
+from model.network.transformer import Transformer
 from training.diagnostics import attention_entropy
 
 

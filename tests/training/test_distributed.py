@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from model.checkpoint import load_checkpoint
+from model.checkpoints.files import load_checkpoint
 from training.data import collate, token_batches
 from training.distributed import Ranks
 from training.schedule import noam_lr

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from model.checkpoint import load_checkpoint
-from model.config import DecodeConfig
-from model.decoding import DecodeResult, decode_steps
-from model.inference import translate
+from model.checkpoints.files import load_checkpoint
+from model.decoding.search import DecodeResult, decode_steps
+from model.network.config import DecodeConfig
+from model.serving.inference import translate
 from training.card import build_card
 from training.data import load_corpus, reversal_corpus
 from training.diagnostics import source_reliance
@@ -276,7 +276,8 @@ def test_the_card_adds_the_search_that_keeps_names_as_its_own_row_with_its_misse
 
 
 def test_translating_many_with_a_lexicon_keeps_what_the_app_keeps():
-    """training.evaluate's keep run gives, sentence by sentence, what model.inference.translate gives with the same
+    """training.evaluate's keep run gives, sentence by sentence, what model.serving.inference.translate gives with the
+    same
     lexicon: the card's row is what the Translate page's toggle does."""
     ckpt = load_checkpoint(PRETRAINED / "en-de")
     english = ["Aisha Rahman will present her results at 11:45 in lecture hall 23.", "Good morning."]

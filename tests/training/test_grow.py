@@ -9,7 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.transformer import Transformer
+from model.network.transformer import Transformer
 from tests.conftest import tiny_config
 from tests.training.test_train import TINY
 from training.card import _recipe

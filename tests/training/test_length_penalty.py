@@ -8,10 +8,10 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.resources import default_length_penalty
+from app.models.registry import default_length_penalty
 from app.state import DEFAULTS
-from model.checkpoint import load_checkpoint
-from model.meta import MAX_LENGTH_PENALTY, length_penalty_of
+from model.checkpoints.files import load_checkpoint
+from model.checkpoints.meta import MAX_LENGTH_PENALTY, length_penalty_of
 from training.evaluate import main as evaluate_main
 from training.evaluate import translate_many
 from training.length_penalty import best_alpha, sweep

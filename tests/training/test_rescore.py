@@ -4,7 +4,7 @@ import shutil
 import pandas as pd
 import torch
 
-from model.checkpoint import load_checkpoint, update_meta
+from model.checkpoints.files import load_checkpoint, update_meta
 from tests.training.test_train import TINY
 from training.evaluate import corpus_scores, translate_many
 from training.rescore import kept_epochs, rescore

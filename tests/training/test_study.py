@@ -7,7 +7,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from model.checkpoint import load_checkpoint
+from model.checkpoints.files import load_checkpoint
 from training.average import validation_losses
 from training.card import new_sources_section, study_section
 from training.study import COMPARE_EPOCH, STUDY_FILE, collect, main, rescored, summary

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from model.meta import clean_meta
+from model.checkpoints.meta import clean_meta
 from training.card import _recipe
 from training.distributed import Ranks
 from training.train import build_or_resume, parse_args

@@ -7,8 +7,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.tokenizer import train_tokenizer
-from model.transformer import Transformer
+from model.network.transformer import Transformer
+from model.tokenization.pieces import train_tokenizer
 from tests.conftest import SENTENCES, tiny_config
 from training.vocab_transfer import source_rows, transfer_vocabulary
 

@@ -1,0 +1,507 @@
+"""Checkpoints: one directory with safetensors weights, a JSON config and the tokenizer (tokenizer.model, a
+converted Marian model's source.spm, target.spm and vocab.json, a converted model's tokenizer.json, or a converted
+M2M100's sentencepiece.bpe.model, vocab.json and tokenizer_config.json: the config's ``tokenizer`` says which).
+
+A checkpoint may come from anyone (``--checkpoint``, the app's upload), so loading trusts nothing in it:
+- no code runs: weights are read only as safetensors (plain numbers); a pickle (PyTorch's .bin/.pt) is
+  refused, never unpickled;
+- nothing absurd is allocated: every file's size is bounded, the config is checked against the limits in
+  ``model.network.config`` before a model is built, and the safetensors header (its length field, every tensor's dtype,
+  shape and byte offsets) is read and checked against the file size and the config's tensors before any tensor
+  data is read;
+- every problem (missing file, bad JSON, wrong names, shapes or dtypes, NaN, vocabulary mismatch) becomes a
+  one-line CheckpointError whose message names the file and says what is wrong.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load as load_safetensors_bytes
+from torch import nn
+
+from model.checkpoints.meta import clean_meta, decode_rules_of, forced_eos_of, length_penalty_of
+from model.checkpoints.shapes import expected_shapes
+from model.checkpoints.shards import INDEX, SINGLE, ShardError, has_weights, read_index, save_weights
+from model.decoding.copy_words import LEXICON_FILE, CopyLexicon
+from model.network.config import ModelConfig, format_bytes
+from model.network.transformer import Transformer
+from model.tokenization.pieces import (
+    HF_TOKENIZER_FILE,
+    M2M100_FILES,
+    MARIAN_FILES,
+    MARIAN_SPECIALS,
+    TOKENIZER_FILE,
+    HFTokenizer,
+    M2M100Tokenizer,
+    MarianTokenizer,
+    TextTokenizer,
+    Tokenizer,
+    TokenizerError,
+)
+
+WEIGHTS, CONFIG, TOKENIZER = SINGLE, "config.json", TOKENIZER_FILE  # SINGLE: model.safetensors, unsharded
+FORMAT_VERSION = 1
+# Largest files read (the shipped en-de checkpoint: 15 MB of weights, 2 kB of config, 0.3 MB of tokenizer;
+# Marian opus-mt: 300 MB of float32 weights, 0.8 MB of sentencepiece model; converted NLLB-200-600M and
+# mBART-large-50: about 2.4 GB of float32 weights, 17 MB of tokenizer.json). An upload is held to 50 MB before this.
+MAX_WEIGHTS_BYTES = 3 * 2**30
+MAX_CONFIG_BYTES = 2**20
+MAX_TOKENIZER_BYTES = 64 * 2**20
+# A safetensors header is ~100 bytes of JSON per tensor plus free-form metadata: allow far more, never unbounded.
+HEADER_BASE_BYTES, HEADER_BYTES_PER_TENSOR = 64 * 2**10, 1024
+# Bytes per element of safetensors' dtypes; weights must be one of FLOAT_DTYPES.
+DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+               "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+FLOAT_DTYPES = {"F16": "float16", "BF16": "bfloat16", "F32": "float32"}
+DTYPE_WORDS = {"BOOL": "bool", "U8": "integer", "I8": "integer", "I16": "integer", "U16": "integer", "I32": "integer",
+               "U32": "integer", "I64": "integer", "U64": "integer", "F64": "float64", "F8_E4M3": "float8",
+               "F8_E5M2": "float8"}
+SAFETENSORS_DTYPE = {torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+                     torch.bool: "BOOL"}
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")  # what a pickled checkpoint is called
+MAGIC = {b"PK\x03\x04": "a zip archive (PyTorch's torch.save format is one: a pickle inside)",
+         b"\x1f\x8b": "a gzip archive", b"BZh": "a bzip2 archive", b"\xfd7zXZ": "an xz archive",
+         b"7z\xbc\xaf": "a 7-zip archive", b"Rar!": "a RAR archive"}
+
+
+def _sniff(head: bytes) -> str | None:
+    """What a file that is not safetensors looks like, from its first bytes (for the message only)."""
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return "a Python pickle (PyTorch's .bin/.pt format), which can run code and is never loaded"
+    return next((what for magic, what in MAGIC.items() if head.startswith(magic)), None)
+
+
+def _shown(name: Any) -> str:
+    """A name read from a file, for a message: quoted, escaped, cut to 60 characters."""
+    text = str(name)
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be loaded; the message (always one line) names the file and what is wrong."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+
+@dataclass
+class Checkpoint:
+    model: Transformer
+    tokenizer: TextTokenizer
+    config: ModelConfig
+    meta: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    copy_lexicon: CopyLexicon | None = None  # copy_lexicon.json: the names and numbers it can keep
+    # (model.decoding.copy_words)
+
+    @property
+    def length_penalty(self) -> float:
+        return length_penalty_of(self.meta)
+
+    @property
+    def forced_eos(self) -> bool:
+        return forced_eos_of(self.meta)
+
+    @property
+    def decode_rules(self) -> dict[str, Any]:
+        """The decoding rules this model brings (model.checkpoints.meta.decode_rules_of), as DecodeConfig's keyword
+        arguments."""
+        return decode_rules_of(self.meta)
+
+
+def save_checkpoint(model: Transformer, tokenizer: TextTokenizer, directory: str | Path,
+                    dtype: torch.dtype = torch.float32, meta: dict[str, Any] | None = None,
+                    max_shard_bytes: int | None = None) -> Path:
+    """Write model.safetensors (in ``dtype``, e.g. float16 to ship; sharded with an index when larger than
+    ``max_shard_bytes``), config.json and the tokenizer's files."""
+    kinds = {"sentencepiece": Tokenizer, "marian": MarianTokenizer, "hf": HFTokenizer, "m2m100": M2M100Tokenizer}
+    if not isinstance(tokenizer, kinds[model.config.tokenizer]):
+        raise ValueError(f"the config's tokenizer is {model.config.tokenizer!r}, got a {type(tokenizer).__name__}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    weights = {k: v.detach().to("cpu", dtype).contiguous() for k, v in model.state_dict().items()}
+    save_weights(weights, directory, {"format": str(FORMAT_VERSION)}, max_shard_bytes)
+    payload = {"format": FORMAT_VERSION, "model": model.config.to_dict(), "meta": meta or {}}
+    (directory / CONFIG).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    for name, data in tokenizer.files().items():
+        (directory / name).write_bytes(data)
+    return directory
+
+
+def update_meta(directory: str | Path, **entries: Any) -> None:
+    """Add or replace entries of a saved checkpoint's meta (its config.json), in save_checkpoint's layout: for facts
+    measured after training, such as the length penalty chosen on the validation split."""
+    path = Path(directory) / CONFIG
+    payload = json.loads(path.read_text())
+    payload.setdefault("meta", {}).update(entries)
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+
+
+def _read_file(path: Path, limit: int) -> bytes:
+    """The bytes of one checkpoint file, refused when missing or larger than ``limit``."""
+    if not path.is_file():
+        raise CheckpointError(f"{path.name} is missing in {path.parent}")
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise CheckpointError(f"{path.name} has {format_bytes(size)}, more than the limit of {format_bytes(limit)}")
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise CheckpointError(f"{path.name}: cannot read it ({exc.strerror})") from None
+    if len(data) > limit:
+        raise CheckpointError(f"{path.name} has more than the limit of {format_bytes(limit)}")
+    return data
+
+
+def _refuse_foreign_config(payload: Any) -> None:
+    """A Hugging Face config.json (a "model_type", no "model" section) is named as such, with the way to convert a
+    Marian one, instead of "no usable 'model' section"."""
+    if isinstance(payload, dict) and "model" not in payload and isinstance(payload.get("model_type"), str):
+        raise CheckpointError(f"{CONFIG} is a Hugging Face config (model_type {_shown(payload['model_type'])}), not "
+                              "this project's checkpoint; convert a Marian (opus-mt) folder first: python -m model "
+                              "convert-marian FOLDER --out pretrained/NAME")
+
+
+def read_config(directory: Path) -> tuple[ModelConfig, dict[str, Any]]:
+    """The validated ModelConfig (types, ranges and size limits: see model.config) and the cleaned meta."""
+    data = _read_file(Path(directory) / CONFIG, MAX_CONFIG_BYTES)
+    try:
+        payload = json.loads(data.decode("utf-8"))
+        _refuse_foreign_config(payload)
+        return ModelConfig.from_dict(payload["model"]), clean_meta(payload.get("meta", {}))
+    except CheckpointError:
+        raise
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{CONFIG} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise CheckpointError(f"{CONFIG} is not valid JSON (nested too deeply)") from None
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise CheckpointError(f"{CONFIG} has no usable 'model' section ({type(exc).__name__}: {exc})") from None
+    except ValueError as exc:
+        raise CheckpointError(f"{CONFIG}: {exc}") from None
+
+
+def tokenizer_files(config: ModelConfig) -> tuple[str, ...]:
+    """The tokenizer files a checkpoint of ``config`` holds."""
+    return {"marian": MARIAN_FILES, "hf": (HF_TOKENIZER_FILE,), "m2m100": M2M100_FILES}.get(config.tokenizer,
+                                                                                            (TOKENIZER,))
+
+
+def read_tokenizer(directory: Path, config: ModelConfig | None = None) -> TextTokenizer:
+    """The checkpoint's tokenizer (the kind ``config.tokenizer`` names; sentencepiece without a config), its special
+    ids checked against the config's."""
+    directory = Path(directory)
+    if config is None or config.tokenizer == "sentencepiece":
+        try:
+            return Tokenizer(_read_file(directory / TOKENIZER, MAX_TOKENIZER_BYTES))
+        except TokenizerError as exc:
+            raise CheckpointError(f"{TOKENIZER}: {exc}") from None
+    if config.tokenizer == "hf":  # its special ids are the config's: the file does not say which starts the decoder
+        try:
+            return HFTokenizer(_read_file(directory / HF_TOKENIZER_FILE, MAX_TOKENIZER_BYTES), pad_id=config.pad_id,
+                               unk_id=config.unk_id, bos_id=config.bos_id, eos_id=config.eos_id)
+        except TokenizerError as exc:
+            raise CheckpointError(str(exc)) from None
+    try:
+        if config.tokenizer == "m2m100":
+            tokenizer = M2M100Tokenizer(*(_read_file(directory / name, MAX_TOKENIZER_BYTES) for name in M2M100_FILES),
+                                        bos_id=config.bos_id)
+        else:
+            tokenizer = MarianTokenizer(*(_read_file(directory / name, MAX_TOKENIZER_BYTES) for name in MARIAN_FILES))
+    except TokenizerError as exc:
+        raise CheckpointError(str(exc)) from None
+    ids = {"pad_id": tokenizer.pad_id, "unk_id": tokenizer.unk_id, "eos_id": tokenizer.eos_id}
+    wrong = [f"{MARIAN_SPECIALS[name[:-3]]} is {value}, {CONFIG} says {name} {getattr(config, name)}"
+             for name, value in ids.items() if value != getattr(config, name)]
+    if wrong:
+        raise CheckpointError(f"vocab.json does not match {CONFIG}: {'; '.join(wrong)}")
+    return tokenizer
+
+
+def peek_checkpoint(directory: Path) -> tuple[ModelConfig, dict[str, Any]] | None:
+    """The config and meta of a directory that holds a Transformer checkpoint (its config.json has a 'model' section
+    that is a valid ModelConfig, and its weights and tokenizer files are there), None otherwise. Reads only config.json:
+    for listing checkpoints; load_checkpoint does every check."""
+    try:
+        config, meta = read_config(Path(directory))
+    except (CheckpointError, OSError):
+        return None
+    found = has_weights(Path(directory)) and all((Path(directory) / name).is_file() for name in tokenizer_files(config))
+    return (config, meta) if found else None
+
+
+SNAPSHOTS = "snapshots"
+
+
+def checkpoint_snapshots(directory: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Earlier stages of a checkpoint's training shipped beside it, <directory>/snapshots/<name>/ (each a checkpoint
+    of its own): name -> (path, meta), in training order (by the steps in their meta). Reads only config.json."""
+    root = Path(directory) / SNAPSHOTS
+    found = [(path, peek_checkpoint(path)) for path in sorted(root.iterdir())] if root.is_dir() else []
+    ordered = sorted(((path, peeked[1]) for path, peeked in found if peeked is not None),
+                     key=lambda item: (item[1].get("steps", 0), item[0].name))
+    return {path.name: (path, meta) for path, meta in ordered}
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    """One tensor as a safetensors header describes it; offsets are relative to the end of the header."""
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _entry(name: str, info: Any) -> TensorEntry:
+    where = f"{WEIGHTS}: the header entry of {_shown(name)}"
+    if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
+        raise CheckpointError(f"{where} is malformed (it needs dtype, shape and data_offsets)")
+    dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+        raise CheckpointError(f"{where} has an unknown dtype {_shown(dtype)}")
+    if not isinstance(shape, list) or len(shape) > 8 or not all(_is_count(n) for n in shape):
+        raise CheckpointError(f"{where} has an invalid shape (a list of sizes >= 0 is needed)")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_count(n) for n in offsets) \
+            or offsets[0] > offsets[1]:
+        raise CheckpointError(f"{where} has invalid data_offsets (a pair [begin, end], 0 <= begin <= end, is needed)")
+    return TensorEntry(dtype, tuple(shape), offsets[0], offsets[1])
+
+
+def check_header(f: BinaryIO, size: int, expected: dict[str, tuple[int, ...]],
+                 dtypes: dict[str, str] | None = None) -> dict[str, TensorEntry]:
+    """Read and check the header of the safetensors file ``f`` (``size`` bytes) without reading any tensor data.
+
+    The 8-byte length field and the JSON are bounded by the file size and by the expected tensors; every tensor
+    ``expected`` names (name -> shape) must be there with that shape, a float dtype (float16, bfloat16 or float32;
+    ``dtypes`` names the exceptions, e.g. an integer buffer: name -> safetensors dtype) and offsets that match its
+    size, and all of them must tile the data exactly up to the end of the file (so the file is as large as the
+    tensors imply, no larger). Only then may safetensors read it."""
+    dtypes = dtypes or {}
+    header_limit = HEADER_BASE_BYTES + HEADER_BYTES_PER_TENSOR * len(expected)
+    _check_file_size(size, expected, dtypes, header_limit)
+    entries, length = _read_header(f, size, header_limit)
+    _check_entries(entries, expected, dtypes, size, data_size=size - 8 - length)
+    return entries
+
+
+def _check_file_size(size: int, expected: dict[str, tuple[int, ...]], dtypes: dict[str, str], header_limit: int
+                     ) -> None:
+    """Refuse a file that is larger than any checkpoint of this config could be, before reading a byte of it."""
+    n_values = sum(math.prod(shape) for shape in expected.values())
+    most = sum(math.prod(shape) * DTYPE_BYTES.get(dtypes.get(name, "F32"), 8) for name, shape in expected.items())
+    if size > MAX_WEIGHTS_BYTES:
+        raise CheckpointError(f"{WEIGHTS} has {format_bytes(size)}, more than the limit of "
+                              f"{format_bytes(MAX_WEIGHTS_BYTES)}")
+    if size > 8 + header_limit + most:
+        raise CheckpointError(f"{WEIGHTS} has {format_bytes(size)}, far more than the config implies "
+                              f"({n_values:,} parameters take at most {format_bytes(most)}, as float32)")
+
+
+def _read_header(f: BinaryIO, size: int, header_limit: int) -> tuple[dict[str, TensorEntry], int]:
+    """The header's tensor entries and its length, after checking the length field against the file and the limit."""
+    head = f.read(8)
+    if len(head) < 8:
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file (truncated or corrupt): it has only "
+                              f"{format_bytes(size)}")
+    length = int.from_bytes(head, "little")
+    if length > size - 8:
+        kind = _sniff(head)
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file: it is {kind}" if kind else
+                              f"{WEIGHTS} is not a valid safetensors file (truncated or corrupt): its header "
+                              f"length field claims {format_bytes(length)} but the file has {format_bytes(size)}")
+    if length > header_limit:
+        raise CheckpointError(f"{WEIGHTS}: its header claims {format_bytes(length)}, more than the "
+                              f"{format_bytes(header_limit)} a checkpoint of this config needs")
+    try:
+        header = json.loads(f.read(length).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file: its header is not JSON") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file: its header is not a JSON object")
+    metadata = header.pop("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file: __metadata__ must map names to strings")
+    return {name: _entry(name, info) for name, info in header.items()}, length
+
+
+def _check_entries(entries: dict[str, TensorEntry], expected: dict[str, tuple[int, ...]], dtypes: dict[str, str],
+                   size: int, data_size: int) -> None:
+    """Every expected tensor there with its shape, dtype and byte span, and together tiling the data exactly."""
+    claimed = max((e.end for e in entries.values()), default=0)
+    if claimed > data_size:
+        raise CheckpointError(f"{WEIGHTS}: header claims {format_bytes(claimed)} of tensor data but the file has "
+                              f"only {format_bytes(data_size)} after its header (truncated or corrupt)")
+    missing = sorted(set(expected) - set(entries))
+    unexpected = sorted(set(entries) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"{WEIGHTS} does not match the config: missing {missing[:5]}"
+                              f"{'...' if len(missing) > 5 else ''}, unexpected "
+                              f"[{', '.join(_shown(n) for n in unexpected[:5])}]{'...' if len(unexpected) > 5 else ''}")
+    for name in expected:  # in the model's order: embeddings first
+        _check_entry(name, entries[name], expected[name], dtypes.get(name))
+    position = 0
+    for entry in sorted(entries.values(), key=lambda e: (e.begin, e.end)):
+        if entry.begin != position:
+            raise CheckpointError(f"{WEIGHTS}: tensors overlap or leave a gap at byte {min(entry.begin, position)} "
+                                  "of the data")
+        position = entry.end
+    if position != data_size:
+        raise CheckpointError(f"{WEIGHTS} has {format_bytes(data_size - position)} of unexplained data after its "
+                              f"tensors (the file has {format_bytes(size)}, the config's tensors take "
+                              f"{format_bytes(position)})")
+
+
+def _check_entry(name: str, entry: TensorEntry, shape: tuple[int, ...], exact: str | None) -> None:
+    if entry.shape != shape:
+        raise CheckpointError(f"{WEIGHTS}: {name} has shape {entry.shape}, the config needs {shape}")
+    if exact is not None and entry.dtype != exact:
+        raise CheckpointError(f"{WEIGHTS}: {name} is {entry.dtype}, expected {exact}")
+    if exact is None and entry.dtype not in FLOAT_DTYPES:
+        raise CheckpointError(f"{WEIGHTS}: {name} is {entry.dtype} ({DTYPE_WORDS[entry.dtype]}), expected "
+                              "floating point: float16, bfloat16 or float32")
+    needed = math.prod(entry.shape) * DTYPE_BYTES[entry.dtype]
+    if entry.end - entry.begin != needed:
+        raise CheckpointError(f"{WEIGHTS}: {name}'s data_offsets span {format_bytes(entry.end - entry.begin)}, "
+                              f"its shape {entry.shape} as {entry.dtype} takes {format_bytes(needed)}")
+
+
+def read_weights(data: bytes, model: nn.Module) -> dict[str, torch.Tensor]:
+    """Parse safetensors bytes after check_header's checks against ``model``'s state dict (name, shape, dtype,
+    offsets, size); -> name -> float32 tensor (other dtypes kept), finite."""
+    expected = model.state_dict()
+    dtypes = {name: SAFETENSORS_DTYPE.get(t.dtype, str(t.dtype)) for name, t in expected.items()
+              if not t.is_floating_point()}
+    check_header(io.BytesIO(data), len(data), {name: tuple(t.shape) for name, t in expected.items()}, dtypes)
+    try:
+        weights = load_safetensors_bytes(data)
+    except (SafetensorError, ValueError, RuntimeError) as exc:
+        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file ({exc})") from None
+    for name, tensor in weights.items():
+        if tensor.is_floating_point() and not torch.isfinite(tensor.float()).all():
+            raise CheckpointError(f"{WEIGHTS}: {name} contains NaN or infinite values")
+    return {k: v.float() if v.is_floating_point() else v for k, v in weights.items()}
+
+
+def _missing_weights(directory: Path) -> CheckpointError:
+    pickles = sorted(p.name for p in directory.iterdir() if p.suffix.lower() in PICKLE_SUFFIXES)[:3]
+    verb = "is" if len(pickles) == 1 else "are"
+    hint = (f" ({', '.join(pickles)} {verb} not read: only safetensors weights are loaded, a pickle can run code)"
+            if pickles else "")
+    return CheckpointError(f"{WEIGHTS} is missing in {directory}{hint}")
+
+
+def _weight_groups(files: dict[Path, list[str]], expected: dict[str, tuple[int, ...]]
+                   ) -> list[tuple[Path, dict[str, tuple[int, ...]]]]:
+    """Each shard with the tensors it must hold; the shards together hold every tensor of the config, no other."""
+    named = [name for names in files.values() for name in names]
+    missing, unexpected = sorted(set(expected) - set(named)), sorted(set(named) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"{INDEX} does not match the config: missing {missing[:5]}, unexpected "
+                              f"[{', '.join(_shown(n) for n in unexpected[:5])}]")
+    total = sum(path.stat().st_size for path in files)
+    if total > MAX_WEIGHTS_BYTES:
+        raise CheckpointError(f"the shards in {INDEX} have {format_bytes(total)}, more than the limit of "
+                              f"{format_bytes(MAX_WEIGHTS_BYTES)}")
+    return [(path, {name: expected[name] for name in names}) for path, names in files.items()]
+
+
+def load_weights(path: Path | dict[Path, list[str]], config: ModelConfig) -> Transformer:
+    """A Transformer(config) holding the weights in ``path`` (one file, or shard -> its tensor names, from an
+    index), after check_header's checks on every file (converted to float32)."""
+    expected = expected_shapes(config)
+    groups = [(path, expected)] if isinstance(path, Path) else _weight_groups(path, expected)
+    try:
+        for file, subset in groups:
+            with file.open("rb") as f:
+                check_header(f, os.fstat(f.fileno()).st_size, subset)
+    except OSError as exc:
+        raise CheckpointError(f"{WEIGHTS}: cannot read it ({exc.strerror})") from None
+    try:
+        model = Transformer(config)
+    except MemoryError:
+        raise CheckpointError(f"{CONFIG}: not enough memory to build this model "
+                              f"({format_bytes(config.estimated_bytes())} as float32)") from None
+    targets = model.state_dict()
+    for file, subset in groups:
+        _copy_tensors(file, subset, targets)
+    return model
+
+
+def _copy_tensors(path: Path, names: dict[str, tuple[int, ...]], targets: dict[str, torch.Tensor]) -> None:
+    """Copy one checked file's tensors into the model, one at a time, refusing NaN and a file changed meanwhile."""
+    try:
+        with safe_open(str(path), framework="pt") as f, torch.no_grad():
+            if set(f.keys()) != set(names):
+                raise CheckpointError(f"{path.name} changed while it was read")
+            for name in names:
+                target = targets[name].copy_(f.get_tensor(name))  # one tensor at a time next to the model
+                if target.is_floating_point() and not torch.isfinite(target).all():  # fast in float32
+                    raise CheckpointError(f"{path.name}: {name} contains NaN or infinite values")
+    except (SafetensorError, OSError, RuntimeError, ValueError) as exc:
+        if isinstance(exc, CheckpointError):
+            raise
+        raise CheckpointError(f"{path.name} is not a valid safetensors file ({exc})") from None
+
+
+def load_checkpoint(directory: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
+    """Load and validate a checkpoint directory; the model comes back in eval mode on ``device``.
+
+    Order: config (limits checked before anything is built), tokenizer (its vocabulary must be the config's),
+    the weights' header (checked against the config and the file size), then the weights themselves."""
+    directory = Path(directory)
+    try:
+        if not directory.exists():
+            raise CheckpointError(f"checkpoint directory not found: {directory}")
+        if not directory.is_dir():
+            raise CheckpointError(f"{directory} is a file: a checkpoint is a directory with {WEIGHTS}, {CONFIG} "
+                                  f"and {TOKENIZER}")
+        config, meta = read_config(directory)
+        tokenizer = read_tokenizer(directory, config)
+        # A tokenizer.json may have fewer pieces than the embedding rows (T5: 32100 of 32128; the rest never emitted),
+        # and so may M2M100's (128100 of 128112)
+        spare = config.tokenizer in ("hf", "m2m100") and tokenizer.vocab_size < config.vocab_size
+        if tokenizer.vocab_size != config.vocab_size and not spare:
+            raise CheckpointError(f"vocabulary mismatch: {tokenizer_files(config)[-1]} has {tokenizer.vocab_size} "
+                                  f"pieces, {CONFIG} says vocab_size {config.vocab_size}")
+        if (directory / WEIGHTS).is_file():
+            model = load_weights(directory / WEIGHTS, config)
+        elif (directory / INDEX).is_file():
+            model = load_weights(read_index(directory), config)
+        else:
+            raise _missing_weights(directory)
+        lexicon = read_copy_lexicon(directory)
+    except ShardError as exc:
+        raise CheckpointError(str(exc)) from None
+    except OSError as exc:
+        raise CheckpointError(f"cannot read the checkpoint in {directory} ({exc.strerror})") from None
+    return Checkpoint(model=model.to(device).eval(), tokenizer=tokenizer, config=config, meta=meta, path=directory,
+                      copy_lexicon=lexicon)
+
+
+MAX_LEXICON_BYTES = 16 * 2**20
+
+
+def read_copy_lexicon(directory: Path) -> CopyLexicon | None:
+    """The checkpoint's copy lexicon, None without one (a converted or uploaded model: it cannot keep names)."""
+    path = directory / LEXICON_FILE
+    if not path.is_file():
+        return None
+    if path.stat().st_size > MAX_LEXICON_BYTES:
+        raise CheckpointError(f"{LEXICON_FILE} is larger than {format_bytes(MAX_LEXICON_BYTES)}")
+    try:
+        return CopyLexicon.from_json(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise CheckpointError(f"{LEXICON_FILE} is not a copy lexicon ({str(exc)[:200]})") from None

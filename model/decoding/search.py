@@ -1,0 +1,431 @@
+"""Greedy and beam-search decoding as step generators (the UI streams every step).
+
+``greedy_steps`` / ``beam_steps`` / ``sample_steps`` (model.decoding.sampling draws the piece) yield a frozen DecodeStep
+after each step; ``greedy_decode`` / ``beam_search`` just drain them. All use the KV cache of ``Transformer.step``
+and decode all beams of one sentence as one batch. Each step keeps, per decoded row, the attention that produced its
+next-token distribution, so the rows stacked along a hypothesis' path equal the maps of one
+teacher-forced forward of that output.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from model.decoding.beam_stopping import best_possible_length, search_is_over
+from model.decoding.sampling import SampleChoice, draw
+from model.network.config import DecodeConfig
+from model.network.masks import causal_mask, padding_mask
+from model.network.trace import AttentionTrace, HeadMask
+from model.network.transformer import Transformer
+
+
+def length_penalty(length: int, alpha: float, formula: str = "gnmt") -> float:
+    """GNMT length penalty (Wu et al., 2016): lp(Y) = ((5 + |Y|) / 6) ** alpha; with ``formula`` "hf", Hugging
+    Face's |Y| ** alpha (what generate() divides by, tested equal to its sequences_scores).
+
+    Hypotheses are ranked by log P(Y) / lp(Y); alpha = 0 gives lp = 1 (raw log-probability, which
+    favours short outputs), larger alpha favours longer ones. |Y| counts generated tokens, EOS included.
+    """
+    return float(length) ** alpha if formula == "hf" else ((5.0 + length) / 6.0) ** alpha
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A complete output. ``tokens`` exclude BOS (EOS included when it ended on EOS); ``path[t]`` is the
+    row of step t that this hypothesis extended, to look up that step's attention and probabilities."""
+
+    tokens: tuple[int, ...]
+    log_prob: float
+    score: float
+    path: tuple[int, ...]
+    ended_with_eos: bool
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One of the top 2 x beam continuations considered at a step. status: kept | finished | pruned."""
+
+    row: int
+    token: int
+    log_prob: float
+    status: str
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """Everything about decoding step ``step`` (= tokens generated before it).
+
+    prefixes [R, step+1] are the R rows decoded at this step (BOS + tokens so far) with cumulative
+    log-probs prefix_scores [R]; topk_ids / topk_probs [R, k] their next-token distributions;
+    ``attention`` the attention behind them (None when not asked for): the sentence's encoder
+    self-attention and, per layer, this step's query rows dec_self [R, H, 1, step+1] and cross [R, H, 1, S].
+    beams [R', step+2], beam_scores [R'] and parents [R'] (index into the rows) are the live hypotheses
+    after the step; finished holds every completed hypothesis so far, best first.
+    """
+
+    step: int
+    prefixes: torch.Tensor
+    prefix_scores: torch.Tensor
+    topk_ids: torch.Tensor
+    topk_probs: torch.Tensor
+    attention: AttentionTrace | None
+    candidates: tuple[Candidate, ...]
+    beams: torch.Tensor
+    beam_scores: torch.Tensor
+    parents: torch.Tensor
+    finished: tuple[Hypothesis, ...]
+    done: bool
+    sample: SampleChoice | None = None  # what the sampler did (model.decoding.sampling), None for greedy and beam
+    # search
+    banks: tuple[int, ...] | None = None  # per live beam, the kept pieces it holds (model.decoding.constrained_beam),
+    # else None
+
+    @property
+    def dec_self(self) -> torch.Tensor | None:
+        """This step's decoder self-attention rows, every layer: [L, R, H, step+1]."""
+        return None if self.attention is None else self.attention.weights("dec_self")[:, :, :, 0]
+
+    @property
+    def cross(self) -> torch.Tensor | None:
+        """This step's cross-attention rows, every layer: [L, R, H, S]."""
+        return None if self.attention is None else self.attention.weights("cross")[:, :, :, 0]
+
+    def best_tokens(self) -> tuple[int, ...]:
+        """The best output so far (a finished one if any beats the live beams), without BOS."""
+        if self.finished and (self.beams.size(0) == 0 or self.done):
+            return self.finished[0].tokens
+        return tuple(self.beams[0, 1:].tolist())
+
+
+def _stack_rows(steps: Sequence[DecodeStep], path: Sequence[int], field: str, fill: float) -> list[torch.Tensor]:
+    """Per layer, the query rows of one trace field (e.g. "cross" or "dec_self_scores") along a path, stacked
+    into the map a teacher-forced forward gives: [1, H, T, K], the keys a row could not see yet (dec_self's
+    future) set to ``fill``."""
+    length = len(path)
+    per_step = [getattr(steps[t].attention, field) for t in range(length)]  # [step][layer] [R, H, 1, K_t]
+    keys = per_step[-1][0].size(-1)
+    layers = []
+    for layer in range(len(per_step[0])):
+        rows = per_step[0][layer].new_full((1, per_step[0][layer].size(1), length, keys), fill)  # [1, H, T, K]
+        for t, row in enumerate(path):
+            piece = per_step[t][layer][row, :, 0]  # [H, K_t]
+            rows[0, :, t, : piece.size(-1)] = piece
+        layers.append(rows)
+    return layers
+
+
+@dataclass(frozen=True)
+class DecodeResult:
+    """The n-best list (best first) and every step that led to it."""
+
+    hypotheses: tuple[Hypothesis, ...]
+    steps: tuple[DecodeStep, ...]
+
+    @classmethod
+    def from_steps(cls, steps: Sequence[DecodeStep], n_best: int) -> DecodeResult:
+        """The result once the last step is in: its finished hypotheses are the n-best list."""
+        steps = tuple(steps)
+        return cls(steps[-1].finished[:n_best], steps)
+
+    @property
+    def best(self) -> Hypothesis:
+        return self.hypotheses[0]
+
+    def attention_for(self, hypothesis: Hypothesis | None = None) -> AttentionTrace:
+        """The attention behind a hypothesis, its step rows stacked along its path into the trace of one
+        teacher-forced forward of that output (batch 1, T = len(tokens)): enc_self [1, H, S, S],
+        dec_self [1, H, T, T] (future keys 0), cross [1, H, T, S], scores and masks alike. Needs decoding
+        with return_attention=True; no second forward pass is run."""
+        hyp = hypothesis or self.best
+        first = self.steps[0].attention
+        if not hyp.path or first is None:
+            raise ValueError("no attention was recorded for this decode")
+        low = torch.finfo(first.cross[0].dtype).min  # what a masked score holds in a forward pass
+        causal = causal_mask(len(hyp.path), first.cross[0].device)  # [1, 1, T, T]
+        return AttentionTrace(
+            enc_self=first.enc_self, dec_self=_stack_rows(self.steps, hyp.path, "dec_self", 0.0),
+            cross=_stack_rows(self.steps, hyp.path, "cross", 0.0), enc_self_scores=first.enc_self_scores,
+            dec_self_scores=_stack_rows(self.steps, hyp.path, "dec_self_scores", low),
+            cross_scores=_stack_rows(self.steps, hyp.path, "cross_scores", low), src_mask=first.src_mask,
+            tgt_mask=causal)
+
+
+def check_forced_bos(model: Transformer, config: DecodeConfig) -> None:
+    """A forced first piece must be one of the model's ids (ValueError otherwise)."""
+    if config.forced_bos is not None and config.forced_bos >= model.config.vocab_size:
+        raise ValueError(f"forced_bos must be an id in [0, {model.config.vocab_size}), got {config.forced_bos}")
+
+
+def _prepare(model: Transformer, src: torch.Tensor, config: DecodeConfig) -> torch.Tensor:
+    check_forced_bos(model, config)
+    if src.dim() == 1:
+        src = src[None]
+    if src.size(0) != 1:
+        raise ValueError("decoding works on one sentence at a time: src must be [S] or [1, S]")
+    return src.to(next(model.parameters()).device)
+
+
+def repeated_ngram_pieces(prefix: list[int], n: int) -> list[int]:
+    """The pieces that would make the last n-1 pieces of ``prefix`` (the start token included) an n-gram the prefix
+    already has: generate()'s NoRepeatNGramLogitsProcessor, for one hypothesis."""
+    if n < 1 or len(prefix) + 1 < n:
+        return []
+    tail = prefix[len(prefix) - n + 1:]  # the n-1 pieces the next one would follow
+    return [prefix[i + n - 1] for i in range(len(prefix) - n + 1) if prefix[i:i + n - 1] == tail]
+
+
+def selectable_log_probs(log_probs: torch.Tensor, bos_id: int, pad_id: int, forced: int | None = None,
+                eos_id: int | None = None, banned: list[list[int]] | None = None) -> torch.Tensor:
+    """The model's log-probs with the start token and PAD made impossible: they are never valid outputs (unless the
+    start token is EOS itself, as in BART), and each row's ``banned`` pieces too (no_repeat_ngram). With ``forced``
+    (an id) only that piece is possible, at log-prob 0: generate()'s ForcedBOS/ForcedEOSTokenLogitsProcessor, which
+    come after the n-gram rule, so a forced piece adds nothing to a hypothesis' score. [R, V]"""
+    if forced is not None:
+        only = torch.full_like(log_probs, float("-inf"))  # [R, V]
+        only[:, forced] = 0.0
+        return only
+    log_probs = log_probs.clone()
+    log_probs[:, [pad_id] if bos_id == eos_id else [bos_id, pad_id]] = float("-inf")
+    for row, pieces in enumerate(banned or []):
+        log_probs[row, pieces] = float("-inf")
+    return log_probs
+
+
+def _banned(prefixes: torch.Tensor, config: DecodeConfig) -> list[list[int]] | None:
+    """Per row of prefixes [R, t+1], the pieces no_repeat_ngram rules out; None when the rule is off."""
+    if not config.no_repeat_ngram:
+        return None
+    return [repeated_ngram_pieces(row, config.no_repeat_ngram) for row in prefixes.tolist()]
+
+
+def forced_piece(config: DecodeConfig, t: int, eos_id: int) -> int | None:
+    """The id forced at step t, else None: EOS at the length limit when the config asks for it, else the config's
+    forced_bos as the first piece (generate() applies both in this order, so EOS wins at a limit of 1)."""
+    if config.forced_eos and t + 1 == config.max_len:
+        return eos_id
+    return config.forced_bos if t == 0 else None
+
+
+def start_sentence(model: Transformer, src: torch.Tensor, return_attention: bool, head_mask: HeadMask | None):
+    """Encode the source once; with attention, the encoder's part of every step's trace."""
+    state, enc = model.start(src, return_attention, head_mask=head_mask)
+    if not return_attention:
+        return state, None
+    return state, AttentionTrace.from_outputs(enc, [], [], padding_mask(src, model.config.pad_id))
+
+
+def step_attention(encoder: AttentionTrace | None, step: AttentionTrace | None) -> AttentionTrace | None:
+    """One step's query rows joined with the sentence's encoder self-attention."""
+    if encoder is None or step is None:
+        return None
+    return dataclasses.replace(step, enc_self=encoder.enc_self, enc_self_scores=encoder.enc_self_scores,
+                               src_mask=encoder.src_mask)
+
+
+def _finished(tokens: tuple[int, ...], log_prob: float, path: tuple[int, ...], eos_id: int, config: DecodeConfig
+              ) -> Hypothesis:
+    """A completed output, scored by log-prob / length penalty (the config's α and formula)."""
+    lp = length_penalty(len(tokens), config.length_penalty, config.length_penalty_formula)
+    return Hypothesis(tokens=tokens, log_prob=log_prob, score=log_prob / lp,
+                      path=path, ended_with_eos=tokens[-1] == eos_id)
+
+
+def top_next(log_probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k most probable next tokens of each row and their probabilities ([R, k] each); exp of k values only."""
+    top_log_probs, top_ids = log_probs.topk(min(k, log_probs.size(-1)), dim=-1)  # [R, k]
+    return top_log_probs.exp(), top_ids
+
+
+Choose = Callable[[torch.Tensor], tuple[int, SampleChoice | None]]  # selectable log-probs [V] -> piece, record
+
+
+def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, return_attention: bool,
+              head_mask: HeadMask | None, choose: Choose) -> Iterator[DecodeStep]:
+    """Decode one hypothesis, ``choose`` picking each next piece from the step's log-probs (BOS and PAD made
+    impossible): greedy takes the argmax, sampling draws. src [S] or [1, S]."""
+    src = _prepare(model, src, config)
+    cfg = model.config
+    state, encoder = start_sentence(model, src, return_attention, head_mask)
+    prefix = torch.tensor([[cfg.bos_id]], device=src.device)  # [1, 1]
+    score = torch.zeros(1, device=src.device)
+    for t in range(config.max_len):
+        out = model.step(state, prefix[:, -1:], return_attention)
+        state = out.state
+        topk_probs, topk_ids = top_next(out.log_probs, config.top_k)  # [1, k]
+        forced = forced_piece(config, t, cfg.eos_id)
+        selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
+                                          _banned(prefix, config))[0]  # [V]
+        token, sample = (forced, None) if forced is not None else choose(selectable)
+        step = path_step(t, prefix, score, (topk_ids, topk_probs), step_attention(encoder, out.attention), token,
+                         score + selectable[token], cfg.eos_id, config, sample)
+        yield step
+        if step.done:
+            return
+        prefix, score = step.beams, step.beam_scores
+
+
+def path_step(t: int, prefix: torch.Tensor, score: torch.Tensor, top: tuple[torch.Tensor, torch.Tensor],
+              attention: AttentionTrace | None, token: int, new_score: torch.Tensor, eos_id: int, config: DecodeConfig,
+              sample: SampleChoice | None = None) -> DecodeStep:
+    """Step t of a one-hypothesis decode (greedy or sampled, alone or as a row of model.decoding.batch_decoding's
+    batch):
+    prefix [1, t+1] with its log-prob score [1], extended by ``token`` to new_score [1]; top = (topk_ids,
+    topk_probs) [1, k]. Once done, the one finished hypothesis is the output."""
+    beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
+    ended = token == eos_id
+    done = ended or t + 1 == config.max_len
+    finished = (_finished(tuple(beams[0, 1:].tolist()), float(new_score), (0,) * (t + 1), eos_id,
+                          config),) if done else ()
+    return DecodeStep(step=t, prefixes=prefix, prefix_scores=score, topk_ids=top[0], topk_probs=top[1],
+                      attention=attention,
+                      candidates=(Candidate(0, token, float(new_score), "finished" if done else "kept"),),
+                      beams=beams[:0] if ended else beams, beam_scores=new_score[:0] if ended else new_score,
+                      parents=torch.zeros(0 if ended else 1, dtype=torch.long), finished=finished, done=done,
+                      sample=sample)
+
+
+@torch.inference_mode()
+def greedy_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),
+                 return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+    """Pick the most probable next token at every step. src [S] or [1, S] (ids, EOS-terminated); ``head_mask``
+    (batch 1) switches heads off."""
+    yield from _one_path(model, src, config, return_attention, head_mask,
+                         lambda log_probs: (int(log_probs.argmax()), None))
+
+
+def _select(scores: torch.Tensor, eos_id: int, beam_size: int) -> list[Candidate]:
+    """Look at the top 2 x beam continuations (so finished hypotheses do not starve the beam): an EOS among
+    the first beam_size finishes a hypothesis, others fill the beam until it holds beam_size, the rest are pruned.
+    scores [R, V] are cumulative log-probs of every continuation."""
+    vocab = scores.size(1)
+    top_scores, top_idx = scores.flatten().topk(min(2 * beam_size, scores.numel()))  # [2k]
+    ranked = [(s, *divmod(idx, vocab)) for s, idx in zip(top_scores.tolist(), top_idx.tolist(), strict=True)]
+    return [Candidate(row, token, s, status)
+            for (s, row, token), status in zip(ranked, statuses(ranked, eos_id, beam_size), strict=True)]
+
+
+def statuses(ranked: Sequence[tuple[float, int, int]], eos_id: int, beam_size: int) -> list[str]:
+    """What becomes of continuations (score, row, token), best first: an EOS among the first beam_size finishes a
+    hypothesis, others are kept until the beam holds beam_size, the rest (and whatever the model or a forced piece
+    rules out, at -inf) are pruned."""
+    out, kept = [], 0
+    for rank, (score, _, token) in enumerate(ranked):
+        if score == float("-inf"):
+            out.append("pruned")
+        elif token == eos_id:
+            out.append("finished" if rank < beam_size else "pruned")
+        elif kept < beam_size:
+            out.append("kept")
+            kept += 1
+        else:
+            out.append("pruned")
+    return out
+
+
+def extend_beams(prefixes: torch.Tensor, kept: Sequence[Candidate]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The live hypotheses after a step: parents [R'] (rows of prefixes [R, t+1] they extend), beams [R', t+2] and
+    their cumulative log-probs [R'], in the order of ``kept``."""
+    device = prefixes.device
+    parents = torch.tensor([c.row for c in kept], dtype=torch.long, device=device)  # [R']
+    new_tokens = torch.tensor([[c.token] for c in kept], dtype=torch.long, device=device).view(-1, 1)  # [R', 1]
+    beams = torch.cat([prefixes.index_select(0, parents), new_tokens], dim=1)  # [R', t+2]
+    return parents, beams, torch.tensor([c.log_prob for c in kept], device=device)
+
+
+def _search_is_over(finished: Sequence[Hypothesis], best_live_log_prob: float, generated: int,
+                    config: DecodeConfig) -> bool:
+    """Whether the config's early_stopping rule (model.decoding.beam_stopping) ends the search after a step that left
+    live
+    beams of ``generated`` pieces, the best with ``best_live_log_prob``; ``finished`` best first."""
+    length = best_possible_length(generated, config.max_len, config.length_penalty, config.early_stopping)
+    best_live = best_live_log_prob / length_penalty(length, config.length_penalty, config.length_penalty_formula)
+    return search_is_over([h.score for h in finished], best_live, config.beam_size, config.early_stopping)
+
+
+def start_search(model: Transformer, src: torch.Tensor, config: DecodeConfig, return_attention: bool,
+                 head_mask: HeadMask | None):
+    """What a beam search starts from: src [1, S] on the model's device, the decoder state after encoding it once,
+    the encoder's part of every step's trace, one prefix [1, 1] (the start token) and its log-prob [1]."""
+    src = _prepare(model, src, config)
+    state, encoder = start_sentence(model, src, return_attention, head_mask)
+    prefixes = torch.tensor([[model.config.bos_id]], device=src.device)  # [R, 1]
+    return src, state, encoder, prefixes, torch.zeros(1, device=src.device)
+
+
+@torch.inference_mode()
+def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(beam_size=4),
+               return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+    """Beam search with GNMT length penalty; all beams of the sentence are one batch.
+
+    Stops when no live beam is left, when max_len tokens were generated (live beams are then finished without EOS),
+    or once beam_size hypotheses have finished as the config's early_stopping rule says (model.decoding.beam_stopping:
+    at
+    once, or when no live beam could still beat them). src [S] or [1, S].
+    """
+    src, state, encoder, prefixes, scores = start_search(model, src, config, return_attention, head_mask)
+    cfg = model.config
+    paths: list[tuple[int, ...]] = [()]
+    finished: list[Hypothesis] = []
+    for t in range(config.max_len):
+        out = model.step(state, prefixes[:, -1:], return_attention)
+        topk_probs, topk_ids = top_next(out.log_probs, config.top_k)  # [R, k]
+        forced = forced_piece(config, t, cfg.eos_id)
+        selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
+                                          _banned(prefixes, config))
+        candidates = _select(scores[:, None] + selectable, cfg.eos_id, config.beam_size)  # selectable [R, V]
+        last = t + 1 == config.max_len
+        finished += [_finished((*prefixes[c.row, 1:].tolist(), c.token), c.log_prob, (*paths[c.row], c.row),
+                               cfg.eos_id, config)
+                     for c in candidates if c.status == "finished" or (last and c.status == "kept")]
+        finished.sort(key=lambda h: h.score, reverse=True)
+        kept = [c for c in candidates if c.status == "kept"]
+        parents, beams, beam_scores = extend_beams(prefixes, kept)  # [R'], [R', t+2], [R']
+        done = last or not kept or _search_is_over(finished, kept[0].log_prob, t + 1, config)
+        yield DecodeStep(step=t, prefixes=prefixes, prefix_scores=scores, topk_ids=topk_ids, topk_probs=topk_probs,
+                         attention=step_attention(encoder, out.attention), candidates=tuple(candidates), beams=beams,
+                         beam_scores=beam_scores, parents=parents, finished=tuple(finished), done=done)
+        if done:
+            return
+        state = out.state.reorder(parents)
+        paths = [paths[c.row] + (c.row,) for c in kept]
+        prefixes, scores = beams, beam_scores
+
+
+@torch.inference_mode()
+def sample_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig, return_attention: bool = True,
+                 head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+    """Draw the next piece at every step (config.sampling says how; model.decoding.sampling). src [S] or [1, S]. The
+    cumulative log-prob of the output is the model's own (before the temperature), so a sample and a greedy output
+    compare."""
+    if config.sampling is None:
+        raise ValueError("sample_steps needs a DecodeConfig with sampling")
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(config.sampling.seed)
+
+    def choose(log_probs: torch.Tensor) -> tuple[int, SampleChoice]:
+        choice = draw(log_probs, config.sampling, generator, config.top_k)
+        return choice.token, choice
+    yield from _one_path(model, src, config, return_attention, head_mask, choose)
+
+
+def greedy_decode(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),
+                  return_attention: bool = True, head_mask: HeadMask | None = None) -> DecodeResult:
+    return DecodeResult.from_steps(list(greedy_steps(model, src, config, return_attention, head_mask)), 1)
+
+
+def beam_search(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(beam_size=4),
+                return_attention: bool = True, head_mask: HeadMask | None = None) -> DecodeResult:
+    return DecodeResult.from_steps(list(beam_steps(model, src, config, return_attention, head_mask)), config.beam_size)
+
+
+def decode_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig,
+                 return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+    """Sampling when the config asks for it, else greedy for beam_size 1 and beam search otherwise."""
+    if config.sampling is not None:
+        return sample_steps(model, src, config, return_attention, head_mask)
+    if config.beam_size == 1:
+        return greedy_steps(model, src, config, return_attention, head_mask)
+    return beam_steps(model, src, config, return_attention, head_mask)

@@ -1,0 +1,162 @@
+"""AttentionTrace: every attention weight a forward pass or a decoding step used, returned as data.
+
+The model is shared by every browser session, so nothing is stored on modules or captured with
+hooks: a forward with ``return_attention=True`` builds one of these and hands it back. It is the one
+container for attention in the project: a teacher-forced forward, one decoding step's rows and the
+rows stacked along a decoded hypothesis all come back as an AttentionTrace.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar, get_args
+
+import torch
+
+from model.network.attention import AttentionOutput, Intermediates
+
+Kind = Literal["enc_self", "dec_self", "cross"]  # the three kinds of attention a trace holds
+KINDS: tuple[Kind, ...] = get_args(Kind)
+KIND_LABELS = {
+    "enc_self": "Encoder self-attention",
+    "dec_self": "Decoder self-attention (masked)",
+    "cross": "Encoder-decoder (cross) attention",
+}
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, eq=False)  # equality is the mapping's: equal to a dict with the same items
+class PerKind(Mapping, Generic[T]):
+    """One value per attention kind, in KINDS order: a model's layers per kind, a head-importance table per kind,
+    the stacked weights of one forward per kind. Frozen and typed (no kind is missing, none is misspelt); read as a
+    mapping, ``layers["cross"]`` or ``importance.items()``."""
+
+    enc_self: T
+    dec_self: T
+    cross: T
+
+    @classmethod
+    def build(cls, make: Callable[[Kind], T]) -> PerKind[T]:
+        """``make(kind)`` for every kind."""
+        return cls(**{kind: make(kind) for kind in KINDS})
+
+    def map(self, change: Callable[[T], object]) -> PerKind:
+        """The same kinds, each value changed (e.g. tensors to numpy arrays)."""
+        return PerKind(**{kind: change(getattr(self, kind)) for kind in KINDS})
+
+    def __getitem__(self, kind: str) -> T:
+        return getattr(self, _check(kind))
+
+    def __iter__(self) -> Iterator[Kind]:
+        return iter(KINDS)
+
+    def __len__(self) -> int:
+        return len(KINDS)
+
+
+@dataclass
+class AttentionTrace:
+    """Per layer, per head attention of one forward pass (or of one decoding step).
+
+    Weights (post-softmax, pre-dropout): enc_self [B, H, S, S], dec_self [B, H, T, T],
+    cross [B, H, T, S], one tensor per layer; a decoding step holds its new query rows only (T = 1 query,
+    t + 1 keys). Scores are the matching softmax inputs (QK^T / sqrt(d_k), masked with finfo.min), empty
+    when not kept. src_mask [B, 1, 1, S] and tgt_mask [B, 1, T, T] are the bool masks applied (True = may
+    attend). ``internals`` (per kind, per layer) holds Q, K, V and the other intermediates when the forward
+    ran at the "internals" capture level.
+    """
+
+    enc_self: list[torch.Tensor]
+    dec_self: list[torch.Tensor]
+    cross: list[torch.Tensor]
+    enc_self_scores: list[torch.Tensor]
+    dec_self_scores: list[torch.Tensor]
+    cross_scores: list[torch.Tensor]
+    src_mask: torch.Tensor | None = None
+    tgt_mask: torch.Tensor | None = None
+    internals: dict[str, list[Intermediates]] | None = None
+
+    @classmethod
+    def from_outputs(cls, enc: Sequence[AttentionOutput], dec_self: Sequence[AttentionOutput],
+                     cross: Sequence[AttentionOutput], src_mask: torch.Tensor | None = None,
+                     tgt_mask: torch.Tensor | None = None) -> AttentionTrace:
+        """Collect what the attention calls of one pass returned (their weights, scores and intermediates)."""
+        outputs = {"enc_self": enc, "dec_self": dec_self, "cross": cross}
+        kept = {kind: [a.intermediates for a in outs] for kind, outs in outputs.items()}
+        has_internals = any(parts and parts[0] is not None for parts in kept.values())
+        return cls(enc_self=[a.weights for a in enc], dec_self=[a.weights for a in dec_self],
+                   cross=[a.weights for a in cross], enc_self_scores=[a.scores for a in enc],
+                   dec_self_scores=[a.scores for a in dec_self], cross_scores=[a.scores for a in cross],
+                   src_mask=src_mask, tgt_mask=tgt_mask, internals=kept if has_internals else None)
+
+    def weights(self, kind: Kind) -> torch.Tensor:
+        """All layers of one kind stacked: [L, B, H, Q, K]."""
+        return torch.stack(getattr(self, _check(kind)))
+
+    def scores(self, kind: Kind) -> torch.Tensor:
+        """Softmax inputs of one kind stacked: [L, B, H, Q, K]."""
+        return torch.stack(getattr(self, _check(kind) + "_scores"))
+
+    def mask(self, kind: Kind) -> torch.Tensor:
+        """The bool mask a kind used, expanded to [B, 1, Q, K]."""
+        kind = _check(kind)
+        src, tgt = self.src_mask, self.tgt_mask
+        if kind == "enc_self":
+            return src.expand(-1, -1, src.size(-1), -1)
+        if kind == "dec_self":
+            return tgt
+        return src.expand(-1, -1, tgt.size(-1), -1)
+
+    def tensors(self) -> list[torch.Tensor]:
+        """Every tensor the trace holds (weights, scores, masks, intermediates), e.g. to count its memory."""
+        held = [t for kind in KINDS for t in (*getattr(self, kind), *getattr(self, kind + "_scores"))]
+        held += [m for m in (self.src_mask, self.tgt_mask) if m is not None]
+        for parts in (self.internals or {}).values():
+            held += [t for p in parts for t in vars(p).values() if isinstance(t, torch.Tensor)]
+        return held
+
+    @property
+    def n_layers(self) -> PerKind[int]:
+        return PerKind.build(lambda kind: len(getattr(self, kind)))
+
+
+Head = tuple[str, int, int]  # (kind, layer, head), 0-based
+
+
+@dataclass(frozen=True)
+class HeadMask:
+    """Which heads are on, per kind: enc_self, dec_self, cross, each [L, B or 1, H] (1 = on, 0 = off).
+
+    Passed to the forward pass and to decoding, it zeroes a head's output before W^O without touching any
+    weight (Michel et al., 2019, "Are Sixteen Heads Really Better than One?"). A batch dimension lets one
+    forward pass try a different set of heads per row.
+    """
+
+    enc_self: torch.Tensor
+    dec_self: torch.Tensor
+    cross: torch.Tensor
+
+    @classmethod
+    def rows(cls, off_per_row: Sequence[Iterable[Head]], layers: Mapping[str, int], n_heads: int) -> HeadMask:
+        """One row per entry of ``off_per_row``, the heads listed there switched off. ``layers`` is the number
+        of layers per kind (AttentionTrace.n_layers or n_layers_of(config))."""
+        masks = {kind: torch.ones(layers[kind], len(off_per_row), n_heads) for kind in KINDS}  # [L, B, H]
+        for row, heads in enumerate(off_per_row):
+            for kind, layer, head in heads:
+                masks[_check(kind)][layer, row, head] = 0.0
+        return cls(**masks)
+
+    @classmethod
+    def switched_off(cls, heads: Iterable[Head], layers: Mapping[str, int], n_heads: int) -> HeadMask:
+        """Every head on except ``heads``: a batch of one."""
+        return cls.rows([list(heads)], layers, n_heads)
+
+    def to(self, device: torch.device | str) -> HeadMask:
+        return HeadMask(**{kind: getattr(self, kind).to(device) for kind in KINDS})
+
+
+def _check(kind: str) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}; expected one of {KINDS}")
+    return kind
