@@ -6,7 +6,7 @@
 A model of the shipped size (d_model 256, 8 heads, 3+3 layers, d_ff 1024, vocab 8000), randomly
 initialised (speed does not depend on the weights; the EOS row is zeroed so every run generates
 exactly --tokens tokens). Measured, interleaved and repeated, medians reported, for each thread count:
-  * attention capture: greedy and beam 4 with return_attention=True vs False (target <= 1.05x)
+  * attention capture: greedy and beam 4 with capture=Capture.WEIGHTS vs False (target <= 1.05x)
   * other engines on a model of the same size, when installed (pip install -r requirements-bench.txt):
     CTranslate2 float32 and int8 (no attention; it returns one averaged cross-attention at most) and
     Hugging Face Marian with output_attentions (eager attention); target: our greedy and beam 4 with every
@@ -52,6 +52,7 @@ from model.checkpoints.files import load_checkpoint
 from model.decoding.batch_decoding import greedy_batch
 from model.decoding.search import beam_search, greedy_decode
 from model.decoding.static_cache import StaticCacheDecoder
+from model.network.attention import Capture
 from model.network.config import DecodeConfig, ModelConfig
 from model.network.masks import decoder_self_mask
 from model.network.transformer import Transformer
@@ -203,7 +204,7 @@ def main() -> int:
     src[-1] = model.config.eos_id
     n = args.tokens
     greedy, beam = DecodeConfig(beam_size=1, max_len=n), DecodeConfig(beam_size=4, max_len=n)
-    produced = len(greedy_decode(model, src, greedy, return_attention=False).best.tokens)
+    produced = len(greedy_decode(model, src, greedy, capture=Capture.NONE).best.tokens)
     compiled = StaticCacheDecoder(model, compiled=True)
     warm_up = time.perf_counter()
     for config in (greedy, beam):  # the first call of each compiles (one row; several rows)
@@ -221,14 +222,14 @@ def main() -> int:
     for threads in args.threads:
         torch.set_num_threads(threads)
         cases = {
-            "ours greedy, capture": lambda: greedy_decode(model, src, greedy, return_attention=True),
-            "ours greedy, no capture": lambda: greedy_decode(model, src, greedy, return_attention=False),
-            "ours beam 4, capture": lambda: beam_search(model, src, beam, return_attention=True),
-            "ours beam 4, no capture": lambda: beam_search(model, src, beam, return_attention=False),
-            "compiled greedy, capture": lambda: greedy_decode(compiled, src, greedy, return_attention=True),
-            "compiled greedy, no capture": lambda: greedy_decode(compiled, src, greedy, return_attention=False),
-            "compiled beam 4, capture": lambda: beam_search(compiled, src, beam, return_attention=True),
-            "compiled beam 4, no capture": lambda: beam_search(compiled, src, beam, return_attention=False),
+            "ours greedy, capture": lambda: greedy_decode(model, src, greedy, capture=Capture.WEIGHTS),
+            "ours greedy, no capture": lambda: greedy_decode(model, src, greedy, capture=Capture.NONE),
+            "ours beam 4, capture": lambda: beam_search(model, src, beam, capture=Capture.WEIGHTS),
+            "ours beam 4, no capture": lambda: beam_search(model, src, beam, capture=Capture.NONE),
+            "compiled greedy, capture": lambda: greedy_decode(compiled, src, greedy, capture=Capture.WEIGHTS),
+            "compiled greedy, no capture": lambda: greedy_decode(compiled, src, greedy, capture=Capture.NONE),
+            "compiled beam 4, capture": lambda: beam_search(compiled, src, beam, capture=Capture.WEIGHTS),
+            "compiled beam 4, no capture": lambda: beam_search(compiled, src, beam, capture=Capture.NONE),
         }
         if not args.no_engines:
             cases |= engine_cases(src.tolist(), produced, threads, **dims)
@@ -260,11 +261,11 @@ def main() -> int:
                 print(f"{name}: {other} threads / {first} thread(s) = {ratio:.2f}x")
     torch.set_num_threads(args.threads[0])
     cache_cases = {
-        "greedy, no capture": lambda: greedy_decode(model, src, greedy, return_attention=False),
+        "greedy, no capture": lambda: greedy_decode(model, src, greedy, capture=Capture.NONE),
         "greedy, full forward": lambda: greedy_full_forward(model, src, n),
         "greedy, no KV cache": lambda: greedy_without_cache(model, src, n),
         f"greedy {args.long_tokens} tokens": lambda: greedy_decode(
-            model, src, DecodeConfig(max_len=args.long_tokens), return_attention=False),
+            model, src, DecodeConfig(max_len=args.long_tokens), capture=Capture.NONE),
         f"greedy {args.long_tokens}, no cache": lambda: greedy_without_cache(model, src, args.long_tokens),
     }
     med = medians(cache_cases, args.repeats)

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from timing import medians
 
 from model.decoding.search import beam_search, greedy_decode
+from model.network.attention import Capture
 from model.network.config import DecodeConfig, ModelConfig
 from model.network.transformer import Transformer, count_parameters
 
@@ -49,12 +50,12 @@ def main() -> int:
     src[-1] = model.config.eos_id
     n = args.tokens
     greedy, beam = DecodeConfig(beam_size=1, max_len=n), DecodeConfig(beam_size=4, max_len=n, length_penalty=0.0)
-    assert len(greedy_decode(model, src, greedy, return_attention=False).best.tokens) == n
+    assert len(greedy_decode(model, src, greedy, capture=Capture.NONE).best.tokens) == n
     cases = {
-        "greedy, every attention": lambda: greedy_decode(model, src, greedy, return_attention=True),
-        "greedy, no capture": lambda: greedy_decode(model, src, greedy, return_attention=False),
-        "beam 4, every attention": lambda: beam_search(model, src, beam, return_attention=True),
-        "beam 4, no capture": lambda: beam_search(model, src, beam, return_attention=False),
+        "greedy, every attention": lambda: greedy_decode(model, src, greedy, capture=Capture.WEIGHTS),
+        "greedy, no capture": lambda: greedy_decode(model, src, greedy, capture=Capture.NONE),
+        "beam 4, every attention": lambda: beam_search(model, src, beam, capture=Capture.WEIGHTS),
+        "beam 4, no capture": lambda: beam_search(model, src, beam, capture=Capture.NONE),
     }
     med = medians(cases, args.repeats)
     print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, "

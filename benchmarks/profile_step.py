@@ -35,6 +35,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from model.decoding.search import greedy_decode
+from model.network.attention import Capture
 from model.network.config import DecodeConfig, ModelConfig
 from model.network.transformer import Transformer
 
@@ -86,12 +87,12 @@ def profiled(model: Transformer, src: torch.Tensor, config: DecodeConfig, rounds
     families: dict[bool, dict[str, float]] = {False: defaultdict(float), True: defaultdict(float)}
     calls = {False: 0, True: 0}
     for capture in (False, True):
-        greedy_decode(model, src, config, return_attention=capture)  # warm-up
+        greedy_decode(model, src, config, capture=Capture.WEIGHTS if capture else Capture.NONE)  # warm-up
     for _ in range(rounds):
         for capture in (False, True):
             with profile(activities=[ProfilerActivity.CPU]) as prof:
                 start = time.perf_counter()
-                greedy_decode(model, src, config, return_attention=capture)
+                greedy_decode(model, src, config, capture=Capture.WEIGHTS if capture else Capture.NONE)
                 walls[capture].append(time.perf_counter() - start)
             for event in prof.key_averages():
                 if event.key.startswith("aten::"):
@@ -110,7 +111,7 @@ def main() -> int:
     torch.set_num_threads(1)
     model, src = shipped_size_model()
     config = DecodeConfig(beam_size=1, max_len=args.tokens)
-    n = len(greedy_decode(model, src, config, return_attention=False).best.tokens)
+    n = len(greedy_decode(model, src, config, capture=Capture.NONE).best.tokens)
     print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, "
           f"torch {torch.__version__}, 1 intra-op thread, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
     print(f"greedy, {n} tokens from a 20-piece source, model of the shipped size; median of {args.rounds} profiled "

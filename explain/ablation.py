@@ -16,6 +16,7 @@ import torch
 
 from explain.heads import head_importance, n_layers_of, sequence_log_probs, teacher_forced
 from model.decoding.search import DecodeResult, decode_steps
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.trace import Head, HeadMask, PerKind
 from model.network.transformer import Transformer
@@ -111,7 +112,7 @@ def importance_over_sentences(model: Transformer, tokenizer: Tokenizer, texts: S
     for text in texts:
         source = prepare_source(tokenizer, text)
         steps = []
-        for step in decode_steps(model, torch.tensor(source.ids, device=device), config, return_attention=False):
+        for step in decode_steps(model, torch.tensor(source.ids, device=device), config, capture=Capture.NONE):
             steps.append(step)
             check_stop(should_stop)
         output = DecodeResult.from_steps(steps, 1).best

@@ -21,7 +21,7 @@ import torch
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
-from model.network.attention import INTERNALS
+from model.network.attention import Capture
 from model.network.masks import padding_mask
 from model.network.trace import KINDS, AttentionTrace, PerKind
 from model.network.transformer import Transformer, shifted_right
@@ -151,7 +151,7 @@ def norm_based(model: Transformer, source_ids: Sequence[int], decoder_input_ids:
     device = model.embed.token.weight.device
     src = torch.tensor([list(source_ids)], device=device)  # [1, S]
     tgt = torch.tensor([list(decoder_input_ids)], device=device)  # [1, T]
-    _, trace = model(src, tgt, return_attention=INTERNALS)
+    _, trace = model(src, tgt, capture=Capture.INTERNALS)
     parts: dict[str, dict[str, list[torch.Tensor]]] = {name: {} for name in ("weights", "value", "head", "heads")}
     for kind in KINDS:
         for name in parts:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from model.network.attention import INTERNALS
+from model.network.attention import Capture
 from model.network.masks import padding_mask
 from model.network.trace import KINDS, Head, HeadMask, PerKind
 from model.network.transformer import Transformer, shifted_right
@@ -147,7 +147,7 @@ def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Se
     tgt = torch.tensor([shifted_right(output_ids, model.config.bos_id)], device=device).expand(rows, -1)  # [B, T]
     target = torch.tensor(list(output_ids), device=device).expand(rows, -1)  # [B, T]
     mask = None if head_mask is None else head_mask.to(device)
-    logits, trace = model(src, tgt, return_attention=True, head_mask=mask)  # [B, T, V]
+    logits, trace = model(src, tgt, capture=Capture.WEIGHTS, head_mask=mask)  # [B, T, V]
     pieces = logits.float().log_softmax(dim=-1).gather(-1, target[..., None])[..., 0]  # [B, T]
     return pieces.cpu(), PerKind.build(lambda kind: trace.weights(kind).float().cpu())
 
@@ -178,7 +178,7 @@ class _Unmasked:
 
 def _unmasked_pass(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> _Unmasked:
     """Run the unmasked teacher-forced pass once and keep what every row of the table joins from."""
-    hidden, trace = model.teacher_forced_hidden(src, tgt, INTERNALS)
+    hidden, trace = model.teacher_forced_hidden(src, tgt, Capture.INTERNALS)
     kept = _Unmasked({}, {}, {}, {}, hidden)
     modules = {"enc_self": [layer.self_attn for layer in model.encoder.layers],
                "dec_self": [layer.self_attn for layer in model.decoder.layers],

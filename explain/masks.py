@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from model.network.attention import INTERNALS
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.masks import causal_mask, padding_mask, target_padding_mask
 from model.network.positional import MAX_POSITIONS
@@ -42,7 +42,7 @@ def padded_batch_trace(model: Transformer, tokenizer: Tokenizer, texts: list[str
     device = next(model.parameters()).device
     src = pad_batch(sources, cfg.pad_id, device)  # [B, S]
     tgt_in = pad_batch(decoder_inputs, cfg.pad_id, device)  # [B, T]
-    _, trace = model(src, tgt_in, return_attention=True)
+    _, trace = model(src, tgt_in, capture=Capture.WEIGHTS)
     return src, tgt_in, trace
 
 
@@ -74,5 +74,5 @@ def unmasked_scores(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, ki
     forbidden cells, as the forward pass computed them: src [B, S], tgt [B, T] -> [B, H, Q, K]. Where the
     mask allows, these equal the trace's scores; elsewhere they are what the model computed and then threw
     away."""
-    _, trace = model(src, tgt, return_attention=INTERNALS)
+    _, trace = model(src, tgt, capture=Capture.INTERNALS)
     return trace.internals[kind][layer].unmasked  # [B, H, Q, K]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from model.network.attention import INTERNALS
+from model.network.attention import Capture
 from model.network.trace import KINDS
 from model.network.transformer import Transformer
 
@@ -68,7 +68,7 @@ def attention_internals(model: Transformer, source_ids: list[int], decoder_input
     device = model.embed.token.weight.device
     src = torch.tensor([source_ids], device=device)  # [1, S]
     tgt = torch.tensor([decoder_input_ids], device=device)  # [1, T]
-    _, trace = model(src, tgt, return_attention=INTERNALS)
+    _, trace = model(src, tgt, capture=Capture.INTERNALS)
     parts = trace.internals[kind][layer]
     q, k = parts.q[0], parts.k[0]  # [H, Q, d_k], [H, K, d_k]
     return AttentionInternals(

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from explain.attribution import rollout
+from model.network.attention import Capture
 from model.network.positional import sinusoidal_encoding
 from model.network.trace import AttentionTrace
 from model.vision.swin import Swin
@@ -37,7 +38,7 @@ class ViTReading:
 
 @torch.no_grad()
 def read_vit(model: ViT, image: np.ndarray | torch.Tensor) -> ViTReading:
-    logits, trace = model(_batch_of_one(image), return_attention=True)
+    logits, trace = model(_batch_of_one(image), capture=Capture.WEIGHTS)
     attention = trace.weights("enc_self")[:, 0]  # [L, H, N+1, N+1]
     return ViTReading(probabilities=logits.softmax(-1)[0], attention=attention, rollout=rollout(attention))
 
@@ -98,7 +99,7 @@ class SwinReading:
 
 @torch.no_grad()
 def read_swin(model: Swin, image: np.ndarray | torch.Tensor) -> SwinReading:
-    logits, trace = model(_batch_of_one(image), return_attention=True)
+    logits, trace = model(_batch_of_one(image), capture=Capture.WEIGHTS)
     blocks = [SwinBlockView(stage=s, block=i, resolution=b.resolution, window=b.window, shift=b.shift, mask=b.mask,
                             weights=weights) for (s, i, b), weights in zip(model.blocks(), trace.enc_self, strict=True)]
     return SwinReading(probabilities=logits.softmax(-1)[0], trace=trace, blocks=blocks)

@@ -14,6 +14,7 @@ import sentencepiece as spm
 import torch
 
 from model.huggingface.spiece import SPIECE_FILE
+from model.network.attention import Capture
 from model.tokenization.pieces import M2M100_FILES, M2M100_LANGUAGES
 from tests.bart_helpers import bart_tokenizer, bart_tokenizer_json
 from tests.marian_helpers import DE, EN, marian_tokenizer_files
@@ -94,10 +95,10 @@ def assert_t5_decodes_as_generate(hf, ckpt, texts: list[str], max_new: int, leng
     lengths = set()
     for text in texts:
         src = torch.tensor(ckpt.tokenizer.encode_source(text))
-        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=max_new), return_attention=False).best
+        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=max_new), capture=Capture.NONE).best
         assert greedy.tokens == t5_output(hf.generate(src[None], num_beams=1, **options).sequences[0])
         config = DecodeConfig(beam_size=4, max_len=max_new, length_penalty=length_penalty, **rules)
-        ours = beam_search(ckpt.model, src, config, return_attention=False).hypotheses
+        ours = beam_search(ckpt.model, src, config, capture=Capture.NONE).hypotheses
         theirs = hf.generate(src[None], num_beams=4, num_return_sequences=4, length_penalty=length_penalty,
                              early_stopping=config.early_stopping, **options)
         assert [h.tokens for h in ours] == [t5_output(s) for s in theirs.sequences]

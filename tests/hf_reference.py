@@ -7,6 +7,8 @@ from collections.abc import Callable
 
 import torch
 
+from model.network.attention import Capture
+
 
 def assert_same_forward(hf, ckpt, texts: list[str], tgt: torch.Tensor, pad: int, logits_atol: float = 1e-5,
                         enc_rows: Callable[[torch.Tensor], torch.Tensor] | None = None) -> None:
@@ -17,7 +19,7 @@ def assert_same_forward(hf, ckpt, texts: list[str], tgt: torch.Tensor, pad: int,
     src = torch.tensor([r + [pad] * (max(map(len, rows)) - len(r)) for r in rows])  # [B, S]
     with torch.no_grad():
         theirs = hf(input_ids=src, attention_mask=(src != pad).long(), decoder_input_ids=tgt, output_attentions=True)
-        logits, trace = ckpt.model(src, tgt, return_attention=True)
+        logits, trace = ckpt.model(src, tgt, capture=Capture.WEIGHTS)
     assert torch.allclose(logits, theirs.logits, atol=logits_atol)
     for kind, reference in (("enc_self", theirs.encoder_attentions), ("dec_self", theirs.decoder_attentions),
                             ("cross", theirs.cross_attentions)):

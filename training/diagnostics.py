@@ -8,6 +8,7 @@ import pandas as pd
 import torch
 
 from explain.heads import row_entropy
+from model.network.attention import Capture
 from model.network.transformer import Transformer
 from model.tokenization.pieces import Tokenizer
 
@@ -43,7 +44,7 @@ def attention_entropy(model: Transformer, pairs: Sequence[tuple[list[int], list[
     sums: dict[str, list[list[float]]] = {}
     for _, batch in iterate_batches(pairs, token_batches(pairs, max_tokens), model.config.pad_id, model.config.bos_id):
         src, tgt_in = batch.src.to(device), batch.tgt_in.to(device)
-        _, trace = model(src, tgt_in, return_attention=True)
+        _, trace = model(src, tgt_in, capture=Capture.WEIGHTS)
         src_valid, tgt_valid = src != model.config.pad_id, batch.tgt_out.to(device) != model.config.pad_id
         for kind, layers, queries in (("encoder_self", trace.enc_self, src_valid), ("cross", trace.cross, tgt_valid)):
             acc = sums.setdefault(kind, [[0.0, 0] for _ in layers])

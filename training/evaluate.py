@@ -20,6 +20,7 @@ from model.checkpoints.files import Checkpoint, CheckpointError, load_checkpoint
 from model.decoding.batch_decoding import greedy_batch
 from model.decoding.copy_words import CopyLexicon, written_whole
 from model.decoding.search import DecodeResult, decode_steps
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.transformer import Transformer
 from model.serving.inference import prepare_source, stream
@@ -45,7 +46,7 @@ def translate_many(model: Transformer, tokenizer: Tokenizer, sentences: Sequence
         outputs = []
         for text in sentences:
             source = prepare_source(tokenizer, text, model.config.max_len, lexicon)
-            steps = list(stream(model, source, config, return_attention=False))
+            steps = list(stream(model, source, config, capture=Capture.NONE))
             outputs.append(tokenizer.decode(DecodeResult.from_steps(steps, 1).best.tokens))
         return outputs
     sources = [torch.tensor(tokenizer.encode_source(text, model.config.max_len), device=device) for text in sentences]
@@ -55,12 +56,12 @@ def translate_many(model: Transformer, tokenizer: Tokenizer, sentences: Sequence
         for start in range(0, len(order), GREEDY_BATCH):
             chunk = order[start:start + GREEDY_BATCH]
             for i, result in zip(chunk, greedy_batch(model, [sources[i] for i in chunk], config,
-                                                     return_attention=False), strict=True):
+                                                     capture=Capture.NONE), strict=True):
                 tokens[i] = result.tokens
         return [tokenizer.decode(tokens[i]) for i in range(len(sources))]
     outputs = []
     for ids in sources:
-        steps = list(decode_steps(model, ids, config, return_attention=False))
+        steps = list(decode_steps(model, ids, config, capture=Capture.NONE))
         outputs.append(tokenizer.decode(DecodeResult.from_steps(steps, 1).best.tokens))
     return outputs
 

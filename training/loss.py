@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from model.network.attention import Capture
 from model.network.transformer import Transformer
 
 from .alignment import CopyAlignment
@@ -23,7 +24,7 @@ def loss_sums(forward: nn.Module, batch: Batch, label_smoothing: float, bf16: bo
         if align is None:
             logits, trace = forward(src, tgt_in), None  # [B, T, V]
         else:
-            logits, trace = forward(src, tgt_in, return_attention=True)  # [B, T, V], every layer's weights
+            logits, trace = forward(src, tgt_in, capture=Capture.WEIGHTS)  # [B, T, V], every layer's weights
     cross_entropy = F.cross_entropy(logits.float().flatten(0, 1), tgt_out.flatten(), ignore_index=batch.pad_id,
                                     label_smoothing=label_smoothing, reduction="sum")
     if align is None:

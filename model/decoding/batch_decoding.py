@@ -32,6 +32,7 @@ from model.decoding.search import (
     step_attention,
     top_next,
 )
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.masks import padding_mask
 from model.network.trace import KINDS, AttentionTrace
@@ -98,7 +99,7 @@ def _selectable(log_probs: torch.Tensor, forced: list[int | None], model: Transf
 
 @torch.inference_mode()
 def greedy_batch_steps(model: Transformer, sources: Sequence[torch.Tensor], configs: Sequence[DecodeConfig],
-                       return_attention: bool = True) -> Iterator[dict[int, DecodeStep]]:
+                       capture: Capture = Capture.WEIGHTS) -> Iterator[dict[int, DecodeStep]]:
     """Greedy decoding of every source [S_i] (ids, EOS-terminated) in one batch, source i under configs[i] (all
     alike but for max_len): per step, {i: the DecodeStep of sentence i decoded alone} for each sentence still
     decoding. Stopping the iteration stops the batch."""
@@ -110,16 +111,16 @@ def greedy_batch_steps(model: Transformer, sources: Sequence[torch.Tensor], conf
     device = next(model.parameters()).device
     sources = [s.to(device) for s in sources]
     state, enc = model.start(pad_sequence(sources, batch_first=True, padding_value=cfg.pad_id),
-                             return_attention)  # padded sources [N, S]
-    encoder = AttentionTrace.from_outputs(enc, [], []) if return_attention else None
+                             capture)  # padded sources [N, S]
+    encoder = AttentionTrace.from_outputs(enc, [], []) if capture else None
     encoders = [_own_rows(encoder, _stacked(encoder), i, s.numel(), padding_mask(s[None], cfg.pad_id))
-                if return_attention else None for i, s in enumerate(sources)]
+                if capture else None for i, s in enumerate(sources)]
     live = list(range(len(sources)))  # the sentence each batch row decodes
     prefixes = [torch.full((1, 1), cfg.bos_id, device=device) for _ in sources]  # per sentence [1, t+1]
     scores = [torch.zeros(1, device=device) for _ in sources]  # per sentence [1]
     for t in range(max(c.max_len for c in configs)):
         current = torch.cat([prefixes[i][:, -1:] for i in live])  # [R, 1]
-        out = model.step(state, current, return_attention)
+        out = model.step(state, current, capture)
         topk_probs, topk_ids = top_next(out.log_probs, configs[0].top_k)  # [R, k]
         selectable = _selectable(out.log_probs, [forced_piece(configs[i], t, cfg.eos_id) for i in live], model)
         best = selectable.argmax(dim=-1).tolist()  # [R]
@@ -142,15 +143,15 @@ def greedy_batch_steps(model: Transformer, sources: Sequence[torch.Tensor], conf
 
 @torch.inference_mode()
 def greedy_batch(model: Transformer, sources: Sequence[torch.Tensor], config: DecodeConfig = DecodeConfig(),
-                 return_attention: bool = True) -> list[BatchTranslation]:
+                 capture: Capture = Capture.WEIGHTS) -> list[BatchTranslation]:
     """Greedy decoding of every source [S_i] (ids, EOS-terminated) in one batch -> one BatchTranslation each, in
     the order given: greedy_batch_steps drained, each sentence's steps assembled as DecodeResult does alone."""
     steps: list[list[DecodeStep]] = [[] for _ in sources]
-    for step in greedy_batch_steps(model, sources, [config] * len(sources), return_attention):
+    for step in greedy_batch_steps(model, sources, [config] * len(sources), capture):
         for i, own in step.items():
             steps[i].append(own)
     results = [DecodeResult.from_steps(own, 1) for own in steps]
-    return [BatchTranslation(r.best.tokens, r.best.log_prob, r.attention_for() if return_attention else None)
+    return [BatchTranslation(r.best.tokens, r.best.log_prob, r.attention_for() if capture else None)
             for r in results]
 
 

@@ -39,6 +39,7 @@ from model.decoding.search import (
     step_attention,
     top_next,
 )
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.trace import HeadMask
 from model.network.transformer import Transformer
@@ -181,13 +182,13 @@ def _candidates(scores: torch.Tensor, rows: Sequence[Sequence[int]], states: Seq
 
 @torch.inference_mode()
 def keep_beam_steps(model: Transformer, src: torch.Tensor, keeps: Keeps,
-                    config: DecodeConfig = DecodeConfig(beam_size=4), return_attention: bool = True,
+                    config: DecodeConfig = DecodeConfig(beam_size=4), capture: Capture = Capture.WEIGHTS,
                     head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
     """Beam search (as model.decoding.search.beam_steps, the same steps and stopping rules) whose output keeps
     every phrase of ``keeps`` when it can: finished hypotheses that keep them all come first (best first), then those
     that ended without them, so there is always an output. The search stops by the config's early_stopping rule
     applied to the first kind, at the length limit, or once it gives up (``_gave_up``). src [S] or [1, S]."""
-    src, state, encoder, prefixes, scores = start_search(model, src, config, return_attention, head_mask)
+    src, state, encoder, prefixes, scores = start_search(model, src, config, capture, head_mask)
     cfg = model.config
     paths: list[tuple[int, ...]] = [()]
     states = [KeepState()]
@@ -195,7 +196,7 @@ def keep_beam_steps(model: Transformer, src: torch.Tensor, keeps: Keeps,
     complete: list[Hypothesis] = []  # finished with every phrase kept: the answer
     partial: list[Hypothesis] = []  # finished without: the answer only if no hypothesis keeps them all
     for t in range(config.max_len):
-        out = model.step(state, prefixes[:, -1:], return_attention)
+        out = model.step(state, prefixes[:, -1:], capture)
         topk_probs, topk_ids = top_next(out.log_probs, config.top_k)  # [R, k]
         forced = forced_piece(config, t, cfg.eos_id)
         selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
@@ -241,14 +242,14 @@ def _gave_up(complete: Sequence[Hypothesis], partial: Sequence[Hypothesis], gene
 
 
 def keep_steps(model: Transformer, src: torch.Tensor, keeps: Keeps, config: DecodeConfig,
-               return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+               capture: Capture = Capture.WEIGHTS, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
     """Beam search's steps when its output already keeps every phrase, else the steps of ``keep_beam_steps``. A
     wider search finds outputs the model scores higher, and a small model scores short ones high ("Beschleunigt das
     100%." for a whole sentence): so the keep search runs only where beam search drops or garbles a phrase, and
     what it already got right stays exactly as it was."""
-    steps = list(beam_steps(model, src, config, return_attention, head_mask))
+    steps = list(beam_steps(model, src, config, capture, head_mask))
     best = steps[-1].finished[0].tokens if steps[-1].finished else ()
     if best and keep_states(best, keeps, model.config.eos_id)[-1].done(keeps):
         yield from steps
         return
-    yield from keep_beam_steps(model, src, keeps, config, return_attention, head_mask)
+    yield from keep_beam_steps(model, src, keeps, config, capture, head_mask)

@@ -16,6 +16,7 @@ import torch
 
 from model.decoding.beam_stopping import best_possible_length, search_is_over
 from model.decoding.sampling import SampleChoice, draw
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.masks import causal_mask, padding_mask
 from model.network.trace import AttentionTrace, HeadMask
@@ -138,7 +139,7 @@ class DecodeResult:
         """The attention behind a hypothesis, its step rows stacked along its path into the trace of one
         teacher-forced forward of that output (batch 1, T = len(tokens)): enc_self [1, H, S, S],
         dec_self [1, H, T, T] (future keys 0), cross [1, H, T, S], scores and masks alike. Needs decoding
-        with return_attention=True; no second forward pass is run."""
+        with capture=Capture.WEIGHTS; no second forward pass is run."""
         hyp = hypothesis or self.best
         first = self.steps[0].attention
         if not hyp.path or first is None:
@@ -209,10 +210,10 @@ def forced_piece(config: DecodeConfig, t: int, eos_id: int) -> int | None:
     return config.forced_bos if t == 0 else None
 
 
-def start_sentence(model: Transformer, src: torch.Tensor, return_attention: bool, head_mask: HeadMask | None):
+def start_sentence(model: Transformer, src: torch.Tensor, capture: Capture, head_mask: HeadMask | None):
     """Encode the source once; with attention, the encoder's part of every step's trace."""
-    state, enc = model.start(src, return_attention, head_mask=head_mask)
-    if not return_attention:
+    state, enc = model.start(src, capture, head_mask=head_mask)
+    if not capture:
         return state, None
     return state, AttentionTrace.from_outputs(enc, [], [], padding_mask(src, model.config.pad_id))
 
@@ -242,17 +243,17 @@ def top_next(log_probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tenso
 Choose = Callable[[torch.Tensor], tuple[int, SampleChoice | None]]  # selectable log-probs [V] -> piece, record
 
 
-def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, return_attention: bool,
+def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, capture: Capture,
               head_mask: HeadMask | None, choose: Choose) -> Iterator[DecodeStep]:
     """Decode one hypothesis, ``choose`` picking each next piece from the step's log-probs (BOS and PAD made
     impossible): greedy takes the argmax, sampling draws. src [S] or [1, S]."""
     src = _prepare(model, src, config)
     cfg = model.config
-    state, encoder = start_sentence(model, src, return_attention, head_mask)
+    state, encoder = start_sentence(model, src, capture, head_mask)
     prefix = torch.tensor([[cfg.bos_id]], device=src.device)  # [1, 1]
     score = torch.zeros(1, device=src.device)
     for t in range(config.max_len):
-        out = model.step(state, prefix[:, -1:], return_attention)
+        out = model.step(state, prefix[:, -1:], capture)
         state = out.state
         topk_probs, topk_ids = top_next(out.log_probs, config.top_k)  # [1, k]
         forced = forced_piece(config, t, cfg.eos_id)
@@ -289,10 +290,10 @@ def path_step(t: int, prefix: torch.Tensor, score: torch.Tensor, top: tuple[torc
 
 @torch.inference_mode()
 def greedy_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),
-                 return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+                 capture: Capture = Capture.WEIGHTS, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
     """Pick the most probable next token at every step. src [S] or [1, S] (ids, EOS-terminated); ``head_mask``
     (batch 1) switches heads off."""
-    yield from _one_path(model, src, config, return_attention, head_mask,
+    yield from _one_path(model, src, config, capture, head_mask,
                          lambda log_probs: (int(log_probs.argmax()), None))
 
 
@@ -345,19 +346,19 @@ def _search_is_over(finished: Sequence[Hypothesis], best_live_log_prob: float, g
     return search_is_over([h.score for h in finished], best_live, config.beam_size, config.early_stopping)
 
 
-def start_search(model: Transformer, src: torch.Tensor, config: DecodeConfig, return_attention: bool,
+def start_search(model: Transformer, src: torch.Tensor, config: DecodeConfig, capture: Capture,
                  head_mask: HeadMask | None):
     """What a beam search starts from: src [1, S] on the model's device, the decoder state after encoding it once,
     the encoder's part of every step's trace, one prefix [1, 1] (the start token) and its log-prob [1]."""
     src = _prepare(model, src, config)
-    state, encoder = start_sentence(model, src, return_attention, head_mask)
+    state, encoder = start_sentence(model, src, capture, head_mask)
     prefixes = torch.tensor([[model.config.bos_id]], device=src.device)  # [R, 1]
     return src, state, encoder, prefixes, torch.zeros(1, device=src.device)
 
 
 @torch.inference_mode()
 def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(beam_size=4),
-               return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+               capture: Capture = Capture.WEIGHTS, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
     """Beam search with GNMT length penalty; all beams of the sentence are one batch.
 
     Stops when no live beam is left, when max_len tokens were generated (live beams are then finished without EOS),
@@ -365,12 +366,12 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     at
     once, or when no live beam could still beat them). src [S] or [1, S].
     """
-    src, state, encoder, prefixes, scores = start_search(model, src, config, return_attention, head_mask)
+    src, state, encoder, prefixes, scores = start_search(model, src, config, capture, head_mask)
     cfg = model.config
     paths: list[tuple[int, ...]] = [()]
     finished: list[Hypothesis] = []
     for t in range(config.max_len):
-        out = model.step(state, prefixes[:, -1:], return_attention)
+        out = model.step(state, prefixes[:, -1:], capture)
         topk_probs, topk_ids = top_next(out.log_probs, config.top_k)  # [R, k]
         forced = forced_piece(config, t, cfg.eos_id)
         selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
@@ -395,7 +396,7 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
 
 
 @torch.inference_mode()
-def sample_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig, return_attention: bool = True,
+def sample_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig, capture: Capture = Capture.WEIGHTS,
                  head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
     """Draw the next piece at every step (config.sampling says how; model.decoding.sampling). src [S] or [1, S]. The
     cumulative log-prob of the output is the model's own (before the temperature), so a sample and a greedy output
@@ -408,24 +409,24 @@ def sample_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig, re
     def choose(log_probs: torch.Tensor) -> tuple[int, SampleChoice]:
         choice = draw(log_probs, config.sampling, generator, config.top_k)
         return choice.token, choice
-    yield from _one_path(model, src, config, return_attention, head_mask, choose)
+    yield from _one_path(model, src, config, capture, head_mask, choose)
 
 
 def greedy_decode(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),
-                  return_attention: bool = True, head_mask: HeadMask | None = None) -> DecodeResult:
-    return DecodeResult.from_steps(list(greedy_steps(model, src, config, return_attention, head_mask)), 1)
+                  capture: Capture = Capture.WEIGHTS, head_mask: HeadMask | None = None) -> DecodeResult:
+    return DecodeResult.from_steps(list(greedy_steps(model, src, config, capture, head_mask)), 1)
 
 
 def beam_search(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(beam_size=4),
-                return_attention: bool = True, head_mask: HeadMask | None = None) -> DecodeResult:
-    return DecodeResult.from_steps(list(beam_steps(model, src, config, return_attention, head_mask)), config.beam_size)
+                capture: Capture = Capture.WEIGHTS, head_mask: HeadMask | None = None) -> DecodeResult:
+    return DecodeResult.from_steps(list(beam_steps(model, src, config, capture, head_mask)), config.beam_size)
 
 
 def decode_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig,
-                 return_attention: bool = True, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+                 capture: Capture = Capture.WEIGHTS, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
     """Sampling when the config asks for it, else greedy for beam_size 1 and beam search otherwise."""
     if config.sampling is not None:
-        return sample_steps(model, src, config, return_attention, head_mask)
+        return sample_steps(model, src, config, capture, head_mask)
     if config.beam_size == 1:
-        return greedy_steps(model, src, config, return_attention, head_mask)
-    return beam_steps(model, src, config, return_attention, head_mask)
+        return greedy_steps(model, src, config, capture, head_mask)
+    return beam_steps(model, src, config, capture, head_mask)

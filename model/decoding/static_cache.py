@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from model.network.attention import KeyValue, MultiHeadAttention
+from model.network.attention import Capture, KeyValue, MultiHeadAttention
 from model.network.config import ModelConfig
 from model.network.trace import AttentionTrace, HeadMask
 from model.network.transformer import DecoderState, StepOutput, Transformer
@@ -215,10 +215,10 @@ class StaticCacheDecoder(nn.Module):
         self.compiled_rows.add(rows)
         return self.compiled
 
-    def start(self, src: torch.Tensor, return_attention: bool = False, head_mask: HeadMask | None = None
+    def start(self, src: torch.Tensor, capture: Capture = Capture.NONE, head_mask: HeadMask | None = None
               ) -> tuple[StaticState, list]:
         """Encode once (the model's own encoder): src [B, S] -> (state, encoder self-attention per layer)."""
-        state, encoder = self.model.start(src, return_attention, head_mask=head_mask)
+        state, encoder = self.model.start(src, capture, head_mask=head_mask)
         return self.static_state(state, src.size(0)), encoder
 
     def run_step(self, inputs: tuple) -> tuple[torch.Tensor, ...]:
@@ -250,7 +250,7 @@ class StaticCacheDecoder(nn.Module):
                            cache=[(empty(), empty()) for _ in range(layers)],
                            heads=state.heads if state.heads is not None else (on, on))
 
-    def step(self, state: StaticState, tokens: torch.Tensor, return_attention: bool = False) -> StepOutput:
+    def step(self, state: StaticState, tokens: torch.Tensor, capture: Capture = Capture.NONE) -> StepOutput:
         """Feed the newest token of every row, tokens [B, 1]: ``Transformer.step`` over the static cache."""
         if state.length >= self.model.embed.limit:
             raise ValueError(f"sequence of {state.length + 1} tokens exceeds the limit of "
@@ -261,7 +261,7 @@ class StaticCacheDecoder(nn.Module):
         inputs = (tokens, position, state.cache, state.memory, state.cross_mask, *state.heads)
         log_probs, self_w, self_s, cross_w, cross_s = self.run_step(inputs)
         new_state = replace(state, length=state.length + 1)
-        if not return_attention:
+        if not capture:
             return StepOutput(log_probs, new_state)
         seen = state.length + 1  # keys written so far; the rest of the cache is not part of this step
         trace = AttentionTrace(enc_self=[], dec_self=list(self_w[..., :seen].unbind(0)), cross=list(cross_w.unbind(0)),

@@ -1,25 +1,36 @@
 """Multi-head scaled dot-product attention (paper section 3.2), our own so it can return its weights.
 
 ``nn.MultiheadAttention`` averages or hides what we need to show, so the projections and the
-softmax are written out here. With ``return_attention=False`` the fused
+softmax are written out here. With ``capture=Capture.NONE`` the fused
 ``F.scaled_dot_product_attention`` does the same computation faster.
 """
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 KeyValue = tuple[torch.Tensor, torch.Tensor]  # keys and values, each [B, H, K, d_k]
-INTERNALS = "internals"
-# How much an attention call keeps: False nothing (fused kernel), True its weights and softmax inputs,
-# "internals" also Q, K, V, the scores before masking and the context (the Mechanics and Masks pages).
-Capture = bool | Literal["internals"]
+
+
+class Capture(enum.Enum):
+    """How much a forward pass keeps of its attention: the one switch of every capture in the model.
+
+    NONE keeps nothing (the fused kernel runs), WEIGHTS the post-softmax weights and the scores they came from,
+    INTERNALS also Q, K, V, the scores before masking and the weighted sum (the Mechanics and Masks pages).
+    ``bool(capture)`` is whether anything is kept, so ``if capture:`` reads as it says."""
+
+    NONE = "none"
+    WEIGHTS = "weights"
+    INTERNALS = "internals"
+
+    def __bool__(self) -> bool:
+        return self is not Capture.NONE
 
 
 @dataclass(frozen=True)
@@ -137,14 +148,14 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, query: torch.Tensor, key_value_input: torch.Tensor | None = None,
                 mask: torch.Tensor | None = None, *, past: KeyValue | None = None,
-                return_attention: Capture = False, head_mask: torch.Tensor | None = None,
+                capture: Capture = Capture.NONE, head_mask: torch.Tensor | None = None,
                 score_bias: torch.Tensor | None = None) -> AttentionOutput:
         """Attend from ``query`` [B, Q, D] to keys ``past ++ project(key_value_input)``.
 
         Self-attention passes the same tensor as query and key_value_input; a KV cache passes the
         earlier steps' keys/values as ``past``; cross-attention passes the encoder's precomputed
         keys/values as ``past`` and no key_value_input. ``mask`` [B or 1, 1, Q, K], True = attend.
-        ``return_attention`` is the capture level (see ``Capture``). ``head_mask`` [B or 1, H] (1 = on, 0 = off)
+        ``capture`` is how much to keep (see ``Capture``). ``head_mask`` [B or 1, H] (1 = on, 0 = off)
         scales each head's output before W^O: a head switched off contributes nothing, its weights are unchanged
         (Michel et al., 2019). ``score_bias`` [.., H, Q, K] is added to the scaled scores (a relative position
         bias, as in Swin); the paper's attention has none.
@@ -155,13 +166,13 @@ class MultiHeadAttention(nn.Module):
             k_new, v_new = self.project_key_value(key_value_input)  # [B, H, K_new, d_k]
             k = k_new if k is None else torch.cat([k, k_new], dim=2)  # [B, H, K, d_k]
             v = v_new if v is None else torch.cat([v, v_new], dim=2)
-        if k is None:
+        if k is None or v is None:  # both or neither
             raise ValueError("attention needs keys: pass key_value_input or past")
         if self._relative is not None:
             relative = self._relative(q.size(2), k.size(2))  # [1, H, Q, K]
             score_bias = relative if score_bias is None else score_bias + relative
         weights = scores = unmasked = None
-        if return_attention:
+        if capture:
             context, weights, scores, unmasked = scaled_dot_product(q, k, v, mask, self.dropout, score_bias,
                                                                     self.scale)
         else:
@@ -173,6 +184,6 @@ class MultiHeadAttention(nn.Module):
         merged = context.transpose(1, 2).reshape(query.size(0), query.size(1), -1)  # [B, Q, D]
         output = self.w_o(merged)  # [B, Q, D]
         kept = None
-        if return_attention == INTERNALS:
+        if capture is Capture.INTERNALS and unmasked is not None:  # capture is on: scaled_dot_product ran
             kept = Intermediates(query_input=query, q=q, k=k, v=v, unmasked=unmasked, context=context, output=output)
         return AttentionOutput(output=output, key_value=(k, v), weights=weights, scores=scores, intermediates=kept)

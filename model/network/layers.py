@@ -101,13 +101,13 @@ class EncoderLayer(nn.Module):
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, options)
         self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first, options) for _ in range(2)])
 
-    def forward(self, x: torch.Tensor, src_mask: torch.Tensor, return_attention: Capture = False,
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor, capture: Capture = Capture.NONE,
                 heads: torch.Tensor | None = None) -> tuple[torch.Tensor, AttentionOutput]:
         """x [B, S, D], src_mask [B, 1, 1, S], heads [B or 1, H] (1 = on) -> ([B, S, D], the self-attention output)."""
         record: list[AttentionOutput] = []
 
         def attend(h: torch.Tensor) -> torch.Tensor:
-            record.append(self.self_attn(h, h, src_mask, return_attention=return_attention, head_mask=heads))
+            record.append(self.self_attn(h, h, src_mask, capture=capture, head_mask=heads))
             return record[-1].output
 
         attended = self.sublayers[0](x, attend)
@@ -139,7 +139,7 @@ class DecoderLayer(nn.Module):
         self.sublayers = nn.ModuleList([SublayerConnection(d_model, dropout, norm_first, options) for _ in range(3)])
 
     def forward(self, y: torch.Tensor, memory_kv: KeyValue, self_mask: torch.Tensor | None,
-                cross_mask: torch.Tensor | None, past: KeyValue | None = None, return_attention: Capture = False,
+                cross_mask: torch.Tensor | None, past: KeyValue | None = None, capture: Capture = Capture.NONE,
                 heads: tuple[torch.Tensor, torch.Tensor] | None = None
                 ) -> tuple[torch.Tensor, AttentionOutput, AttentionOutput]:
         """y [B, T_new, D]; memory_kv = this layer's projected encoder keys/values [B, H, S, d_k];
@@ -152,12 +152,12 @@ class DecoderLayer(nn.Module):
         self_heads, cross_heads = heads if heads is not None else (None, None)
 
         def self_attend(h: torch.Tensor) -> torch.Tensor:
-            record.append(self.self_attn(h, h, self_mask, past=past, return_attention=return_attention,
+            record.append(self.self_attn(h, h, self_mask, past=past, capture=capture,
                                          head_mask=self_heads))
             return record[-1].output
 
         def cross_attend(h: torch.Tensor) -> torch.Tensor:
-            record.append(self.cross_attn(h, None, cross_mask, past=memory_kv, return_attention=return_attention,
+            record.append(self.cross_attn(h, None, cross_mask, past=memory_kv, capture=capture,
                                           head_mask=cross_heads))
             return record[-1].output
 

@@ -1,7 +1,7 @@
 """AttentionTrace: every attention weight a forward pass or a decoding step used, returned as data.
 
 The model is shared by every browser session, so nothing is stored on modules or captured with
-hooks: a forward with ``return_attention=True`` builds one of these and hands it back. It is the one
+hooks: a forward with ``capture=Capture.WEIGHTS`` builds one of these and hands it back. It is the one
 container for attention in the project: a teacher-forced forward, one decoding step's rows and the
 rows stacked along a decoded hypothesis all come back as an AttentionTrace.
 """

@@ -105,13 +105,13 @@ class Encoder(Stack):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config, EncoderLayer, config.n_encoder_layers, bidirectional=True)
 
-    def forward(self, x: torch.Tensor, src_mask: torch.Tensor, return_attention: Capture = False,
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor, capture: Capture = Capture.NONE,
                 heads: torch.Tensor | None = None) -> tuple[torch.Tensor, list[AttentionOutput]]:
         """x [B, S, D], src_mask [B, 1, 1, S], heads [L, B or 1, H] (1 = on) -> (memory [B, S, D], one
         self-attention output per layer)."""
         attention = []
         for i, layer in enumerate(self.layers):
-            x, attn = layer(x, src_mask, return_attention, None if heads is None else heads[i])
+            x, attn = layer(x, src_mask, capture, None if heads is None else heads[i])
             attention.append(attn)
         return self.final_norm(x), attention
 
@@ -124,7 +124,7 @@ class Decoder(Stack):
 
     def forward(self, y: torch.Tensor, memory_kv: list[KeyValue], self_mask: torch.Tensor | None,
                 cross_mask: torch.Tensor | None,
-                past: list[KeyValue] | None = None, return_attention: Capture = False,
+                past: list[KeyValue] | None = None, capture: Capture = Capture.NONE,
                 heads: tuple[torch.Tensor, torch.Tensor] | None = None
                 ) -> tuple[torch.Tensor, list[AttentionOutput], list[AttentionOutput]]:
         """y [B, T_new, D], heads = (self, cross) head masks [L, B or 1, H] -> (hidden [B, T_new, D],
@@ -132,7 +132,7 @@ class Decoder(Stack):
         self_outs, cross_outs = [], []
         for i, layer in enumerate(self.layers):
             y, self_out, cross_out = layer(y, memory_kv[i], self_mask, cross_mask, None if past is None else past[i],
-                                           return_attention, None if heads is None else (heads[0][i], heads[1][i]))
+                                           capture, None if heads is None else (heads[0][i], heads[1][i]))
             self_outs.append(self_out)
             cross_outs.append(cross_out)
         return self.final_norm(y), self_outs, cross_outs
@@ -191,12 +191,12 @@ class Transformer(nn.Module):
             if p.dim() > 1 and not name.startswith("embed."):
                 nn.init.xavier_uniform_(p)
 
-    def encode(self, src: torch.Tensor, return_attention: Capture = False, head_mask: HeadMask | None = None
+    def encode(self, src: torch.Tensor, capture: Capture = Capture.NONE, head_mask: HeadMask | None = None
                ) -> tuple[torch.Tensor, torch.Tensor, list[AttentionOutput]]:
         """src [B, S] -> (memory [B, S, D], src_mask [B, 1, 1, S], per-layer self-attention)."""
         src_mask = padding_mask(src, self.config.pad_id)  # [B, 1, 1, S]
         heads = None if head_mask is None else head_mask.enc_self
-        memory, attention = self.encoder(self.embed(src), src_mask, return_attention, heads)
+        memory, attention = self.encoder(self.embed(src), src_mask, capture, heads)
         return memory, src_mask, attention
 
     def memory_key_values(self, memory: torch.Tensor) -> list[KeyValue]:
@@ -216,50 +216,50 @@ class Transformer(nn.Module):
         Position 0 is the start token, never padding, even when it is the pad id (Marian starts the decoder with it)."""
         return decoder_self_mask(tgt, self.config.pad_id)  # [B, 1, T, T]
 
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor, return_attention: Capture = False,
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, capture: Capture = Capture.NONE,
                 head_mask: HeadMask | None = None) -> torch.Tensor | tuple[torch.Tensor, AttentionTrace]:
         """Teacher-forced pass. src [B, S], tgt [B, T] (decoder input, starting with bos_id) -> logits [B, T, V],
-        plus an AttentionTrace when ``return_attention`` (True: weights and scores; "internals": also Q, K, V,
+        plus an AttentionTrace when ``capture`` (WEIGHTS: weights and scores; Capture.INTERNALS: also Q, K, V,
         the unmasked scores and the context of every attention call). ``head_mask`` switches heads off."""
-        hidden, trace = self.teacher_forced_hidden(src, tgt, return_attention, head_mask)  # [B, T, D]
+        hidden, trace = self.teacher_forced_hidden(src, tgt, capture, head_mask)  # [B, T, D]
         logits = self.logits(hidden)  # [B, T, V]
-        return logits if not return_attention else (logits, trace)
+        return logits if not capture else (logits, trace)
 
-    def teacher_forced_hidden(self, src: torch.Tensor, tgt: torch.Tensor, return_attention: Capture = False,
+    def teacher_forced_hidden(self, src: torch.Tensor, tgt: torch.Tensor, capture: Capture = Capture.NONE,
                               head_mask: HeadMask | None = None) -> tuple[torch.Tensor, AttentionTrace | None]:
         """``forward`` up to the output layer: the decoder's last hidden states [B, T, D] and the trace (None
-        without ``return_attention``). For callers that want the log-probs of a few tokens and can run the output
+        without ``capture``). For callers that want the log-probs of a few tokens and can run the output
         layer, the largest matmul, in chunks that stay in cache (explain.heads.sequence_log_probs)."""
-        memory, src_mask, enc_attn = self.encode(src, return_attention, head_mask)
+        memory, src_mask, enc_attn = self.encode(src, capture, head_mask)
         tgt_mask = self.target_mask(tgt)  # [B, 1, T, T]
         heads = None if head_mask is None else (head_mask.dec_self, head_mask.cross)
         hidden, self_attn, cross_attn = self.decoder(
             self.embed(tgt, side="decoder"), self.memory_key_values(memory), tgt_mask, src_mask, None,
-            return_attention, heads)
-        if not return_attention:
+            capture, heads)
+        if not capture:
             return hidden, None
         return hidden, AttentionTrace.from_outputs(enc_attn, self_attn, cross_attn, src_mask, tgt_mask)
 
-    def start(self, src: torch.Tensor, return_attention: Capture = False, head_mask: HeadMask | None = None
+    def start(self, src: torch.Tensor, capture: Capture = Capture.NONE, head_mask: HeadMask | None = None
               ) -> tuple[DecoderState, list[AttentionOutput]]:
         """Encode once for incremental decoding: src [B, S] -> (state, encoder self-attention per layer).
         A ``head_mask`` holds for the encoder here and for the decoder in every step."""
-        memory, src_mask, enc_attn = self.encode(src, return_attention, head_mask)
+        memory, src_mask, enc_attn = self.encode(src, capture, head_mask)
         cross_mask = None if bool(src_mask.all()) else src_mask  # no padding: skip masking work in every step
         heads = None if head_mask is None else (head_mask.dec_self, head_mask.cross)
         return DecoderState(memory_kv=self.memory_key_values(memory), cross_mask=cross_mask, heads=heads), enc_attn
 
-    def step(self, state: DecoderState, tokens: torch.Tensor, return_attention: Capture = False) -> StepOutput:
+    def step(self, state: DecoderState, tokens: torch.Tensor, capture: Capture = Capture.NONE) -> StepOutput:
         """Feed the newest token of every row, tokens [B, 1], reusing cached keys/values.
 
         No self-attention mask is needed for a single new query: it may attend to every cached position.
         """
         hidden, self_attn, cross_attn = self.decoder(
             self.embed(tokens, offset=state.length, side="decoder"), state.memory_kv, None, state.cross_mask,
-            state.past, return_attention, state.heads)  # hidden [B, 1, D]
+            state.past, capture, state.heads)  # hidden [B, 1, D]
         log_probs = self.logits(hidden[:, -1]).float().log_softmax(dim=-1)  # [B, V]
         new_state = replace(state, past=[a.key_value for a in self_attn], length=state.length + 1)
-        if not return_attention:
+        if not capture:
             return StepOutput(log_probs, new_state)
         return StepOutput(log_probs, new_state, AttentionTrace.from_outputs([], self_attn, cross_attn))
 

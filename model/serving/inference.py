@@ -14,6 +14,7 @@ from model.decoding.batch_decoding import greedy_batch_steps
 from model.decoding.constrained_beam import MAX_KEEP_PIECES, Keeps, keep_steps
 from model.decoding.copy_words import CopyLexicon, words_to_keep
 from model.decoding.search import DecodeResult, DecodeStep, decode_steps
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.positional import MAX_POSITIONS
 from model.network.trace import AttentionTrace, HeadMask
@@ -153,26 +154,26 @@ def _capped(model: Transformer, config: DecodeConfig) -> DecodeConfig:
     return dataclasses.replace(config, max_len=min(config.max_len, limit - 1))
 
 
-def stream(model: Transformer, source: Source, config: DecodeConfig, return_attention: bool = True,
+def stream(model: Transformer, source: Source, config: DecodeConfig, capture: Capture = Capture.WEIGHTS,
            head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
     """The decode steps for a prepared source, its output capped (``_capped``); with config.keep_words and names or
     numbers in the source, the search keeps them (model.decoding.constrained_beam)."""
     device = next(model.parameters()).device
     if config.keep_words and source.keeps is not None:
         return keep_steps(model, torch.tensor(source.ids, device=device), source.keeps, _capped(model, config),
-                          return_attention, None if head_mask is None else head_mask.to(device))
-    return decode_steps(model, torch.tensor(source.ids, device=device), _capped(model, config), return_attention,
+                          capture, None if head_mask is None else head_mask.to(device))
+    return decode_steps(model, torch.tensor(source.ids, device=device), _capped(model, config), capture,
                         None if head_mask is None else head_mask.to(device))
 
 
 def stream_batch(model: Transformer, sources: Sequence[Source], configs: Sequence[DecodeConfig],
-                 return_attention: bool = True) -> Iterator[dict[int, DecodeStep]]:
+                 capture: Capture = Capture.WEIGHTS) -> Iterator[dict[int, DecodeStep]]:
     """Greedy decoding of several prepared sources as one batch (model.decoding.batch_decoding), source i under
     configs[i]:
     per step, {i: the step ``stream`` yields for source i alone} for each source still decoding."""
     device = next(model.parameters()).device
     return greedy_batch_steps(model, [torch.tensor(s.ids, device=device) for s in sources],
-                              [_capped(model, c) for c in configs], return_attention)
+                              [_capped(model, c) for c in configs], capture)
 
 
 def finish(model: Transformer, tokenizer: TextTokenizer, source: Source, steps: list[DecodeStep],

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from model.network.attention import AttentionOutput, MultiHeadAttention
+from model.network.attention import AttentionOutput, Capture, MultiHeadAttention
 from model.network.layers import PositionwiseFeedForward, SublayerConnection
 from model.network.trace import AttentionTrace
 from model.vision.config import SwinConfig
@@ -46,12 +46,12 @@ class WindowAttention(nn.Module):
         n = self.window ** 2
         return self.bias_table[self.index.view(-1)].view(n, n, -1).permute(2, 0, 1)  # [H, M*M, M*M]
 
-    def forward(self, windows: torch.Tensor, mask: torch.Tensor | None, return_attention: bool) -> AttentionOutput:
+    def forward(self, windows: torch.Tensor, mask: torch.Tensor | None, capture: Capture) -> AttentionOutput:
         """windows [B*nW, M*M, D], mask [nW, M*M, M*M] (True = may attend) -> output [B*nW, M*M, D]."""
         batched = None
         if mask is not None:
             batched = mask.repeat(windows.size(0) // mask.size(0), 1, 1)[:, None]  # [B*nW, 1, M*M, M*M]
-        return self.attn(windows, windows, batched, return_attention=return_attention,
+        return self.attn(windows, windows, batched, capture=capture,
                          score_bias=self.position_bias())
 
 
@@ -68,8 +68,8 @@ class SwinBlock(nn.Module):
         self.register_buffer("mask", shifted_window_mask(resolution, window, shift) if shift else None,
                              persistent=False)  # [nW, M*M, M*M]
 
-    def forward(self, x: torch.Tensor, return_attention: bool = False) -> tuple[torch.Tensor, AttentionOutput | None]:
-        """x [B, R*R, D] -> (x [B, R*R, D], with ``return_attention`` the attention as one call over all tokens:
+    def forward(self, x: torch.Tensor, capture: Capture = Capture.NONE) -> tuple[torch.Tensor, AttentionOutput | None]:
+        """x [B, R*R, D] -> (x [B, R*R, D], with ``capture`` the attention as one call over all tokens:
         weights and scores [B, H, R*R, R*R], in the unshifted grid's token order)."""
         b, length, d = x.shape
         r, m = self.resolution, self.window
@@ -77,7 +77,7 @@ class SwinBlock(nn.Module):
 
         def attend(h: torch.Tensor) -> torch.Tensor:
             grid = cyclic_shift(h.view(b, r, r, d), self.shift)  # [B, R, R, D]
-            record.append(self.attention(window_partition(grid, m), self.mask, return_attention))
+            record.append(self.attention(window_partition(grid, m), self.mask, capture))
             merged = window_reverse(record[-1].output, m, r)  # [B, R, R, D]
             return cyclic_shift(merged, -self.shift).reshape(b, length, d)
 
@@ -133,9 +133,9 @@ class Swin(nn.Module):
         self.norm = nn.LayerNorm(c.dims[-1])
         self.head = nn.Linear(c.dims[-1], c.n_classes)
 
-    def forward(self, images: torch.Tensor, return_attention: bool = False
+    def forward(self, images: torch.Tensor, capture: Capture = Capture.NONE
                 ) -> torch.Tensor | tuple[torch.Tensor, AttentionTrace]:
-        """Logits [B, n_classes]; with ``return_attention`` also the AttentionTrace of the pass: enc_self holds one
+        """Logits [B, n_classes]; with ``capture`` also the AttentionTrace of the pass: enc_self holds one
         token-by-token map [B, H, N, N] per block, in order (blocks() names them)."""
         pixels = upsample(ink_to_unit(images), self.config.upsample)  # [B, fS, fS]
         x = self.embed_norm(self.patch_embed(patchify(pixels, self.config.patch_size)))  # [B, L, D]
@@ -143,12 +143,12 @@ class Swin(nn.Module):
         outputs: list[AttentionOutput] = []
         for s, stage in enumerate(self.stages):
             for block in stage:
-                x, out = block(x, return_attention)
+                x, out = block(x, capture)
                 outputs += [out] if out is not None else []
             if s < len(self.merges):
                 x = self.merges[s](x)
         logits = self.head(self.norm(x).mean(dim=1))  # [B, n_classes]
-        return (logits, AttentionTrace.from_outputs(outputs, [], [])) if return_attention else logits
+        return (logits, AttentionTrace.from_outputs(outputs, [], [])) if capture else logits
 
     def blocks(self) -> list[tuple[int, int, SwinBlock]]:
         """(stage, index in the stage, block) of every block, in the order the trace holds their maps."""

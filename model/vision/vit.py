@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from model.network.attention import Capture
 from model.network.layers import EncoderLayer
 from model.network.trace import AttentionTrace
 from model.vision.config import ViTConfig
@@ -42,15 +43,15 @@ class ViT(nn.Module):
         x = torch.cat([cls, tokens], dim=1) + self.position  # [B, N+1, D]
         return self.dropout(x) if self.training else x
 
-    def forward(self, images: torch.Tensor, return_attention: bool = False
+    def forward(self, images: torch.Tensor, capture: Capture = Capture.NONE
                 ) -> torch.Tensor | tuple[torch.Tensor, AttentionTrace]:
-        """Logits [B, n_classes]; with ``return_attention`` also the AttentionTrace of the pass: enc_self holds each
+        """Logits [B, n_classes]; with ``capture`` also the AttentionTrace of the pass: enc_self holds each
         layer's weights [B, H, N+1, N+1] (post-softmax, pre-dropout; token 0 is [CLS], token 1 + i is patch i,
         row-major); no decoder kinds, no mask (every token sees every token)."""
         x = self.embed(images)  # [B, N+1, D]
         outputs = []
         for layer in self.layers:
-            x, attention = layer(x, None, return_attention)
+            x, attention = layer(x, None, capture)
             outputs.append(attention)
         logits = self.head(self.norm(x[:, 0]))  # [B, n_classes]
-        return (logits, AttentionTrace.from_outputs(outputs, [], [])) if return_attention else logits
+        return (logits, AttentionTrace.from_outputs(outputs, [], [])) if capture else logits

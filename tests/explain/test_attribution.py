@@ -31,7 +31,7 @@ from explain.attribution import (
     rollout_attribution,
     shares,
 )
-from model.network.attention import INTERNALS
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.trace import KINDS
 from model.serving.inference import translate
@@ -147,7 +147,7 @@ def test_rollout_attribution_reads_a_translations_trace(tiny_model, tokenizer):
 def test_norm_based_equals_a_slow_per_head_loop(tiny_model):
     result = norm_based(tiny_model, SOURCE, DECODER_INPUT)
     with torch.no_grad():
-        _, trace = tiny_model(torch.tensor([SOURCE]), torch.tensor([DECODER_INPUT]), return_attention=INTERNALS)
+        _, trace = tiny_model(torch.tensor([SOURCE]), torch.tensor([DECODER_INPUT]), capture=Capture.INTERNALS)
     for kind in KINDS:
         for layer, module in enumerate(attention_modules(tiny_model, kind)):
             alpha, v = trace.weights(kind)[layer, 0], trace.internals[kind][layer].v[0]  # [H, Q, K], [H, K, d_k]
@@ -173,7 +173,7 @@ def test_norm_based_vectors_add_up_to_the_attention_output(tiny_model):
     """sum over keys and heads of alpha f(x_j), plus W^O's bias, is the sub-layer output the forward computed:
     f is the right decomposition, not just some vector with the right norms."""
     with torch.no_grad():
-        _, trace = tiny_model(torch.tensor([SOURCE]), torch.tensor([DECODER_INPUT]), return_attention=INTERNALS)
+        _, trace = tiny_model(torch.tensor([SOURCE]), torch.tensor([DECODER_INPUT]), capture=Capture.INTERNALS)
         for kind in KINDS:
             for layer, module in enumerate(attention_modules(tiny_model, kind)):
                 parts = trace.internals[kind][layer]
@@ -253,7 +253,7 @@ def test_attribute_puts_the_three_views_side_by_side(tiny_model):
     assert torch.allclose(result.maps[NORM_BASED].sum(-1), torch.ones(t), atol=1e-5)
     assert torch.allclose(result.maps[SALIENCY], gradient_x_input(tiny_model, SOURCE, OUTPUT))
     with torch.no_grad():
-        _, trace = tiny_model(torch.tensor([SOURCE]), torch.tensor([DECODER_INPUT]), return_attention=True)
+        _, trace = tiny_model(torch.tensor([SOURCE]), torch.tensor([DECODER_INPUT]), capture=Capture.WEIGHTS)
     source_rollout, composed = rollout_attribution(trace)
     assert torch.allclose(result.source_rollout, source_rollout) and torch.allclose(result.maps[ROLLOUT], composed)
     assert result.agreement.top.shape == (3, t)

@@ -6,6 +6,7 @@ import torch
 from explain.checkpoints import incompatibility, read_output
 from explain.heads import row_entropy, sequence_log_probs
 from model.checkpoints.files import Checkpoint
+from model.network.attention import Capture
 from model.network.trace import KINDS
 from model.network.transformer import Transformer
 from model.tokenization.pieces import train_tokenizer
@@ -17,7 +18,7 @@ SOURCE, OUTPUT = [5, 6, 7, 8, 3], [9, 10, 11, 3]
 def test_a_reading_is_the_teacher_forced_forward_of_the_output(tiny_model):
     reading = read_output(tiny_model, SOURCE, OUTPUT)
     with torch.no_grad():
-        _, trace = tiny_model(torch.tensor([SOURCE]), torch.tensor([[2, *OUTPUT[:-1]]]), return_attention=True)
+        _, trace = tiny_model(torch.tensor([SOURCE]), torch.tensor([[2, *OUTPUT[:-1]]]), capture=Capture.WEIGHTS)
     for kind in KINDS:
         assert torch.equal(reading.maps[kind], trace.weights(kind)[:, 0].float())
         expected = row_entropy(reading.maps[kind].double()).mean(-1).float()  # [L, H]

@@ -11,6 +11,7 @@ from explain.mechanics import attention_internals, compare_scores, hard_attentio
 from explain.model_training import parameter_counts
 from explain.positional import embedding_parts, offset_error
 from model.checkpoints.files import load_checkpoint
+from model.network.attention import Capture
 from model.network.positional import frequency_index, pair_dimensions, sinusoidal_encoding
 from model.network.trace import KINDS
 from model.network.transformer import Transformer, count_parameters
@@ -42,7 +43,7 @@ def test_merge_to_words_sums_keys_and_averages_queries():
 
 def test_attention_internals_reproduce_the_trace(tiny_model):
     src, dec_in = [5, 6, 7, 8, 3], [2, 9, 10, 11]
-    _, trace = tiny_model(torch.tensor([src]), torch.tensor([dec_in]), return_attention=True)
+    _, trace = tiny_model(torch.tensor([src]), torch.tensor([dec_in]), capture=Capture.WEIGHTS)
     for kind in KINDS:
         for layer in range(2):
             parts = attention_internals(tiny_model, src, dec_in, kind, layer)
@@ -56,7 +57,7 @@ def test_attention_internals_reproduce_the_trace(tiny_model):
 def test_unmasked_scores_of_a_padded_batch_are_the_trace_scores_before_the_mask(tiny_model):
     src = torch.tensor([[5, 6, 7, 8, 3], [9, 3, 0, 0, 0]])  # [2, 5], the second row padded
     tgt = torch.tensor([[2, 9, 10, 11], [2, 12, 0, 0]])  # [2, 4]
-    _, trace = tiny_model(src, tgt, return_attention=True)
+    _, trace = tiny_model(src, tgt, capture=Capture.WEIGHTS)
     for kind in KINDS:
         for layer in range(2):
             raw = unmasked_scores(tiny_model, src, tgt, kind, layer)  # [B, H, Q, K]
@@ -112,7 +113,7 @@ def test_the_masks_page_parts_combine_to_the_masks_the_forward_pass_used(marian_
     output_lengths = data.draw(st.lists(st.integers(0, 5), min_size=len(source_lengths), max_size=len(source_lengths)))
     src = pad_batch([[4] * (n - 1) + [0] for n in source_lengths], pad)  # [B, S], each row ends with </s>
     tgt_in = pad_batch([[pad] + [5] * n for n in output_lengths], pad)  # [B, T]: <pad> start, output, padding
-    _, trace = marian_model(src, tgt_in, return_attention=True)
+    _, trace = marian_model(src, tgt_in, capture=Capture.WEIGHTS)
     parts = mask_parts(src, tgt_in, pad)
     assert torch.equal(parts["target padding & causal"], trace.mask("dec_self")[:, 0])
     assert torch.equal(parts["source padding"], trace.mask("enc_self")[:, 0].expand_as(parts["source padding"]))

@@ -21,6 +21,7 @@ from model.__main__ import main as cli_main
 from model.checkpoints.files import CheckpointError, load_checkpoint
 from model.decoding.search import beam_search, greedy_decode, repeated_ngram_pieces
 from model.huggingface.convert import convert
+from model.network.attention import Capture
 from model.network.config import DecodeConfig, ModelConfig
 from model.network.transformer import Transformer, count_parameters
 from model.serving.inference import prepare_source, translate
@@ -182,10 +183,10 @@ def test_greedy_and_beam_outputs_equal_generate(pair, forced_bos):
         src = torch.tensor(ckpt.tokenizer.encode_source(text))
         options = {"forced_bos_token_id": forced_bos, "forced_eos_token_id": 2}
         decode = DecodeConfig(max_len=MAX_NEW, forced_eos=True, forced_bos=forced_bos)
-        greedy = greedy_decode(ckpt.model, src, decode, return_attention=False).best
+        greedy = greedy_decode(ckpt.model, src, decode, capture=Capture.NONE).best
         assert greedy.tokens == hf_output(generate(hf, src, 1, **options).sequences[0], 2, 1)
         beam = DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=0.0, forced_eos=True, forced_bos=forced_bos)
-        ours = beam_search(ckpt.model, src, beam, return_attention=False).hypotheses
+        ours = beam_search(ckpt.model, src, beam, capture=Capture.NONE).hypotheses
         theirs = generate(hf, src, 4, length_penalty=0.0, early_stopping=True, **options)
         assert [h.tokens for h in ours] == [hf_output(s, 2, 1) for s in theirs.sequences]
         assert torch.allclose(torch.tensor([h.log_prob for h in ours]), theirs.sequences_scores, atol=1e-4)
@@ -204,15 +205,15 @@ def test_no_repeat_ngram_equals_generate(pair):
     for text in EN[:4] + TEXTS:
         src = torch.tensor(ckpt.tokenizer.encode_source(text))
         rules = {"no_repeat_ngram": 2, "forced_eos": ckpt.forced_eos}  # as the model's generation_config says
-        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW, **rules), return_attention=False).best
+        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW, **rules), capture=Capture.NONE).best
         assert greedy.tokens == hf_output(generate(hf, src, 1, no_repeat_ngram_size=2).sequences[0], 2, 1)
         beam = DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=0.0, **rules)
-        ours = beam_search(ckpt.model, src, beam, return_attention=False).hypotheses
+        ours = beam_search(ckpt.model, src, beam, capture=Capture.NONE).hypotheses
         theirs = generate(hf, src, 4, length_penalty=0.0, early_stopping=True, no_repeat_ngram_size=2)
         assert [h.tokens for h in ours] == [hf_output(s, 2, 1) for s in theirs.sequences]
         assert torch.allclose(torch.tensor([h.log_prob for h in ours]), theirs.sequences_scores, atol=1e-4)
         free = beam_search(ckpt.model, src, dataclasses.replace(beam, no_repeat_ngram=0),
-                           return_attention=False).hypotheses
+                           capture=Capture.NONE).hypotheses
         changed += [h.tokens for h in free] != [h.tokens for h in ours]
     assert changed >= 1  # the rule changed some output: it was exercised
 
@@ -229,7 +230,7 @@ def test_hugging_faces_length_penalty_equals_generate(pair, alpha):
         src = torch.tensor(ckpt.tokenizer.encode_source(text))
         beam = DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=alpha, forced_eos=ckpt.forced_eos,
                             length_penalty_formula="hf")
-        ours = beam_search(ckpt.model, src, beam, return_attention=False).hypotheses
+        ours = beam_search(ckpt.model, src, beam, capture=Capture.NONE).hypotheses
         theirs = generate(hf, src, 4, length_penalty=alpha, early_stopping=True)
         assert [h.tokens for h in ours] == [hf_output(s, 2, 1) for s in theirs.sequences]
         assert torch.allclose(torch.tensor([h.score for h in ours]), theirs.sequences_scores, atol=1e-4)
@@ -246,14 +247,14 @@ def test_every_early_stopping_rule_equals_generate(pair):
     for text, limit in itertools.product(EN[:4] + TEXTS, (6, MAX_NEW)):
         src = torch.tensor(ckpt.tokenizer.encode_source(text))
         greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=limit, forced_eos=ckpt.forced_eos),
-                               return_attention=False).best
+                               capture=Capture.NONE).best
         assert greedy.tokens == hf_output(generate(hf, src, 1, limit).sequences[0], 2, 1)
         for alpha in (0.5, 1.0, 2.0):
             found = {}
             for rule in (True, False, "never"):
                 beam = DecodeConfig(beam_size=4, max_len=limit, length_penalty=alpha, forced_eos=ckpt.forced_eos,
                                     length_penalty_formula="hf", early_stopping=rule)
-                ours = beam_search(ckpt.model, src, beam, return_attention=False).hypotheses
+                ours = beam_search(ckpt.model, src, beam, capture=Capture.NONE).hypotheses
                 theirs = generate(hf, src, 4, limit, length_penalty=alpha, early_stopping=rule)
                 assert [h.tokens for h in ours] == [hf_output(s, 2, 1) for s in theirs.sequences], (text, limit, rule)
                 assert torch.allclose(torch.tensor([h.score for h in ours]), theirs.sequences_scores, atol=1e-4)

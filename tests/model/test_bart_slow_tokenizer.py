@@ -21,6 +21,7 @@ from tokenizers import Tokenizer
 from model.checkpoints.files import CheckpointError, load_checkpoint
 from model.decoding.search import beam_search, greedy_decode
 from model.huggingface.convert import convert
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from tests.bart_helpers import (
     EOS_SCALE,
@@ -107,10 +108,10 @@ def test_greedy_and_beam_outputs_equal_generate(pair):
     for text in EN[:4] + TEXTS:
         src = torch.tensor(ckpt.tokenizer.encode_source(text))
         greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW, forced_eos=True),
-                               return_attention=False).best
+                               capture=Capture.NONE).best
         assert greedy.tokens == hf_output(generate(hf, src, 1, forced_eos_token_id=2).sequences[0], 2, 1)
         beam = DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=0.0, forced_eos=True)
-        ours = beam_search(ckpt.model, src, beam, return_attention=False).hypotheses
+        ours = beam_search(ckpt.model, src, beam, capture=Capture.NONE).hypotheses
         theirs = generate(hf, src, 4, length_penalty=0.0, early_stopping=True, forced_eos_token_id=2)
         assert [h.tokens for h in ours] == [hf_output(s, 2, 1) for s in theirs.sequences]
         assert torch.allclose(torch.tensor([h.log_prob for h in ours]), theirs.sequences_scores, atol=1e-4)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from model.decoding.batch_decoding import batchable, greedy_batch, greedy_batch_steps
 from model.decoding.search import DecodeStep, decode_steps, greedy_decode
 from model.decoding.static_cache import StaticCacheDecoder
+from model.network.attention import Capture
 from model.network.config import DecodeConfig, Sampling
 from model.network.trace import KINDS
 from model.network.transformer import Transformer
@@ -133,7 +134,7 @@ def test_each_sentence_of_a_batch_decodes_as_it_would_alone(model, batch, max_le
 
 def test_without_attention_only_the_pieces_come_back(model):
     batch = [torch.tensor([5, 6, EOS]), torch.tensor([7, EOS])]
-    results = greedy_batch(model, batch, DecodeConfig(max_len=8), return_attention=False)
+    results = greedy_batch(model, batch, DecodeConfig(max_len=8), capture=Capture.NONE)
     assert [r.tokens for r in results] == [greedy_decode(model, s, DecodeConfig(max_len=8)).best.tokens for s in batch]
     assert all(r.attention is None for r in results)
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from model.decoding.constrained_beam import MAX_BANKS, Keeps, KeepState, keep_beam_steps, keep_states, keep_steps
 from model.decoding.search import DecodeResult, beam_steps
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from tests.conftest import eos_leaning
 from tests.model.test_properties_decoding import EOS, FIRST_ID, assert_rows_equal_teacher_forcing, sources
@@ -50,8 +51,8 @@ def test_nothing_to_keep_is_beam_search(models, data):
     config = DecodeConfig(beam_size=data.draw(st.integers(2, 4)), max_len=data.draw(st.integers(1, 8)),
                           length_penalty=data.draw(st.sampled_from([0.0, 0.6, 1.5])))
     keeps = Keeps((), boundaries(model.config.vocab_size))
-    ours = list(keep_beam_steps(model, src, keeps, config, return_attention=False))
-    plain = list(beam_steps(model, src, config, return_attention=False))
+    ours = list(keep_beam_steps(model, src, keeps, config, capture=Capture.NONE))
+    plain = list(beam_steps(model, src, config, capture=Capture.NONE))
     assert len(ours) == len(plain)
     for a, b in zip(ours, plain, strict=True):
         assert torch.equal(a.beams, b.beams)
@@ -88,7 +89,7 @@ def test_what_beam_search_already_keeps_stays_exactly_as_it_was(models, data):
     vocab = model.config.vocab_size
     src = data.draw(sources(vocab), label="src")
     config = DecodeConfig(beam_size=data.draw(st.integers(2, 3)), max_len=data.draw(st.integers(2, 10)))
-    plain = list(beam_steps(model, src, config, return_attention=False))
+    plain = list(beam_steps(model, src, config, capture=Capture.NONE))
     best = plain[-1].finished[0].tokens
     ends = {i: next((j for j in range(i + 1, len(best)) if best[j] >= WORD_START or best[j] == EOS), None)
             for i, t in enumerate(best) if t >= WORD_START}
@@ -100,10 +101,10 @@ def test_what_beam_search_already_keeps_stays_exactly_as_it_was(models, data):
     else:
         phrase = data.draw(phrases(vocab))[0]
     keeps = Keeps((tuple(phrase),), boundaries(vocab))
-    ours = list(keep_steps(model, src, keeps, config, return_attention=False))
+    ours = list(keep_steps(model, src, keeps, config, capture=Capture.NONE))
     kept_by_plain = kept_all(best, keeps)
     assert kept_by_plain or not own  # a whole word of the output, followed by a word start or its end, is kept
-    expected = plain if kept_by_plain else list(keep_beam_steps(model, src, keeps, config, return_attention=False))
+    expected = plain if kept_by_plain else list(keep_beam_steps(model, src, keeps, config, capture=Capture.NONE))
     assert [tuple(s.beams.flatten().tolist()) for s in ours] == [tuple(s.beams.flatten().tolist()) for s in expected]
     assert all((s.banks is None) == kept_by_plain for s in ours)  # the page tells the two searches apart by it
     if not kept_by_plain:  # each live beam's bank is the kept pieces it holds
@@ -116,7 +117,7 @@ def test_a_phrase_the_model_would_not_write_is_kept(tiny_model):
     """The random model does not write a given piece on its own; the search does, and the best output keeps it."""
     src = torch.tensor([5, 6, 7, 8, EOS])
     config = DecodeConfig(beam_size=3, max_len=10, length_penalty=0.6)
-    plain = DecodeResult.from_steps(list(beam_steps(tiny_model, src, config, return_attention=False)), 3)
+    plain = DecodeResult.from_steps(list(beam_steps(tiny_model, src, config, capture=Capture.NONE)), 3)
     target = next(t for t in range(WORD_START, tiny_model.config.vocab_size) if t not in plain.best.tokens)
     keeps = Keeps(((target, FIRST_ID),), boundaries(tiny_model.config.vocab_size))
     best = decode(tiny_model, src, keeps, config).best
@@ -170,13 +171,13 @@ def test_no_output_that_keeps_a_phrase_writes_its_last_word_before_it(models, da
     vocab = model.config.vocab_size
     src = data.draw(sources(vocab), label="src")
     config = DecodeConfig(beam_size=data.draw(st.integers(2, 3)), max_len=data.draw(st.integers(4, 10)))
-    own = list(beam_steps(model, src, config, return_attention=False))[-1].finished[0].tokens
+    own = list(beam_steps(model, src, config, capture=Capture.NONE))[-1].finished[0].tokens
     words = [t for t in own if t >= WORD_START]
     assume(words)
     last = words[0]
     first = data.draw(st.integers(WORD_START, vocab - 1).filter(lambda t: t != last), label="first word")
     keeps = Keeps(((first, last),), boundaries(vocab), ((last,),))
-    complete = [h.tokens for h in list(keep_beam_steps(model, src, keeps, config, return_attention=False))[-1].finished
+    complete = [h.tokens for h in list(keep_beam_steps(model, src, keeps, config, capture=Capture.NONE))[-1].finished
                 if kept_all(h.tokens, keeps)]
     for tokens in complete:
         assert tokens.index(last) == next(i for i in range(1, len(tokens)) if tokens[i - 1:i + 1] == (first, last))

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from model.decoding.search import beam_search, beam_steps, greedy_decode, greedy_steps, length_penalty
+from model.network.attention import Capture
 from model.network.config import DecodeConfig, ModelConfig
 from model.network.transformer import StepOutput
 
@@ -28,7 +29,7 @@ def test_attention_rows_stacked_over_steps_equal_one_teacher_forced_forward(tiny
         rows = result.attention_for(hyp)
         tgt_in = torch.tensor([(2, *hyp.tokens[:-1])])
         with torch.no_grad():
-            _, trace = tiny_model(SRC[None], tgt_in, return_attention=True)
+            _, trace = tiny_model(SRC[None], tgt_in, capture=Capture.WEIGHTS)
         assert torch.allclose(rows.weights("cross"), trace.weights("cross"), atol=1e-5)
         assert torch.allclose(rows.weights("dec_self"), trace.weights("dec_self"), atol=1e-5)
 
@@ -68,10 +69,10 @@ class TableModel(nn.Module):
         self.dummy = nn.Parameter(torch.zeros(1))
         self.table = table
 
-    def start(self, src, return_attention=False, head_mask=None):
+    def start(self, src, capture=Capture.NONE, head_mask=None):
         return FakeState([()]), []
 
-    def step(self, state, tokens, return_attention=False):
+    def step(self, state, tokens, capture=Capture.NONE):
         prefixes = [(*p, t) for p, t in zip(state.prefixes, tokens[:, 0].tolist(), strict=True)]
         rows = []
         for p in prefixes:

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from model.decoding.search import beam_search, greedy_decode
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.trace import KINDS, HeadMask
 
@@ -14,8 +15,8 @@ LAYERS = {"enc_self": 2, "dec_self": 2, "cross": 2}
 def test_masking_no_head_is_the_unmasked_model_exactly(tiny_model):
     all_on = HeadMask.switched_off([], LAYERS, 2)
     with torch.no_grad():
-        plain, plain_trace = tiny_model(SRC[None], TGT_IN, return_attention=True)
-        masked, masked_trace = tiny_model(SRC[None], TGT_IN, return_attention=True, head_mask=all_on)
+        plain, plain_trace = tiny_model(SRC[None], TGT_IN, capture=Capture.WEIGHTS)
+        masked, masked_trace = tiny_model(SRC[None], TGT_IN, capture=Capture.WEIGHTS, head_mask=all_on)
     assert torch.equal(plain, masked)
     for kind in KINDS:
         assert torch.equal(plain_trace.weights(kind), masked_trace.weights(kind))
@@ -26,7 +27,7 @@ def test_every_head_of_a_layer_off_leaves_only_the_output_bias_of_that_sublayer(
     layer = 1
     off = HeadMask.switched_off([(kind, layer, h) for h in range(2)], LAYERS, 2)
     with torch.no_grad():
-        _, trace = tiny_model(SRC[None], TGT_IN, return_attention="internals", head_mask=off)
+        _, trace = tiny_model(SRC[None], TGT_IN, capture=Capture.INTERNALS, head_mask=off)
     parts = trace.internals[kind][layer]
     module = (tiny_model.encoder.layers[layer].self_attn if kind == "enc_self" else
               getattr(tiny_model.decoder.layers[layer], "self_attn" if kind == "dec_self" else "cross_attn"))
@@ -39,8 +40,8 @@ def test_every_head_of_a_layer_off_leaves_only_the_output_bias_of_that_sublayer(
 def test_switching_a_head_off_changes_the_output_and_keeps_its_own_weights(tiny_model):
     off = HeadMask.switched_off([("enc_self", 0, 1)], LAYERS, 2)
     with torch.no_grad():
-        plain, plain_trace = tiny_model(SRC[None], TGT_IN, return_attention=True)
-        masked, masked_trace = tiny_model(SRC[None], TGT_IN, return_attention=True, head_mask=off)
+        plain, plain_trace = tiny_model(SRC[None], TGT_IN, capture=Capture.WEIGHTS)
+        masked, masked_trace = tiny_model(SRC[None], TGT_IN, capture=Capture.WEIGHTS, head_mask=off)
     assert not torch.allclose(plain, masked)
     assert torch.equal(plain_trace.enc_self[0], masked_trace.enc_self[0])  # its weights are computed as before
     assert not torch.allclose(plain_trace.enc_self[1], masked_trace.enc_self[1])  # the next layer reads less
@@ -55,7 +56,7 @@ def test_decoding_with_a_head_mask_is_deterministic_and_matches_teacher_forcing(
     assert [h.tokens for h in first.hypotheses] == [h.tokens for h in second.hypotheses]
     best = first.best
     with torch.no_grad():
-        _, trace = tiny_model(SRC[None], torch.tensor([(2, *best.tokens[:-1])]), return_attention=True,
+        _, trace = tiny_model(SRC[None], torch.tensor([(2, *best.tokens[:-1])]), capture=Capture.WEIGHTS,
                               head_mask=off)
     assert torch.allclose(first.attention_for(best).weights("cross"), trace.weights("cross"), atol=1e-5)
 

@@ -18,6 +18,7 @@ from model.__main__ import main as cli_main
 from model.checkpoints.files import CheckpointError, load_checkpoint
 from model.decoding.search import beam_search, greedy_decode
 from model.huggingface.convert import convert
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.tokenization.pieces import M2M100_FILES, M2M100_LANGUAGES
 from tests.hf_folders import m2m100_config, write_m2m100_tokenizer
@@ -98,11 +99,11 @@ def test_greedy_and_beam_with_the_target_language_forced_equal_generate(pair, ta
         options = dict(do_sample=False, max_new_tokens=MAX_NEW, bad_words_ids=[[1]], forced_bos_token_id=code,
                        output_scores=True, return_dict_in_generate=True)
         greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW, forced_bos=code),
-                               return_attention=False).best
+                               capture=Capture.NONE).best
         assert greedy.tokens == hf_output(hf.generate(src[None], num_beams=1, **options).sequences[0])
         beam = DecodeConfig(beam_size=4, max_len=MAX_NEW, forced_bos=code, length_penalty=1.0,
                             **{k: v for k, v in ckpt.decode_rules.items() if k != "forced_bos"})
-        ours = beam_search(ckpt.model, src, beam, return_attention=False).hypotheses
+        ours = beam_search(ckpt.model, src, beam, capture=Capture.NONE).hypotheses
         theirs = hf.generate(src[None], num_beams=4, num_return_sequences=4, **options)
         assert [h.tokens for h in ours] == [hf_output(s) for s in theirs.sequences]
         assert torch.allclose(torch.tensor([h.score for h in ours]), theirs.sequences_scores, atol=1e-4)

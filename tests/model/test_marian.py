@@ -23,6 +23,7 @@ from model.checkpoints.files import CheckpointError, expected_shapes, load_check
 from model.checkpoints.shards import save_weights
 from model.decoding.search import beam_search, greedy_decode, length_penalty
 from model.huggingface.marian import convert_marian, hf_names, languages
+from model.network.attention import Capture
 from model.network.config import ACTIVATIONS, DecodeConfig, ModelConfig
 from model.network.layers import ACTIVATION_FUNCTIONS
 from model.network.positional import sinusoidal_encoding
@@ -388,16 +389,16 @@ def test_greedy_and_beam_outputs_equal_generate(pair):
     pad, lengths = ckpt.config.pad_id, set()
     for text in EN[:4] + TEXTS:
         src = torch.tensor(ckpt.tokenizer.encode_source(text))
-        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW), return_attention=False).best
+        greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=MAX_NEW), capture=Capture.NONE).best
         assert greedy.tokens == hf_output(generate(hf, src, 1).sequences[0], pad)
         ours = beam_search(ckpt.model, src, DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=0.0),
-                           return_attention=False).hypotheses
+                           capture=Capture.NONE).hypotheses
         theirs = generate(hf, src, 4, length_penalty=0.0, early_stopping=True)
         assert [h.tokens for h in ours] == [hf_output(s, pad) for s in theirs.sequences]
         assert torch.allclose(torch.tensor([h.log_prob for h in ours]), theirs.sequences_scores, atol=1e-4)
         heuristic = generate(hf, src, 4, length_penalty=0.0, early_stopping=False)
         searched = beam_search(ckpt.model, src, DecodeConfig(beam_size=4, max_len=MAX_NEW, length_penalty=0.0,
-                                                             early_stopping=False), return_attention=False).hypotheses
+                                                             early_stopping=False), capture=Capture.NONE).hypotheses
         assert [h.tokens for h in searched] == [hf_output(s, pad) for s in heuristic.sequences]
         assert torch.allclose(torch.tensor([h.log_prob for h in searched]), heuristic.sequences_scores, atol=1e-4)
         assert all(h.log_prob >= o.log_prob - 1e-6 for h, o in zip(searched, ours, strict=True))
@@ -419,10 +420,10 @@ def test_forced_eos_at_the_length_limit_equals_generate(pair):
             options = dict(do_sample=False, max_new_tokens=limit, bad_words_ids=[[pad]], forced_eos_token_id=eos,
                            output_scores=True, return_dict_in_generate=True)
             greedy = greedy_decode(ckpt.model, src, DecodeConfig(max_len=limit, forced_eos=True),
-                                   return_attention=False)
+                                   capture=Capture.NONE)
             assert greedy.best.tokens == hf_output(hf.generate(src[None], num_beams=1, **options).sequences[0], pad)
             ours = beam_search(ckpt.model, src, DecodeConfig(beam_size=4, max_len=limit, length_penalty=0.0,
-                                                             forced_eos=True), return_attention=False).hypotheses
+                                                             forced_eos=True), capture=Capture.NONE).hypotheses
             theirs = hf.generate(src[None], num_beams=4, num_return_sequences=4, length_penalty=0.0,
                                  early_stopping=True, **options)
             assert [h.tokens for h in ours] == [hf_output(s, pad) for s in theirs.sequences]

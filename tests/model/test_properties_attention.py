@@ -13,7 +13,7 @@ import torch
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from model.network.attention import MultiHeadAttention
+from model.network.attention import Capture, MultiHeadAttention
 
 TOL = 1e-5
 LOW = torch.finfo(torch.float32).min
@@ -122,7 +122,7 @@ def reference(case: Case) -> tuple[list, list, list]:
 @given(cases())
 def test_explicit_attention_equals_the_python_loop_reference(case):
     with torch.no_grad():
-        out = case.mha(case.query, case.keys, case.mask, return_attention=True)
+        out = case.mha(case.query, case.keys, case.mask, capture=Capture.WEIGHTS)
     ref_weights, ref_scores, ref_output = reference(case)
     allowed = case.full_mask()
     shape = tuple(allowed.shape)
@@ -151,7 +151,7 @@ def test_explicit_attention_equals_the_python_loop_reference(case):
 @given(cases())
 def test_fused_path_gives_the_explicit_output_on_every_row_with_a_key_to_attend(case):
     with torch.no_grad():
-        explicit = case.mha(case.query, case.keys, case.mask, return_attention=True)
+        explicit = case.mha(case.query, case.keys, case.mask, capture=Capture.WEIGHTS)
         fused = case.mha(case.query, case.keys, case.mask)
     assert fused.weights is None and fused.scores is None
     has_key = case.full_mask()[:, 0].any(-1)  # [B, Q]; the mask is shared by the heads

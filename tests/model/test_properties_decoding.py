@@ -16,6 +16,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from model.decoding.search import DecodeResult, beam_search, greedy_decode, length_penalty
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.trace import KINDS
 from tests.conftest import eos_leaning
@@ -45,7 +46,7 @@ def teacher_forced(model, src: torch.Tensor, tokens: tuple[int, ...]):
     """(log-probs [T, V], trace) of one forward with the decoder input BOS + tokens[:-1]."""
     tgt_in = torch.tensor([(model.config.bos_id, *tokens[:-1])])
     with torch.no_grad():
-        logits, trace = model(src[None], tgt_in, return_attention=True)
+        logits, trace = model(src[None], tgt_in, capture=Capture.WEIGHTS)
     return logits[0].float().log_softmax(-1), trace
 
 
@@ -135,8 +136,8 @@ def test_forced_eos_ends_every_hypothesis_at_the_limit_with_eos_and_changes_no_e
     src = data.draw(sources(model.config.vocab_size), label="src")
     config = data.draw(configs(st.integers(1, 4)), label="config")
     decode = greedy_decode if config.beam_size == 1 else beam_search
-    free = decode(model, src, config, return_attention=False)
-    forced = decode(model, src, dataclasses.replace(config, forced_eos=True), return_attention=False)
+    free = decode(model, src, config, capture=Capture.NONE)
+    forced = decode(model, src, dataclasses.replace(config, forced_eos=True), capture=Capture.NONE)
     event(f"{name} model: {'reached' if len(free.steps) == config.max_len else 'ended before'} the limit")
     assert all(h.ended_with_eos and len(h.tokens) <= config.max_len for h in forced.hypotheses)
     assert [s.candidates for s in forced.steps[:-1]] == [s.candidates for s in free.steps[:-1]]
@@ -162,7 +163,7 @@ def test_early_stopping_true_never_stops_later_than_false_nor_false_than_never(m
     config = data.draw(st.builds(DecodeConfig, beam_size=st.integers(2, 4), max_len=st.integers(3, 10),
                                  length_penalty=st.sampled_from([0.0, 0.6, 1.5]),
                                  length_penalty_formula=st.sampled_from(["gnmt", "hf"])), label="config")
-    runs = [beam_search(model, src, dataclasses.replace(config, early_stopping=rule), return_attention=False)
+    runs = [beam_search(model, src, dataclasses.replace(config, early_stopping=rule), capture=Capture.NONE)
             for rule in (True, False, "never")]
     event(f"True stopped {'before' if len(runs[0].steps) < len(runs[2].steps) else 'with'} 'never'")
     for earlier, later in itertools.pairwise(runs):

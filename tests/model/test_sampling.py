@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from model.decoding.sampling import reshape
 from model.decoding.search import DecodeResult, decode_steps
+from model.network.attention import Capture
 from model.network.config import DecodeConfig, Sampling
 from model.serving.inference import translate
 
@@ -68,7 +69,7 @@ def test_a_sampled_output_keeps_the_attention_it_used(tiny_model, tokenizer):
     result = DecodeResult.from_steps(list(decode_steps(tiny_model, src, config)), 1)
     stacked = result.attention_for()
     _, trace = tiny_model(src[None], torch.tensor([[tiny_model.config.bos_id, *result.best.tokens[:-1]]]),
-                          return_attention=True)
+                          capture=Capture.WEIGHTS)
     for kind in ("dec_self", "cross"):
         assert torch.allclose(stacked.weights(kind), trace.weights(kind), atol=1e-5)
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from model.decoding.batch_decoding import greedy_batch
 from model.decoding.search import DecodeResult, beam_search, greedy_decode
 from model.decoding.static_cache import StaticCacheDecoder
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.trace import HeadMask
 from model.network.transformer import Transformer
@@ -68,16 +69,16 @@ def test_the_static_cache_decodes_exactly_as_the_eager_step(models, variant, src
     mask = HeadMask.switched_off(off, {"enc_self": 2, "dec_self": 2, "cross": 2}, n_heads=2)
     config = DecodeConfig(beam_size=beam, max_len=max_len)
     decode = greedy_decode if beam == 1 else beam_search
-    expected = decode(model, src, config, return_attention=True, head_mask=mask)
-    assert_same_decode(expected, decode(StaticCacheDecoder(model, first_capacity=4), src, config, return_attention=True,
-                                        head_mask=mask))
+    expected = decode(model, src, config, capture=Capture.WEIGHTS, head_mask=mask)
+    assert_same_decode(expected, decode(StaticCacheDecoder(model, first_capacity=4), src, config,
+                                        capture=Capture.WEIGHTS, head_mask=mask))
 
 
 def test_without_capture_the_same_pieces_come_out(models):
     model, src = models["paper"], torch.tensor([5, 9, 22, EOS])
     config = DecodeConfig(beam_size=3, max_len=20)
-    got = beam_search(StaticCacheDecoder(model), src, config, return_attention=False)
-    assert got.best.tokens == beam_search(model, src, config, return_attention=False).best.tokens
+    got = beam_search(StaticCacheDecoder(model), src, config, capture=Capture.NONE)
+    assert got.best.tokens == beam_search(model, src, config, capture=Capture.NONE).best.tokens
     assert got.steps[0].attention is None
 
 
@@ -120,8 +121,8 @@ def test_only_a_few_row_counts_are_compiled_the_others_step_eagerly():
     decoder.compiled = counting = CountingStep(decoder)
     batch = [torch.tensor([5 + 3 * i, 6 + i, EOS]) for i in range(12)]
     config = DecodeConfig(max_len=12)
-    results = greedy_batch(decoder, batch, config, return_attention=False)
-    assert [r.tokens for r in results] == [r.tokens for r in greedy_batch(model, batch, config, return_attention=False)]
+    results = greedy_batch(decoder, batch, config, capture=Capture.NONE)
+    assert [r.tokens for r in results] == [r.tokens for r in greedy_batch(model, batch, config, capture=Capture.NONE)]
     assert sorted({len(r.tokens) for r in results}) == [1, 2, 3, 9, 12]
     assert decoder.compiled_rows == set(counting.rows) == {12, 7, 4, 2}  # the fifth, 1 row, stepped eagerly
     assert len(counting.rows) < 12

@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from model.network.attention import INTERNALS
+from model.network.attention import Capture
 from model.network.positional import MAX_POSITIONS, sinusoidal_encoding
 from model.network.trace import KINDS
 from model.network.transformer import Transformer, shifted_right
@@ -21,7 +21,7 @@ TGT = torch.tensor([[2, 11, 12, 13], [2, 14, 0, 0]])
 
 
 def test_trace_has_per_layer_per_head_maps_of_every_kind():
-    logits, trace = model()(SRC, TGT, return_attention=True)
+    logits, trace = model()(SRC, TGT, capture=Capture.WEIGHTS)
     assert logits.shape == (2, 4, 40)
     assert trace.weights("enc_self").shape == (2, 2, 2, 5, 5)  # [L, B, H, S, S]
     assert trace.weights("dec_self").shape == (2, 2, 2, 4, 4)
@@ -35,7 +35,7 @@ def test_trace_has_per_layer_per_head_maps_of_every_kind():
 
 def test_decoder_cannot_see_the_future_and_padding_does_not_leak():
     m = model()
-    _, trace = m(SRC, TGT, return_attention=True)
+    _, trace = m(SRC, TGT, capture=Capture.WEIGHTS)
     dec = trace.weights("dec_self")
     assert (dec.triu(diagonal=1) == 0).all()
     assert (trace.weights("cross")[:, 1, :, :, 3:] == 0).all()  # second sentence's source padding
@@ -54,7 +54,7 @@ def test_batched_padded_sentence_equals_the_sentence_alone():
 def test_fast_and_explicit_paths_agree_for_the_whole_model():
     for norm_first in (False, True):
         m = model(norm_first=norm_first)
-        assert torch.allclose(m(SRC, TGT), m(SRC, TGT, return_attention=True)[0], atol=1e-5)
+        assert torch.allclose(m(SRC, TGT), m(SRC, TGT, capture=Capture.WEIGHTS)[0], atol=1e-5)
 
 
 def test_one_matrix_is_shared_by_both_embeddings_and_the_output_layer():
@@ -131,7 +131,7 @@ def test_rows_joining_a_layer_with_its_own_attention_output_get_the_layers_resul
     model = Transformer(tiny_config(40, norm_first=norm_first)).eval()
     src, tgt = torch.randint(4, 40, (1, 7)), torch.randint(4, 40, (1, 5))
     with torch.no_grad():
-        _, trace = model.teacher_forced_hidden(src, tgt, INTERNALS)
+        _, trace = model.teacher_forced_hidden(src, tgt, Capture.INTERNALS)
         memory, src_mask, _ = model.encode(src)
         kv = model.memory_key_values(memory)[1]  # [1, H, S, d_k] each
         enc, dec = model.encoder.layers[1], model.decoder.layers[1]

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from model.checkpoints.files import CheckpointError
+from model.network.attention import Capture
 from model.vision.checkpoint import load_vision, save_vision
 from model.vision.config import SwinConfig, ViTConfig
 from model.vision.digits import load_digits
@@ -109,7 +110,7 @@ def batch():
 def test_vit_attention_rows_sum_to_one_and_capture_changes_nothing(batch):
     torch.manual_seed(0)
     model = ViT(ViTConfig()).eval()
-    logits, trace = model(batch, return_attention=True)
+    logits, trace = model(batch, capture=Capture.WEIGHTS)
     assert logits.shape == (8, 10) and trace.n_layers == {"enc_self": 4, "dec_self": 0, "cross": 0}
     for w in trace.enc_self:  # the text model's container: a ViT is an encoder
         assert w.shape == (8, 4, 17, 17)
@@ -123,7 +124,7 @@ def test_swin_attention_is_a_trace_of_token_maps_that_hold_each_windows_weights(
     shifted mask blocks a pair, and which gives back each window's own weights."""
     torch.manual_seed(0)
     model = Swin(SwinConfig()).eval()
-    logits, trace = model(batch, return_attention=True)
+    logits, trace = model(batch, capture=Capture.WEIGHTS)
     assert logits.shape == (8, 10) and trace.n_layers == {"enc_self": 4, "dec_self": 0, "cross": 0}
     assert [(s, i, b.resolution, b.window, b.shift) for s, i, b in model.blocks()] == [
         (0, 0, 8, 4, 0), (0, 1, 8, 4, 2), (1, 0, 4, 4, 0), (1, 1, 4, 4, 0)]

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.checkpoints.meta import clean_meta
+from model.network.attention import Capture
 from model.network.config import ModelConfig
 from model.tokenization.pieces import PAD, Tokenizer
 from training.alignment import CopyAlignment
@@ -68,7 +69,7 @@ def _copy_mass(run, batch, align: CopyAlignment) -> float:
     """The supervised head's mean weight on the source places of the pieces each position copies (eval mode)."""
     run.model.eval()
     with torch.no_grad():
-        _, trace = run.model(batch.src, batch.tgt_in, return_attention=True)
+        _, trace = run.model(batch.src, batch.tgt_in, capture=Capture.WEIGHTS)
     run.model.train()
     match = align.targets(batch.src, batch.tgt_out)  # [B, T, S]
     mass = (trace.cross[align.layer][:, align.head] * match).sum(-1)  # [B, T]

@@ -9,6 +9,7 @@ import torch
 
 from model.checkpoints.files import load_checkpoint
 from model.decoding.search import DecodeResult, decode_steps
+from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.serving.inference import translate
 from training.card import build_card
@@ -217,7 +218,7 @@ def test_batched_greedy_evaluation_gives_each_sentence_its_own_greedy_translatio
     alone = []
     for text in english:
         ids = ckpt.tokenizer.encode_source(text, ckpt.model.config.max_len)
-        steps = list(decode_steps(ckpt.model, torch.tensor(ids), config, return_attention=False))
+        steps = list(decode_steps(ckpt.model, torch.tensor(ids), config, capture=Capture.NONE))
         alone.append(ckpt.tokenizer.decode(DecodeResult.from_steps(steps, 1).best.tokens))
     assert translate_many(ckpt.model, ckpt.tokenizer, english, beam_size=1) == alone
     assert len(set(alone)) == len(alone)

@@ -9,6 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from model.network.attention import Capture
 from model.network.transformer import Transformer
 from tests.conftest import tiny_config
 from tests.training.test_train import TINY
@@ -31,8 +32,8 @@ def test_a_widened_model_gives_the_same_logits_and_attention(extra, activation, 
     src, tgt = torch.randint(4, VOCAB, (2, 9)), torch.randint(4, VOCAB, (2, 6))  # [B, S], [B, T]
     tgt[:, 0] = model.config.bos_id
     with torch.no_grad():
-        logits, trace = model(src, tgt, return_attention=True)  # [B, T, V]
-        wide_logits, wide_trace = wide(src, tgt, return_attention=True)
+        logits, trace = model(src, tgt, capture=Capture.WEIGHTS)  # [B, T, V]
+        wide_logits, wide_trace = wide(src, tgt, capture=Capture.WEIGHTS)
     torch.testing.assert_close(wide_logits, logits, rtol=0, atol=1e-5)
     for kind in ("enc_self", "dec_self", "cross"):
         for ours, theirs in zip(wide_trace.weights(kind), trace.weights(kind), strict=True):
