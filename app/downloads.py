@@ -9,7 +9,7 @@ import pandas as pd
 
 from model.serving.inference import Translation
 from model.serving.serialize import translation_to_dict
-from model.tokenization.pieces import Tokenizer
+from model.tokenization.joint import Tokenizer
 
 
 def _unique(labels: Sequence[str]) -> list[str]:

@@ -57,7 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from load import cpu_seconds, start_server, stop_server
 
-from model.tokenization.pieces import Tokenizer, clean_text
+from model.tokenization.joint import Tokenizer
+from model.tokenization.pieces import clean_text
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from model.tokenization.pieces import Tokenizer
+from model.tokenization.joint import Tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENIZER = ROOT / "pretrained" / "en-de" / "tokenizer.model"

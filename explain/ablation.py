@@ -21,7 +21,7 @@ from model.network.config import DecodeConfig
 from model.network.trace import Head, HeadMask, PerKind
 from model.network.transformer import Transformer
 from model.serving.inference import StopSignal, Translation, check_stop, prepare_source, translate
-from model.tokenization.pieces import Tokenizer
+from model.tokenization.joint import Tokenizer
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from model.network.positional import MAX_POSITIONS
 from model.network.trace import AttentionTrace
 from model.network.transformer import Transformer, shifted_right
 from model.serving.inference import pad_batch, prepare_source, translate
-from model.tokenization.pieces import Tokenizer
+from model.tokenization.joint import Tokenizer
 
 
 @torch.inference_mode()

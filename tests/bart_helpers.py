@@ -19,7 +19,7 @@ from model.checkpoints.files import save_checkpoint
 from model.huggingface.bart import bart_config, hf_names
 from model.network.config import ModelConfig
 from model.network.transformer import Transformer
-from model.tokenization.pieces import HFTokenizer
+from model.tokenization.huggingface import HFTokenizer
 from tests.marian_helpers import DE, EN
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # BART's ids 0-3

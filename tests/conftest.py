@@ -13,7 +13,7 @@ from hypothesis import settings
 from model.checkpoints.files import save_checkpoint
 from model.network.config import ModelConfig
 from model.network.transformer import Transformer
-from model.tokenization.pieces import train_tokenizer
+from model.tokenization.joint import train_tokenizer
 from tests.no_skips import pytest_sessionfinish  # noqa: F401  (the hook: a skipped test fails the run)
 
 SENTENCES = [

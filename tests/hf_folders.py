@@ -15,7 +15,7 @@ import torch
 
 from model.huggingface.spiece import SPIECE_FILE
 from model.network.attention import Capture
-from model.tokenization.pieces import M2M100_FILES, M2M100_LANGUAGES
+from model.tokenization.m2m100 import M2M100_FILES, M2M100_LANGUAGES
 from tests.bart_helpers import bart_tokenizer, bart_tokenizer_json
 from tests.marian_helpers import DE, EN, marian_tokenizer_files
 

@@ -17,7 +17,7 @@ import torch
 from model.checkpoints.files import save_checkpoint
 from model.network.config import ModelConfig
 from model.network.transformer import Transformer
-from model.tokenization.pieces import MarianTokenizer
+from model.tokenization.marian import MarianTokenizer
 
 EN = ["The house is small.", "I would like to drink a cup of tea.", "Where is the station?",
       "She has read the book that you gave her yesterday.", "We went home because it was raining.",

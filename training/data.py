@@ -13,7 +13,7 @@ import torch
 
 from model.network.transformer import shifted_right
 from model.serving.inference import pad_batch
-from model.tokenization.pieces import Tokenizer
+from model.tokenization.joint import Tokenizer
 
 Pair = tuple[list[int], list[int]]  # (source ids ending in EOS, target ids ending in EOS)
 LETTERS = "abcdefghijklmnopqrstuvwxyz"

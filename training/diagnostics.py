@@ -10,7 +10,7 @@ import torch
 from explain.heads import row_entropy
 from model.network.attention import Capture
 from model.network.transformer import Transformer
-from model.tokenization.pieces import Tokenizer
+from model.tokenization.joint import Tokenizer
 
 from .data import encode_pairs, iterate_batches, token_batches
 from .loss import validation_loss

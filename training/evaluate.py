@@ -24,7 +24,7 @@ from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.transformer import Transformer
 from model.serving.inference import prepare_source, stream
-from model.tokenization.pieces import Tokenizer
+from model.tokenization.joint import Tokenizer
 
 from .data import load_corpus
 from .diagnostics import source_reliance

@@ -21,7 +21,7 @@ import sacrebleu
 from model.checkpoints.files import CONFIG, update_meta
 from model.network.config import DecodeConfig
 from model.network.transformer import Transformer
-from model.tokenization.pieces import Tokenizer
+from model.tokenization.joint import Tokenizer
 
 from .evaluate import load_inputs, split_rows, translate_many
 

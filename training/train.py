@@ -40,7 +40,7 @@ from model.checkpoints.shards import SHARD_BYTES
 from model.network.config import ModelConfig
 from model.network.transformer import Transformer, count_parameters
 from model.serving.device import describe, resolve_device
-from model.tokenization.pieces import Tokenizer, train_tokenizer
+from model.tokenization.joint import Tokenizer, train_tokenizer
 
 from . import distributed
 from .alignment import CopyAlignment

@@ -20,7 +20,8 @@ from dataclasses import replace
 import torch
 
 from model.network.transformer import Transformer
-from model.tokenization.pieces import BYTE_PIECE, SPECIAL_PIECES, Tokenizer
+from model.tokenization.joint import Tokenizer
+from model.tokenization.pieces import BYTE_PIECE, SPECIAL_PIECES
 
 
 def source_rows(piece: str, old: Tokenizer) -> list[int]:

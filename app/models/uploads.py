@@ -19,7 +19,9 @@ from model.checkpoints.files import (
     tokenizer_files,
 )
 from model.serving.device import resolve_device
-from model.tokenization.pieces import HF_TOKENIZER_FILE, M2M100_FILES, MARIAN_FILES
+from model.tokenization.huggingface import HF_TOKENIZER_FILE
+from model.tokenization.m2m100 import M2M100_FILES
+from model.tokenization.marian import MARIAN_FILES
 
 UPLOAD_PREFIX = "upload:"
 ARCHIVE_SUFFIXES = {".zip", ".tar", ".gz", ".tgz", ".bz2", ".tbz2", ".xz", ".txz", ".7z", ".rar", ".zst"}

@@ -29,7 +29,7 @@ from app.state import sync_url
 from model.decoding.constrained_beam import keep_states
 from model.decoding.search import Candidate, DecodeStep, length_penalty
 from model.serving.inference import InputError, Translation
-from model.tokenization.pieces import Tokenizer
+from model.tokenization.joint import Tokenizer
 
 log = logging.getLogger("attention_explorer")
 STEP_KEYS = {"ArrowLeft": "prev_step", "PageUp": "prev_step", "ArrowRight": "next_step", "PageDown": "next_step"}

@@ -33,19 +33,12 @@ from model.checkpoints.shards import INDEX, SINGLE, ShardError, has_weights, rea
 from model.decoding.copy_words import LEXICON_FILE, CopyLexicon
 from model.network.config import ModelConfig, format_bytes
 from model.network.transformer import Transformer
-from model.tokenization.pieces import (
-    HF_TOKENIZER_FILE,
-    M2M100_FILES,
-    MARIAN_FILES,
-    MARIAN_SPECIALS,
-    TOKENIZER_FILE,
-    HFTokenizer,
-    M2M100Tokenizer,
-    MarianTokenizer,
-    TextTokenizer,
-    Tokenizer,
-    TokenizerError,
-)
+from model.tokenization.huggingface import HF_TOKENIZER_FILE, HFTokenizer
+from model.tokenization.joint import TOKENIZER_FILE, Tokenizer
+from model.tokenization.kinds import TextTokenizer
+from model.tokenization.m2m100 import M2M100_FILES, M2M100Tokenizer
+from model.tokenization.marian import MARIAN_FILES, MARIAN_SPECIALS, MarianTokenizer
+from model.tokenization.pieces import TokenizerError
 
 WEIGHTS, CONFIG, TOKENIZER = SINGLE, "config.json", TOKENIZER_FILE  # SINGLE: model.safetensors, unsharded
 FORMAT_VERSION = 1
@@ -211,6 +204,7 @@ def read_tokenizer(directory: Path, config: ModelConfig | None = None) -> TextTo
                                unk_id=config.unk_id, bos_id=config.bos_id, eos_id=config.eos_id)
         except TokenizerError as exc:
             raise CheckpointError(str(exc)) from None
+    tokenizer: M2M100Tokenizer | MarianTokenizer
     try:
         if config.tokenizer == "m2m100":
             tokenizer = M2M100Tokenizer(*(_read_file(directory / name, MAX_TOKENIZER_BYTES) for name in M2M100_FILES),

@@ -13,7 +13,7 @@ bos_id = eos_id here), the first piece is forced_bos_token_id when set (BART-lar
 language) and the last one at the length limit forced_eos_token_id. The tokenizer is the folder's tokenizer.json
 (byte-level BPE for BART, sentencepiece pieces with language codes for mBART), read by the tokenizers package, or, in
 an M2M100 folder without one (facebook/m2m100_* as save_pretrained writes it), its sentencepiece.bpe.model and
-vocab.json (model.tokenization.pieces.M2M100Tokenizer), or, in a BART folder without one (as the slow BartTokenizer's
+vocab.json (model.tokenization.m2m100.M2M100Tokenizer), or, in a BART folder without one (as the slow BartTokenizer's
 save_pretrained wrote it), the tokenizer.json transformers builds of its vocab.json and merges.txt
 (model.huggingface.bpe_files).
 The converted model computes what BartForConditionalGeneration / MBartForConditionalGeneration compute
@@ -32,7 +32,9 @@ from model.huggingface.bpe_files import BPE_FILES, bart_settings_of, bpe_tokeniz
 from model.huggingface.folder import ACTIVATIONS, HF_CONFIG, Stage, read_bytes, report
 from model.network.config import ModelConfig
 from model.network.transformer import SIDES, Transformer
-from model.tokenization.pieces import HF_TOKENIZER_FILE, M2M100_FILES, HFTokenizer, M2M100Tokenizer, TokenizerError
+from model.tokenization.huggingface import HF_TOKENIZER_FILE, HFTokenizer
+from model.tokenization.m2m100 import M2M100_FILES, M2M100Tokenizer
+from model.tokenization.pieces import TokenizerError
 
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding's offset: rows 0 and 1 of each table are never read
 # Hugging Face's BartConfig / MBartConfig defaults (the same keys and values): an absent key means this value.

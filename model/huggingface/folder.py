@@ -34,14 +34,10 @@ from model.checkpoints.shapes import expected_shapes
 from model.checkpoints.shards import INDEX, SINGLE, ShardError, has_weights, read_index
 from model.network.config import MAX_MODEL_BYTES, ModelConfig, format_bytes, is_early_stopping
 from model.network.transformer import Transformer
-from model.tokenization.pieces import (
-    HF_TOKENIZER_FILE,
-    M2M100_FILES,
-    HFTokenizer,
-    M2M100Tokenizer,
-    TextTokenizer,
-    TokenizerError,
-)
+from model.tokenization.huggingface import HF_TOKENIZER_FILE, HFTokenizer
+from model.tokenization.kinds import TextTokenizer
+from model.tokenization.m2m100 import M2M100_FILES, M2M100Tokenizer
+from model.tokenization.pieces import TokenizerError
 
 HF_CONFIG, HF_SAFETENSORS, HF_PICKLE = "config.json", SINGLE, "pytorch_model.bin"
 HF_TOKENIZER_CONFIG = "tokenizer_config.json"

@@ -24,7 +24,8 @@ from model.huggingface.folder import ACTIVATIONS, HF_CONFIG, HF_TOKENIZER_CONFIG
 from model.network.config import ModelConfig
 from model.network.positional import sinusoidal_encoding
 from model.network.transformer import Transformer
-from model.tokenization.pieces import MARIAN_FILES, MarianTokenizer, TokenizerError
+from model.tokenization.marian import MARIAN_FILES, MarianTokenizer
+from model.tokenization.pieces import TokenizerError
 
 # Hugging Face's MarianConfig defaults: a config.json key that is absent means this value, as when HF loads it.
 HF_DEFAULTS: dict[str, Any] = {

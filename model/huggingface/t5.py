@@ -28,7 +28,8 @@ from model.huggingface.folder import HF_CONFIG, Stage, hf_get, read_bytes, repor
 from model.huggingface.spiece import SPIECE_FILE, extra_ids_of, spiece_tokenizer_json
 from model.network.config import ModelConfig
 from model.network.transformer import Transformer
-from model.tokenization.pieces import HF_TOKENIZER_FILE, HFTokenizer, TokenizerError
+from model.tokenization.huggingface import HF_TOKENIZER_FILE, HFTokenizer
+from model.tokenization.pieces import TokenizerError
 
 # Hugging Face's T5Config defaults: an absent key means this value.
 HF_DEFAULTS: dict[str, Any] = {

@@ -36,7 +36,7 @@ from model.network.transformer import Transformer
 from model.serving import inference
 from model.serving.budget import Plan
 from model.serving.inference import Cancelled, Source, StopSignal, Translation, check_stop, finish
-from model.tokenization.pieces import TextTokenizer
+from model.tokenization.kinds import TextTokenizer
 
 MAX_BATCH = 16  # sentences decoded together at most: past this the step is compute-bound and gains little
 RECORDED_BATCHES = 1000  # the latest batches' sizes kept (bounded: a server runs for days)

@@ -20,7 +20,8 @@ from model.network.positional import MAX_POSITIONS
 from model.network.trace import AttentionTrace, HeadMask
 from model.network.transformer import Transformer
 from model.serving.budget import DEFAULT_BUDGET, Budget, Plan, plan_decode
-from model.tokenization.pieces import BYTE_PIECE, TextTokenizer, clean_text
+from model.tokenization.kinds import TextTokenizer
+from model.tokenization.pieces import BYTE_PIECE, clean_text
 
 _UIDS = itertools.count(1)
 

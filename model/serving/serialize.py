@@ -9,7 +9,7 @@ from typing import Any
 from model.decoding.search import DecodeStep
 from model.network.trace import KINDS
 from model.serving.inference import Translation
-from model.tokenization.pieces import Tokenizer
+from model.tokenization.joint import Tokenizer
 
 SCHEMA_VERSION = 1
 

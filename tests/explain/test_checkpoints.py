@@ -9,7 +9,7 @@ from model.checkpoints.files import Checkpoint
 from model.network.attention import Capture
 from model.network.trace import KINDS
 from model.network.transformer import Transformer
-from model.tokenization.pieces import train_tokenizer
+from model.tokenization.joint import train_tokenizer
 from tests.conftest import SENTENCES, tiny_config
 
 SOURCE, OUTPUT = [5, 6, 7, 8, 3], [9, 10, 11, 3]

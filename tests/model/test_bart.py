@@ -25,7 +25,8 @@ from model.network.attention import Capture
 from model.network.config import DecodeConfig, ModelConfig
 from model.network.transformer import Transformer, count_parameters
 from model.serving.inference import prepare_source, translate
-from model.tokenization.pieces import WORD_START, HFTokenizer
+from model.tokenization.huggingface import HFTokenizer
+from model.tokenization.pieces import WORD_START
 from tests.bart_helpers import (
     EOS_SCALE,
     MAX_NEW,

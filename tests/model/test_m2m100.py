@@ -20,7 +20,7 @@ from model.decoding.search import beam_search, greedy_decode
 from model.huggingface.convert import convert
 from model.network.attention import Capture
 from model.network.config import DecodeConfig
-from model.tokenization.pieces import M2M100_FILES, M2M100_LANGUAGES
+from model.tokenization.m2m100 import M2M100_FILES, M2M100_LANGUAGES
 from tests.hf_folders import m2m100_config, write_m2m100_tokenizer
 from tests.marian_helpers import DE, EN
 

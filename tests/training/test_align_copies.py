@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from model.checkpoints.meta import clean_meta
 from model.network.attention import Capture
 from model.network.config import ModelConfig
-from model.tokenization.pieces import PAD, Tokenizer
+from model.tokenization.joint import Tokenizer
+from model.tokenization.pieces import PAD
 from training.alignment import CopyAlignment
 from training.card import _recipe
 from training.data import collate

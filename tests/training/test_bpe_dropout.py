@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.checkpoints.meta import clean_meta
-from model.tokenization.pieces import EOS, Tokenizer
+from model.tokenization.joint import Tokenizer
+from model.tokenization.pieces import EOS
 from training.data import encode_pairs
 from training.distributed import Ranks
 from training.train import build_or_resume, parse_args

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from explain.model_training import smoothed_targets
 from model.checkpoints.files import load_checkpoint
 from model.network.transformer import Transformer
-from model.tokenization.pieces import train_tokenizer
+from model.tokenization.joint import train_tokenizer
 from tests.conftest import tiny_config
 from training.card import _recipe
 from training.data import encode_pairs

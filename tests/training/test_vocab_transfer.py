@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from model.network.transformer import Transformer
-from model.tokenization.pieces import train_tokenizer
+from model.tokenization.joint import train_tokenizer
 from tests.conftest import SENTENCES, tiny_config
 from training.vocab_transfer import source_rows, transfer_vocabulary
 
