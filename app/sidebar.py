@@ -12,7 +12,7 @@ from app.models.registry import MODELS, converted_models, device_label, load_mod
 from app.models.uploads import load_upload
 from app.presenter import apply_presenter
 from app.state import DEFAULTS, init_state, link_notice, share_link
-from model.checkpoints.files import CheckpointError
+from model.checkpoints.header import CheckpointError
 
 
 def _upload_ui() -> None:

@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def translate_command(args: argparse.Namespace) -> int:
-    from model.checkpoints.files import CheckpointError, load_checkpoint
+    from model.checkpoints.files import load_checkpoint
+    from model.checkpoints.header import CheckpointError
     from model.network.config import DecodeConfig, Sampling
     from model.network.positional import MAX_POSITIONS
     from model.serving.device import resolve_device
@@ -156,7 +157,7 @@ def translate_command(args: argparse.Namespace) -> int:
 
 
 def convert_command(args: argparse.Namespace) -> int:
-    from model.checkpoints.files import CheckpointError
+    from model.checkpoints.header import CheckpointError
     from model.huggingface.convert import convert
     from model.huggingface.folder import STAGES
     from model.huggingface.marian import convert_marian

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoints.files import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoints.files import Checkpoint, load_checkpoint, save_checkpoint
+from model.checkpoints.header import CheckpointError
 
 from .data import encode_pairs, load_corpus
 from .loss import validation_loss

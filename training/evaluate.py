@@ -16,7 +16,8 @@ import pandas as pd
 import sacrebleu
 import torch
 
-from model.checkpoints.files import Checkpoint, CheckpointError, load_checkpoint
+from model.checkpoints.files import Checkpoint, load_checkpoint
+from model.checkpoints.header import CheckpointError
 from model.decoding.batch_decoding import greedy_batch
 from model.decoding.copy_words import CopyLexicon, written_whole
 from model.decoding.search import DecodeResult, decode_steps

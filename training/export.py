@@ -22,7 +22,8 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoints.files import CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoints.files import load_checkpoint, save_checkpoint
+from model.checkpoints.header import CheckpointError
 from model.checkpoints.meta import MAX_META_TEXT
 from model.checkpoints.shards import SHARD_BYTES
 

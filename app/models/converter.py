@@ -27,7 +27,8 @@ import streamlit as st
 from app.checks.escape import md
 from app.models import registry as resources
 from app.models.registry import converted_models, log
-from model.checkpoints.files import CheckpointError, peek_checkpoint
+from model.checkpoints.files import peek_checkpoint
+from model.checkpoints.header import CheckpointError
 from model.huggingface.convert import CONVERTERS, convert
 from model.huggingface.folder import HF_CONFIG, STAGES, Progress, cached_models, hub_cache, model_type_of, source_name
 

@@ -11,19 +11,13 @@ from typing import Any
 import streamlit as st
 
 from app.models.examples import pair_label
-from model.checkpoints.files import (
-    Checkpoint,
-    CheckpointError,
-    checkpoint_snapshots,
-    load_checkpoint,
-    peek_checkpoint,
-    read_config,
-)
+from model.checkpoints.files import Checkpoint, checkpoint_snapshots, load_checkpoint, peek_checkpoint, read_config
+from model.checkpoints.header import CheckpointError
 from model.checkpoints.meta import decode_rules_of, length_penalty_of
 from model.serving.device import describe, resolve_device
 from model.serving.inference import decode_rules as model_decode_rules
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PRETRAINED_ENV = "ATTENTION_EXPLORER_PRETRAINED"
 # Where converted models are listed from and written to: pretrained/, or the folder the operator names in
 # ATTENTION_EXPLORER_PRETRAINED (the browser tests' server reads its converted models from a temporary one)

@@ -13,11 +13,11 @@ from model.checkpoints.files import (
     PICKLE_SUFFIXES,
     TOKENIZER,
     WEIGHTS,
-    CheckpointError,
     load_checkpoint,
     read_config,
     tokenizer_files,
 )
+from model.checkpoints.header import CheckpointError
 from model.serving.device import resolve_device
 from model.tokenization.huggingface import HF_TOKENIZER_FILE
 from model.tokenization.m2m100 import M2M100_FILES

@@ -23,7 +23,7 @@ from explain.vision import (
     receptive_fields,
     sinusoid_similarity,
 )
-from model.checkpoints.files import CheckpointError
+from model.checkpoints.header import CheckpointError
 from model.vision.checkpoint import VisionCheckpoint, load_vision
 from model.vision.digits import MAX_INK, Digits, load_digits
 from model.vision.windows import region_labels, token_windows

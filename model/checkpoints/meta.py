@@ -7,6 +7,7 @@ piece, if any, is forced first, and when beam search stops.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from model.network.config import MAX_NO_REPEAT_NGRAM, DecodeConfig, is_early_stopping
@@ -18,8 +19,9 @@ def length_penalty_of(meta: dict[str, Any]) -> float:
     """Beam search's α for a model: the one chosen on its validation split (training.length_penalty) if its meta
     names a sane one, else the paper's 0.6."""
     alpha = meta.get("length_penalty")
-    ok = isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0.0 <= alpha <= MAX_LENGTH_PENALTY
-    return float(alpha) if ok else DecodeConfig.length_penalty
+    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0.0 <= alpha <= MAX_LENGTH_PENALTY:
+        return float(alpha)
+    return DecodeConfig.length_penalty
 
 
 def length_penalty_formula_of(meta: dict[str, Any]) -> str:
@@ -134,7 +136,7 @@ def _source_names(value: list) -> bool:
 
 
 # entries whose type alone does not say they are what the card reads
-SHAPE_CHECKS = {"feed_forward_after": _widths, "train_sources": _source_names}
+SHAPE_CHECKS: dict[str, Callable[[Any], bool]] = {"feed_forward_after": _widths, "train_sources": _source_names}
 
 
 def clean_meta(meta: Any) -> dict[str, Any]:

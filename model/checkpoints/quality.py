@@ -43,4 +43,6 @@ def report_scores(report: dict) -> dict[str, dict[str, float]]:
 def is_weak(scores: dict[str, dict[str, float]] | None) -> bool:
     """Whether measured test scores say the translations are poor: no decoding setting reaches both WEAK_BLEU and
     WEAK_CHRF (no scores: nothing to say)."""
-    return bool(scores) and not any(s["bleu"] >= WEAK_BLEU and s["chrf"] >= WEAK_CHRF for s in scores.values())
+    if not scores:
+        return False
+    return not any(s["bleu"] >= WEAK_BLEU and s["chrf"] >= WEAK_CHRF for s in scores.values())

@@ -9,7 +9,7 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Name -> shape of every tensor in Transformer(config).state_dict(), all floating point, without building the
     model (tested equal to the built one's; their sizes add up to config.estimated_parameters())."""
     d, inner = config.d_model, config.n_heads * config.d_k
-    shapes = {"embed.token.weight": (config.vocab_size, d)}
+    shapes: dict[str, tuple[int, ...]] = {"embed.token.weight": (config.vocab_size, d)}
     if config.final_logits_bias:
         shapes["final_logits_bias"] = (config.vocab_size,)
     if not config.tie_output:

@@ -50,8 +50,10 @@ def save_weights(weights: dict[str, torch.Tensor], directory: Path, metadata: di
     Files of the other layout left by an earlier save are removed, so a directory never holds both."""
     sizes = {name: t.numel() * t.element_size() for name, t in weights.items()}
     on_disk = {name: size + ENTRY_BYTES for name, size in sizes.items()}  # a file's size, header included
-    too_big = max_bytes and sum(on_disk.values()) + HEADER_BYTES > max_bytes
-    groups = plan_shards(on_disk, max_bytes - HEADER_BYTES) if too_big else [list(weights)]
+    if max_bytes and sum(on_disk.values()) + HEADER_BYTES > max_bytes:  # too big for one file
+        groups = plan_shards(on_disk, max_bytes - HEADER_BYTES)
+    else:
+        groups = [list(weights)]
     stale = [directory / SINGLE, directory / INDEX, *(p for p in directory.glob("model-*-of-*.safetensors"))]
     for path in stale:
         path.unlink(missing_ok=True)

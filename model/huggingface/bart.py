@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from model.checkpoints.files import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, CheckpointError
+from model.checkpoints.files import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES
+from model.checkpoints.header import CheckpointError
 from model.huggingface import folder as hf_folder
 from model.huggingface.bpe_files import BPE_FILES, bart_settings_of, bpe_tokenizer_json
 from model.huggingface.folder import ACTIVATIONS, HF_CONFIG, Stage, read_bytes, report
@@ -158,8 +159,8 @@ def _read_tokenizer(folder: Path, hf: dict[str, Any]) -> tuple[HFTokenizer | M2M
         settings = folder / hf_folder.HF_TOKENIZER_CONFIG
         try:
             prefix, matching = bart_settings_of(read_bytes(settings, MAX_CONFIG_BYTES) if settings.is_file() else None)
-            data = bpe_tokenizer_json(*(read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in BPE_FILES),
-                                      add_prefix_space=prefix, matching=matching)
+            vocab, merges = (read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in BPE_FILES)
+            data = bpe_tokenizer_json(vocab, merges, add_prefix_space=prefix, matching=matching)
             return HFTokenizer(data, pad_id=ids[0], bos_id=ids[1], eos_id=ids[2]), BPE_FILES[0]
         except TokenizerError as exc:
             raise CheckpointError(str(exc)) from None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from model.checkpoints.files import CheckpointError
+from model.checkpoints.header import CheckpointError
 from model.huggingface.bart import convert_bart
 from model.huggingface.folder import HF_CONFIG, Conversion, Progress, hub_cache, read_json, resolve_folder
 from model.huggingface.marian import convert_marian

@@ -23,13 +23,8 @@ from typing import Any
 import torch
 from safetensors import SafetensorError, safe_open
 
-from model.checkpoints.files import (
-    MAX_CONFIG_BYTES,
-    MAX_TOKENIZER_BYTES,
-    MAX_WEIGHTS_BYTES,
-    CheckpointError,
-    save_checkpoint,
-)
+from model.checkpoints.files import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, save_checkpoint
+from model.checkpoints.header import MAX_WEIGHTS_BYTES, CheckpointError
 from model.checkpoints.shapes import expected_shapes
 from model.checkpoints.shards import INDEX, SINGLE, ShardError, has_weights, read_index
 from model.network.config import MAX_MODEL_BYTES, ModelConfig, format_bytes, is_early_stopping
@@ -409,7 +404,8 @@ def read_m2m100_tokenizer(folder: Path, pad_id: int, bos_id: int, eos_id: int) -
     list), its <pad> and </s> checked against config.json's ids."""
     settings = folder / M2M100_FILES[2]
     try:
-        tokenizer = M2M100Tokenizer(*(read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in M2M100_FILES[:2]),
+        proto, vocab = (read_bytes(folder / name, MAX_TOKENIZER_BYTES) for name in M2M100_FILES[:2])
+        tokenizer = M2M100Tokenizer(proto, vocab,
                                     read_bytes(settings, MAX_CONFIG_BYTES) if settings.is_file() else b"{}",
                                     bos_id=bos_id)
     except TokenizerError as exc:

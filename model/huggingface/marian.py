@@ -18,7 +18,8 @@ from typing import Any
 
 import torch
 
-from model.checkpoints.files import MAX_TOKENIZER_BYTES, CheckpointError
+from model.checkpoints.files import MAX_TOKENIZER_BYTES
+from model.checkpoints.header import CheckpointError
 from model.huggingface import folder as hf_folder
 from model.huggingface.folder import ACTIVATIONS, HF_CONFIG, HF_TOKENIZER_CONFIG, Stage, read_json, report
 from model.network.config import ModelConfig

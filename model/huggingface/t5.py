@@ -22,7 +22,8 @@ from typing import Any
 
 import torch
 
-from model.checkpoints.files import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, CheckpointError
+from model.checkpoints.files import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES
+from model.checkpoints.header import CheckpointError
 from model.huggingface import folder as hf_folder
 from model.huggingface.folder import HF_CONFIG, Stage, hf_get, read_bytes, report
 from model.huggingface.spiece import SPIECE_FILE, extra_ids_of, spiece_tokenizer_json

@@ -17,7 +17,8 @@ from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save_file
 from torch import nn
 
-from model.checkpoints.files import CONFIG, WEIGHTS, CheckpointError
+from model.checkpoints.files import CONFIG, WEIGHTS
+from model.checkpoints.header import CheckpointError
 from model.vision.config import SwinConfig, ViTConfig
 from model.vision.swin import Swin
 from model.vision.vit import ViT
@@ -25,7 +26,8 @@ from model.vision.vit import ViT
 FORMAT_VERSION = 1
 MAX_WEIGHTS_BYTES = 16 * 2**20  # the shipped vision models are a few hundred kB
 MAX_CONFIG_BYTES = 2**20
-KINDS: dict[str, tuple[type, type]] = {"vit": (ViTConfig, ViT), "swin": (SwinConfig, Swin)}
+KINDS: dict[str, tuple[type[ViTConfig] | type[SwinConfig], type]] = {"vit": (ViTConfig, ViT),
+                                                                     "swin": (SwinConfig, Swin)}
 VisionConfig = ViTConfig | SwinConfig
 
 

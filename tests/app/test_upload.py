@@ -16,7 +16,7 @@ import streamlit as st
 
 from app.models.registry import MODELS, load_model, model_label
 from app.models.uploads import UPLOAD_FILES, UPLOAD_PREFIX, load_upload
-from model.checkpoints.files import CheckpointError
+from model.checkpoints.header import CheckpointError
 from tests.marian_helpers import marian_checkpoint
 
 

@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.__main__ import main as cli_main
-from model.checkpoints.files import CheckpointError, load_checkpoint
+from model.checkpoints.files import load_checkpoint
+from model.checkpoints.header import CheckpointError
 from model.decoding.search import beam_search, greedy_decode, repeated_ngram_pieces
 from model.huggingface.convert import convert
 from model.network.attention import Capture

@@ -18,7 +18,8 @@ import torch
 from hypothesis import given, settings
 from tokenizers import Tokenizer
 
-from model.checkpoints.files import CheckpointError, load_checkpoint
+from model.checkpoints.files import load_checkpoint
+from model.checkpoints.header import CheckpointError
 from model.decoding.search import beam_search, greedy_decode
 from model.huggingface.convert import convert
 from model.network.attention import Capture

@@ -6,15 +6,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from model.checkpoints.files import (
-    CONFIG,
-    TOKENIZER,
-    WEIGHTS,
-    CheckpointError,
-    load_checkpoint,
-    peek_checkpoint,
-    save_checkpoint,
-)
+from model.checkpoints.files import CONFIG, TOKENIZER, WEIGHTS, load_checkpoint, peek_checkpoint, save_checkpoint
+from model.checkpoints.header import CheckpointError
 from model.checkpoints.meta import clean_meta
 from model.network.transformer import Transformer
 from tests.conftest import tiny_config

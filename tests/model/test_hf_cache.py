@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from model.checkpoints.files import CheckpointError, load_checkpoint
+from model.checkpoints.files import load_checkpoint
+from model.checkpoints.header import CheckpointError
 from model.huggingface.convert import convert
 from model.huggingface.folder import STAGES, cached_models, hub_cache, hub_id, source_name
 from tests.bart_helpers import bart_folder, cache_model

@@ -23,13 +23,12 @@ from model.checkpoints.files import (
     CONFIG,
     MAX_CONFIG_BYTES,
     MAX_TOKENIZER_BYTES,
-    MAX_WEIGHTS_BYTES,
     TOKENIZER,
     WEIGHTS,
-    CheckpointError,
     expected_shapes,
     load_checkpoint,
 )
+from model.checkpoints.header import MAX_WEIGHTS_BYTES, CheckpointError
 from model.network.config import (
     MAX_D_FF,
     MAX_D_MODEL,

@@ -19,7 +19,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from model.__main__ import main as cli_main
-from model.checkpoints.files import CheckpointError, expected_shapes, load_checkpoint
+from model.checkpoints.files import expected_shapes, load_checkpoint
+from model.checkpoints.header import CheckpointError
 from model.checkpoints.shards import save_weights
 from model.decoding.search import beam_search, greedy_decode, length_penalty
 from model.huggingface.marian import convert_marian, hf_names, languages

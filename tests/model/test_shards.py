@@ -9,7 +9,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.checkpoints.files import CheckpointError, load_checkpoint, peek_checkpoint, save_checkpoint
+from model.checkpoints.files import load_checkpoint, peek_checkpoint, save_checkpoint
+from model.checkpoints.header import CheckpointError
 from model.checkpoints.shards import INDEX, SINGLE, plan_shards
 
 

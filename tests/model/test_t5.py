@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
-from model.checkpoints.files import CheckpointError, load_checkpoint
+from model.checkpoints.files import load_checkpoint
+from model.checkpoints.header import CheckpointError
 from model.huggingface.convert import convert
 from model.network.config import ModelConfig
 from model.network.relative_position import RelativePositionBias, relative_buckets

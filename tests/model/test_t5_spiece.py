@@ -16,7 +16,7 @@ import sentencepiece as spm
 import torch
 from hypothesis import given, settings
 
-from model.checkpoints.files import CheckpointError
+from model.checkpoints.header import CheckpointError
 from model.huggingface.convert import convert
 from model.huggingface.spiece import SPIECE_FILE
 from tests.hf_folders import T5_EXTRA_IDS as EXTRA_IDS

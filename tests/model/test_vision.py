@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from model.checkpoints.files import CheckpointError
+from model.checkpoints.header import CheckpointError
 from model.network.attention import Capture
 from model.vision.checkpoint import load_vision, save_vision
 from model.vision.config import SwinConfig, ViTConfig

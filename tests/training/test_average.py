@@ -6,7 +6,8 @@ import json
 import pytest
 import torch
 
-from model.checkpoints.files import CheckpointError, checkpoint_snapshots, load_checkpoint, save_checkpoint
+from model.checkpoints.files import checkpoint_snapshots, load_checkpoint, save_checkpoint
+from model.checkpoints.header import CheckpointError
 from model.network.transformer import Transformer
 from tests.conftest import tiny_config
 from tests.training.test_train import TINY
