@@ -60,8 +60,8 @@ This script is the command line; the work is done by the modules of the `data` p
 concern: sources.py (the sources, their packages and licences), debian_packages.py (download and
 extract), source_readers.py (a source's files -> pairs), the parsers ding.py, gettext_catalogues.py,
 qt_translations.py, openttd.py, game_locales.py and html_prose.py, the shared rules cleaning.py and
-sentences.py, splits.py (dedup, split, counts), corpus_file.py (the file's name and bytes) and
-attribution.py (the licence file). The parsing and filtering functions are pure (strings in,
+sentence_pairs.py, splits.py (dedup, split, counts), corpus_file.py (the file's name and bytes) and
+credits.py (the licence file). The parsing and filtering functions are pure (strings in,
 strings out) so they are tested without Debian: tests/data/test_build_corpus.py.
 """
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Mapping
 
 from data.cleaning import normalize_text
-from data.sentences import has_markup, sentence_pairs
+from data.sentence_pairs import has_markup, sentence_pairs
 
 
 def read_mo(data: bytes) -> dict:

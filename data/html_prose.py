@@ -12,7 +12,7 @@ import re
 from html.parser import HTMLParser
 
 from data.cleaning import normalize_text
-from data.sentences import has_markup, sentence_pairs
+from data.sentence_pairs import has_markup, sentence_pairs
 from text.sentences import split_sentences
 
 CODE_MARK = "\ue000"   # stands in prose text for a code element; a sentence holding it is dropped

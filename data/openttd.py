@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Mapping
 
 from data.cleaning import normalize_text
-from data.sentences import has_markup, sentence_pairs
+from data.sentence_pairs import has_markup, sentence_pairs
 
 # The LanguagePackHeader of OpenTTD 13 (src/language.h), little-endian: ident "LANG", version
 # (a hash of the string table, equal in every language of one build), name[32], own_name[32],

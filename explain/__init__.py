@@ -1,6 +1,12 @@
-"""The math each concept page shows, one module per page, computed with the model's own forward pass.
+"""The math each concept page shows, computed with the model's own forward pass. Imports model/, never app/.
 
-heads (Translate page: head statistics, word-level merging), positional (Positional encoding),
-masks (Masks: a padded batch), mechanics (Mechanics of attention: Q, K, V and the score functions),
-model_training (Model and training: label smoothing, parameter counts). Imports ``model`` only, never ``app``.
+    heads           head statistics and word-level merging (Translate page)
+    positional      sinusoidal offsets as a linear map, position similarity (Positional encoding)
+    masks           a padded batch run teacher-forced, so the masks can be seen (Masks)
+    mechanics       one attention call opened up; the other score functions (Mechanics of attention)
+    model_training  label smoothing's targets and loss floor, parameter counts (Model and training)
+    ablation        switching heads off and decoding again (Heads)
+    attribution     rollout, attention flow, norms and gradient x input (Heads)
+    checkpoints     one sentence read by snapshots from earlier in training (Heads)
+    vision          what a ViT and a Swin read from one digit (Vision)
 """

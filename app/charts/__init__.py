@@ -1,1 +1,13 @@
-"""Pure figure builders: numpy/pandas in, plotly.graph_objects.Figure out (one module per concept)."""
+"""Pure figure builders: numpy/pandas in, plotly.graph_objects.Figure out (one module per concept).
+
+    style       one look for every figure: a small template, projector-readable fonts
+    axes        token-labelled axes every figure with pieces on its axes shares
+    attention   heatmap, head view, layers x heads model view, head statistics
+    decoding    next-token probabilities, one attention row, the beam tree
+    positional  the sinusoid matrix, chosen dimensions, PE.PE^T
+    masks       the padded batch, the masks as grids, scores before and after masking
+    mechanics   every stage of one attention head with real numbers; the score functions
+    heads       head importance and token-by-token matrices for the Heads page
+    training    parameter counts, the architecture diagram, schedule and label smoothing
+    vision      a digit cut into patches or windows, attention laid over the image
+"""

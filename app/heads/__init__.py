@@ -1,4 +1,8 @@
-"""The Heads and attribution page's sections, one module each: `switch_off` (head importance, switching heads
-off), `attribution`, `compare` (two sentences side by side), `learning` (watch attention learn), and `pickers` (the
-kind / layer / head picker and axis labels they share). Plain modules of functions: app/views/heads.py is the page;
-it picks a section and calls it."""
+"""The Heads and attribution page's sections, one module each (app/views/heads.py is the page).
+
+    pickers      the kind / layer / head picker and axis labels the sections share
+    switch_off   section 1: head importance, switching heads off (Michel et al., 2019)
+    attribution  section 2: rollout, norm-based attention and gradient x input
+    compare      section 3: the same head on two sentences side by side
+    learning     section 4: watch attention learn, through the model's snapshots
+"""

@@ -1,1 +1,13 @@
-"""The pages, one module each; Streamlit runs them as scripts from streamlit_app.py."""
+"""The pages, one module each; Streamlit runs them as scripts from streamlit_app.py.
+
+    translate       the home page: type a sentence, watch it decoded, explore its attention
+    decoding        step by step: what the decoder saw and predicted, and the beam tree
+    positional      the sinusoidal positional encoding
+    masks           padding and causal masks on a real batch
+    mechanics       one head opened up: QK^T, scaling, masking, softmax, weighted sum
+    heads           switching heads off, attribution, comparing sentences, watching attention learn
+    model_training  the model's configuration, label smoothing and the learning-rate schedule
+    lecture         the guided tour, one slide at a time
+    slide_figures   the figure of each lecture slide, built from the concept pages' charts
+    vision          the same attention on image patches: ViT and Swin
+"""

@@ -41,7 +41,7 @@ from data.html_prose import (
 )
 from data.openttd import _LNG_HEADER_SIZE, _LNG_OFFSETS_AT, clean_openttd_pair, pair_openttd, read_openttd_lng
 from data.qt_translations import _QM_MAGIC, parse_qm_messages, read_qm
-from data.sentences import is_sentence
+from data.sentence_pairs import is_sentence
 from data.source_readers import LOHELP_SKIP, pair_page_trees, read_more_source
 from data.sources import (
     ALL_SOURCES,
