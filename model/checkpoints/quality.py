@@ -1,6 +1,6 @@
 """How good a checkpoint's translations are, from the test scores it ships (written by training.evaluate).
 
-Lives in the model core because two wings judge by the same bars and neither may import the other: the model
+Lives in the model core because two packages judge by the same bars and neither may import the other: the model
 card (training.card) and the app's note on the Translate page (app.models.quality).
 """
 from __future__ import annotations

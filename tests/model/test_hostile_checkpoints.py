@@ -18,6 +18,7 @@ import torch
 from safetensors.torch import save_file
 
 import model.checkpoints.files as checkpoint
+import model.checkpoints.header as header
 from model.__main__ import main as cli_main
 from model.checkpoints.files import (
     CONFIG,
@@ -223,7 +224,7 @@ def claim_huge_header_length(data):
 
 def claim_header_past_the_limit(data):
     n_tensors = len(split(data)[0]) - 1
-    length = checkpoint.HEADER_BASE_BYTES + checkpoint.HEADER_BYTES_PER_TENSOR * n_tensors + 1
+    length = header.HEADER_BASE_BYTES + header.HEADER_BYTES_PER_TENSOR * n_tensors + 1
     return length.to_bytes(8, "little") + b" " * length, f"{WEIGHTS}: its header claims {format_bytes(length)}, " \
         f"more than the {format_bytes(length - 1)} a checkpoint of this config needs"
 
