@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import re
+from typing import cast
 
 import pandas as pd
 
@@ -138,10 +139,11 @@ def augment_copies(frame: pd.DataFrame, copies: int, seed: int = 0, made_up: flo
     rng = random.Random(seed)
     rows = []
     for row in frame[frame["split"] == "train"].itertuples(index=False):
-        strings = shared_strings(row.en, row.de)
-        pronoun = subject_pronoun(row.en, row.de) if subjects else None
+        row_en, row_de = cast(str, row.en), cast(str, row.de)  # text columns
+        strings = shared_strings(row_en, row_de)
+        pronoun = subject_pronoun(row_en, row_de) if subjects else None
         for _ in range(copies if strings or pronoun else 0):
-            en, de = substitute(row.en, row.de, strings, rng, made_up, codes)
+            en, de = substitute(row_en, row_de, strings, rng, made_up, codes)
             if pronoun:  # after substitute: a name it put in stays, and it never sees the new sentence start
                 en, de = name_the_subject(en, de, pronoun, rng, made_up)
             rows.append({"source": f"{row.source}+copy", "split": "train", "en": en, "de": de})

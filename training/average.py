@@ -39,7 +39,7 @@ def average_checkpoints(checkpoints: Sequence[Checkpoint]) -> Checkpoint:
     for ckpt in checkpoints:
         if ckpt.config != newest.config:
             raise CheckpointError(f"{ckpt.path} has another configuration than {newest.path}: cannot average them")
-        if ckpt.tokenizer.model_proto != newest.tokenizer.model_proto:
+        if ckpt.tokenizer.files() != newest.tokenizer.files():  # the project's: {tokenizer.model: its proto}
             raise CheckpointError(f"{ckpt.path} has another tokenizer than {newest.path}: cannot average them")
     states = [c.model.state_dict() for c in checkpoints]
     mean = {name: torch.stack([s[name].float() for s in states]).mean(dim=0) for name in states[0]}  # per tensor
@@ -57,7 +57,7 @@ def validation_losses(checkpoints: Sequence[Checkpoint], corpus: str | Path, max
     frame = load_corpus(corpus)
     valid = frame[frame["split"] == "valid"]
     pairs = encode_pairs(checkpoints[0].tokenizer, valid["en"].tolist(), valid["de"].tolist(),
-                         PRESETS["en-de"]["train_max_len"])  # the pairs training validated on
+                         int(PRESETS["en-de"]["train_max_len"]))  # the pairs training validated on
     return [round(validation_loss(ckpt.model, pairs, max_tokens), 4) for ckpt in checkpoints]
 
 

@@ -14,6 +14,7 @@ import torch
 from model.network.transformer import shifted_right
 from model.serving.inference import pad_batch
 from model.tokenization.joint import Tokenizer
+from model.tokenization.kinds import TextTokenizer
 
 Pair = tuple[list[int], list[int]]  # (source ids ending in EOS, target ids ending in EOS)
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -46,7 +47,7 @@ def reversal_corpus(n_train: int = 20000, n_valid: int = 500, n_test: int = 500,
     return pd.DataFrame(rows)
 
 
-def encode_pairs(tokenizer: Tokenizer, sources: Sequence[str], targets: Sequence[str], max_len: int,
+def encode_pairs(tokenizer: TextTokenizer, sources: Sequence[str], targets: Sequence[str], max_len: int,
                  bpe_dropout: float = 0.0, seed: int = 0, sides: Literal["both", "source"] = "both") -> list[Pair]:
     """Tokenize parallel sentences, EOS-terminated, dropping pairs longer than max_len on either side.
 
@@ -61,6 +62,8 @@ def encode_pairs(tokenizer: Tokenizer, sources: Sequence[str], targets: Sequence
         spm.set_random_generator_seed(seed)
 
     def sampled(text: str) -> list[int]:
+        if not isinstance(tokenizer, Tokenizer):  # sampling is sentencepiece's: the project's own vocabulary
+            raise ValueError("bpe_dropout needs the project's sentencepiece tokenizer")
         return tokenizer.source_ids(tokenizer.sp.encode(text, out_type=int, enable_sampling=True, alpha=bpe_dropout))
 
     pairs = []
@@ -77,7 +80,9 @@ def token_batches(pairs: Sequence[Pair], max_tokens: int, seed: int | None = Non
     (padding included), so little compute is spent on padding. Batch order is shuffled by ``seed``
     (None keeps length order, for evaluation)."""
     order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][1]), len(pairs[i][0])))
-    batches, batch, longest = [], [], 0
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    longest = 0
     for i in order:
         size = max(len(pairs[i][0]), len(pairs[i][1]))
         if batch and max(longest, size) * (len(batch) + 1) > max_tokens:

@@ -10,7 +10,7 @@ import torch
 from explain.heads import row_entropy
 from model.network.attention import Capture
 from model.network.transformer import Transformer
-from model.tokenization.joint import Tokenizer
+from model.tokenization.kinds import TextTokenizer
 
 from .data import encode_pairs, iterate_batches, token_batches
 from .loss import validation_loss
@@ -56,7 +56,7 @@ def attention_entropy(model: Transformer, pairs: Sequence[tuple[list[int], list[
     return {kind: [round(total / max(count, 1), 3) for total, count in layers] for kind, layers in sums.items()}
 
 
-def source_reliance(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame, train: pd.DataFrame,
+def source_reliance(model: Transformer, tokenizer: TextTokenizer, frame: pd.DataFrame, train: pd.DataFrame,
                     max_tokens: int = 4096) -> dict:
     """How much the model's predictions depend on its source, and how well it fits its training data.
 

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import sacrebleu
@@ -26,6 +27,7 @@ from model.network.config import DecodeConfig
 from model.network.transformer import Transformer
 from model.serving.inference import prepare_source, stream
 from model.tokenization.joint import Tokenizer
+from model.tokenization.kinds import TextTokenizer
 
 from .data import load_corpus
 from .diagnostics import source_reliance
@@ -34,7 +36,7 @@ GREEDY_BATCH = 64  # sentences decoded together when greedy: one model step serv
 
 
 @torch.inference_mode()
-def translate_many(model: Transformer, tokenizer: Tokenizer, sentences: Sequence[str], beam_size: int = 1,
+def translate_many(model: Transformer, tokenizer: TextTokenizer, sentences: Sequence[str], beam_size: int = 1,
                    max_len: int = 100, length_penalty: float = DecodeConfig.length_penalty,
                    lexicon: CopyLexicon | None = None) -> list[str]:
     """Translate sentences with the KV-cached decoder, no attention capture. Greedy runs in batches of similar
@@ -53,7 +55,7 @@ def translate_many(model: Transformer, tokenizer: Tokenizer, sentences: Sequence
     sources = [torch.tensor(tokenizer.encode_source(text, model.config.max_len), device=device) for text in sentences]
     if beam_size == 1:
         order = sorted(range(len(sources)), key=lambda i: sources[i].numel())  # little padding per batch
-        tokens: dict[int, list[int]] = {}
+        tokens: dict[int, Sequence[int]] = {}
         for start in range(0, len(order), GREEDY_BATCH):
             chunk = order[start:start + GREEDY_BATCH]
             for i, result in zip(chunk, greedy_batch(model, [sources[i] for i in chunk], config,
@@ -78,7 +80,7 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[
             "n": len(hypotheses)}
 
 
-def evaluate_frame(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame, beam_size: int,
+def evaluate_frame(model: Transformer, tokenizer: TextTokenizer, frame: pd.DataFrame, beam_size: int,
                    length_penalty: float = DecodeConfig.length_penalty, lexicon: CopyLexicon | None = None
                    ) -> tuple[dict, list[str]]:
     """Scores overall, per source and per source length of one decoding setting on rows with columns
@@ -86,8 +88,9 @@ def evaluate_frame(model: Transformer, tokenizer: Tokenizer, frame: pd.DataFrame
     start = time.perf_counter()
     hyps = translate_many(model, tokenizer, frame["en"].tolist(), beam_size, length_penalty=length_penalty,
                           lexicon=lexicon)
-    report = {"overall": corpus_scores(hyps, frame["de"].tolist())}
-    words = frame["en"].str.split().str.len()
+    report: dict[str, Any] = {"overall": corpus_scores(hyps, frame["de"].tolist())}
+    # pandas-stubs types .str.len() for strings only; on the lists split() gives it counts their items (the words)
+    words = frame["en"].str.split().str.len()  # type: ignore[misc]
     groups = {"per_source": frame["source"],  # short sentences and long ones fail differently: score them apart
               "per_length": pd.cut(words, LENGTH_BINS, labels=LENGTH_LABELS).astype(str)}
     for name, keys in groups.items():
@@ -193,7 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.split != "train" and len(train):
         report["diagnostics"] = source_reliance(ckpt.model, ckpt.tokenizer, frame, train)
         print(f"diagnostics: {json.dumps(report['diagnostics'])}", flush=True)
-    runs, plain = [(beam, None) for beam in args.beam], []
+    runs: list[tuple[int, CopyLexicon | None]] = [(beam, None) for beam in args.beam]
+    plain: list[str] = []
     runs += [(beam, ckpt.copy_lexicon) for beam in args.beam if args.keep_names and beam > 1]
     for beam, lexicon in runs:
         scores, hyps = evaluate_frame(ckpt.model, ckpt.tokenizer, frame, beam, alpha, lexicon)

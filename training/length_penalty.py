@@ -21,7 +21,7 @@ import sacrebleu
 from model.checkpoints.files import CONFIG, update_meta
 from model.network.config import DecodeConfig
 from model.network.transformer import Transformer
-from model.tokenization.joint import Tokenizer
+from model.tokenization.kinds import TextTokenizer
 
 from .evaluate import load_inputs, split_rows, translate_many
 
@@ -30,7 +30,7 @@ PAPER_ALPHA = DecodeConfig.length_penalty
 SWEEP_FILE = "length_penalty.csv"  # the sweep, beside the checkpoint it was run on (the model card shows it)
 
 
-def sweep(model: Transformer, tokenizer: Tokenizer, english: Sequence[str], german: Sequence[str],
+def sweep(model: Transformer, tokenizer: TextTokenizer, english: Sequence[str], german: Sequence[str],
           alphas: Sequence[float] = ALPHAS, beam_size: int = 4) -> pd.DataFrame:
     """BLEU, chrF and output/reference length ratio of beam search at each α, one row per α."""
     rows = []

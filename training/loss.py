@@ -27,7 +27,7 @@ def loss_sums(forward: nn.Module, batch: Batch, label_smoothing: float, bf16: bo
             logits, trace = forward(src, tgt_in, capture=Capture.WEIGHTS)  # [B, T, V], every layer's weights
     cross_entropy = F.cross_entropy(logits.float().flatten(0, 1), tgt_out.flatten(), ignore_index=batch.pad_id,
                                     label_smoothing=label_smoothing, reduction="sum")
-    if align is None:
+    if align is None or trace is None:  # a trace exactly when aligning
         return cross_entropy, None
     return cross_entropy, align.loss_sum(trace.cross[align.layer], src, tgt_out)
 

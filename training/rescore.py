@@ -33,8 +33,9 @@ def kept_epochs(epochs: pd.DataFrame, folders: Sequence[Path]) -> dict[int, Path
     for folder in folders:
         for path in sorted(p for p in Path(folder).glob("*") if p.name.isdigit()):
             _, meta = read_config(path)
-            if steps.get(meta.get("epochs")) == meta.get("steps"):
-                found[int(meta["epochs"])] = path
+            epoch = meta.get("epochs")
+            if isinstance(epoch, int) and steps.get(epoch) == meta.get("steps"):
+                found[epoch] = path
     return found
 
 

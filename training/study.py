@@ -86,7 +86,7 @@ def summary(study: pd.DataFrame) -> pd.DataFrame:
     from scratch, the scores at COMPARE_EPOCH (equal training for every setting)."""
     rows = []
     for setting, run in study.groupby("setting", sort=False):
-        last, best = run.iloc[-1], run.loc[run["valid_loss"].idxmin()]
+        last, best = run.iloc[-1], run.iloc[int(run["valid_loss"].argmin())]
         at = run[run["epoch"] == COMPARE_EPOCH]
         compare = at.iloc[0] if run["start"].iloc[0] == "scratch" and len(at) else None
         rows.append({

@@ -2,7 +2,14 @@
 
     python -m training.train --task en-de --out runs/en-de --epochs 10
     python -m training.train --task reverse --out runs/reverse
+    python -m training.train --recipe lineage-10-domains --set device=cuda   # training/recipes/<name>.toml
     torchrun --nproc_per_node N -m training.train ...   # N processes, DistributedDataParallel (training.distributed)
+
+A run's settings are one frozen, validated TrainConfig (training.config), given either as flags, one per field
+(``--d-model`` for ``d_model``), or as a recipe file with ``--recipe NAME`` and ``--set KEY=VALUE`` overrides. The two
+are not mixed: beside --recipe only --set is taken, and any other flag is refused in one line (exit status 2) that
+names the --set to write instead, so a run's settings come from one place (training.flags). Either way the run
+writes its settings as <out>/recipe.toml, which ``--recipe <out>/recipe.toml`` reads back.
 
 Adam (0.9, 0.98, 1e-9), warm-up + inverse-square-root learning rate, label smoothing 0.1, dropout
 0.1, length-bucketed batches by token count. Writes <out>/log.csv (every step), <out>/epochs.csv
@@ -18,11 +25,8 @@ import os
 # before torch is imported: busy-waiting threads starve a shared CPU
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import argparse
-import csv
 import json
 import math
-import re
 import shutil
 import sys
 import time
@@ -32,7 +36,6 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from model.checkpoints.files import load_checkpoint, save_checkpoint
@@ -45,16 +48,19 @@ from model.tokenization.joint import Tokenizer, train_tokenizer
 from . import distributed
 from .alignment import CopyAlignment
 from .augment import augment_copies
-from .data import Pair, collate, encode_pairs, load_corpus, reversal_corpus, token_batches
+from .config import TrainConfig
+from .data import Batch, Pair, collate, encode_pairs, load_corpus, reversal_corpus, token_batches
 from .diagnostics import attention_entropy
 from .distributed import Ranks
 from .evaluate import corpus_scores, translate_many
+from .flags import parse_args
 from .grow import widen_feed_forward
 from .loss import loss_sums, validation_loss
-from .presets import PRESETS
+from .run_files import append_csv, keep_epoch, load_optimizer, save_optimizer, save_recipe, truncate_log
 from .schedule import RECIPE_KEYS, cooldown, noam_lr
 from .vocab_transfer import transfer_vocabulary
 
+DESCRIPTION = "Train a Transformer with the paper's recipe, resumably, logging to disk."
 LOG_FIELDS = ["step", "epoch", "loss", "lr", "tokens_per_s", "elapsed_s"]
 EPOCH_FIELDS = ["epoch", "step", "train_loss", "valid_loss", "valid_bleu", "valid_chrf", "elapsed_s"]
 
@@ -71,125 +77,18 @@ class Progress:
     best_epoch: int = 0
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.splitlines()[0])
-    parser.add_argument("--task", choices=sorted(PRESETS), default="en-de")
-    parser.add_argument("--corpus", default="data/en-de.tsv.gz", help="TSV with source, split, en, de (en-de task)")
-    parser.add_argument("--out", required=True, help="run directory (created; resumed if it holds last/)")
-    for name in ("d_model", "n_heads", "layers", "d_ff", "vocab", "max_tokens", "warmup", "epochs", "max_len",
-                 "train_max_len", "valid_bleu"):
-        parser.add_argument("--" + name.replace("_", "-"), type=int, dest=name)
-    parser.add_argument("--lr-factor", type=float, dest="lr_factor")
-    parser.add_argument("--cooldown-epochs", type=int, default=0, help="multiply the rate by a factor falling "
-                        "linearly from 1 to 0 over the last N of --epochs (training.schedule.cooldown; 0 = none)")
-    parser.add_argument("--dropout", type=float, help="residual, attention and FFN dropout (default 0.1; with "
-                        "--init-from: the checkpoint's own unless given)")
-    parser.add_argument("--label-smoothing", type=float, default=0.1)
-    parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast (faster on GPUs and on CPUs with "
-                        "native bf16, e.g. AMX; emulated and far slower on others, so it is then refused)")
-    parser.add_argument("--device", default="auto", help="auto (CUDA if present), cpu or cuda")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
-    parser.add_argument("--save-every", type=int, default=100, help="steps between resumable saves")
-    parser.add_argument("--keep-epochs", type=int, default=5, help="keep the weights of the last N epochs in "
-                        "<out>/epochs/ for checkpoint averaging (python -m training.average; 0 = none)")
-    parser.add_argument("--max-steps", type=int, default=0, help="stop after this many steps in total (0 = no cap)")
-    parser.add_argument("--stop-minutes", type=float, default=0.0, help="wall-clock budget of this launch: stop "
-                        "after the last epoch that ends within it, as fairseq's --stop-time-hours (0 = none; for a "
-                        "lent GPU's fixed minutes)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--copy-augment", type=int, default=0, help="add N copies of every training pair that "
-                        "shares a name or number between its sides, that string replaced on both (training.augment)")
-    parser.add_argument("--copy-made-up", type=float, default=0.0, help="with --copy-augment: the share (0-1) of "
-                        "substituted names made up from random syllables instead of taken from training.augment's "
-                        "list, whose names a model then learns rather than learning to copy")
-    parser.add_argument("--copy-subjects", action="store_true", help="with --copy-augment: also copy every pair "
-                        "that opens with He/She and Er/Sie, a name in the pronoun's place on both sides, so that "
-                        "names are copied at the start of a sentence too (training.augment)")
-    parser.add_argument("--copy-codes", type=float, default=0.0, help="with --copy-augment: the share (0-1) of "
-                        "substituted numbers replaced by phone numbers and codes (\"0171 5550199\", \"LH 2041\"), "
-                        "shapes the corpus hardly has")
-    parser.add_argument("--copy-fresh", action="store_true", help="with --copy-augment: draw the copies anew every "
-                        "epoch (other names and numbers in the same pairs) instead of once per run, so the model "
-                        "cannot learn the substituted strings themselves")
-    parser.add_argument("--bpe-dropout", type=float, default=0.0, help="segment the training pairs as BPE-dropout "
-                        "does, each merge skipped with this probability (e.g. 0.1), drawn anew every epoch; "
-                        "validation keeps the one segmentation inference uses (training.data.encode_pairs)")
-    parser.add_argument("--bpe-dropout-sides", choices=["both", "source"], default="both", help="with --bpe-dropout: "
-                        "sample the pieces of both sides, or of the source only (the decoder learns to write "
-                        "the pieces inference writes from finer ones)")
-    parser.add_argument("--align-copies", type=float, default=0.0, help="guided alignment of copies (e.g. 0.05): "
-                        "teach one cross-attention head to look at the source piece the decoder copies, this factor "
-                        "times its -log weight added to the loss (training.alignment)")
-    parser.add_argument("--align-head", default="", help="with --align-copies: LAYER:HEAD of the supervised "
-                        "cross-attention head, counted from 1 as the app does (default: the last layer's head 1)")
-    parser.add_argument("--train-sources", default="", help="comma-separated corpus sources (its 'source' column) "
-                        "to train on, e.g. those of the test split's domains for a last in-domain stretch; the "
-                        "validation split is kept whole (default: every source)")
-    parser.add_argument("--snapshot-epochs", default="", help="comma-separated epochs whose weights are kept for "
-                        "good in <out>/snapshots/<n> (the 'watch attention learn' snapshots, e.g. 1,2,4,8,16)")
-    parser.add_argument("--init-from", help="start a new run from this checkpoint's weights (e.g. the shipped model, "
-                        "to keep training it when its optimizer state is gone); Adam starts afresh")
-    parser.add_argument("--widen-ff", type=int, default=0, help="with --init-from: widen every FFN to this many "
-                        "hidden units first, the new ones silent so the model computes what it did (training.grow)")
-    parser.add_argument("--tokenizer", help="a sentencepiece model to use instead of training one (e.g. another run's "
-                        "tokenizer.model); with --init-from of another vocabulary, the checkpoint's embeddings are "
-                        "carried over piece by piece (training.vocab_transfer)")
-    parser.add_argument("--start-step", type=int, default=0, help="with --init-from: the schedule's step to start at "
-                        "(default: the checkpoint's own)")
-    parser.add_argument("--start-epoch", type=int, default=0, help="with --init-from: epochs already done (default: "
-                        "the checkpoint's own)")
-    args = parser.parse_args(argv)
-    for flag in ("copy_made_up", "copy_codes"):
-        if not 0.0 <= getattr(args, flag) <= 1.0:
-            parser.error(f"--{flag.replace('_', '-')} is a share from 0 to 1, not {getattr(args, flag):g}")
-    if not 0.0 <= args.bpe_dropout < 1.0:
-        parser.error(f"--bpe-dropout is a merge's probability of being skipped, 0 to below 1: not {args.bpe_dropout:g}")
-    if args.bpe_dropout_sides != "both" and not args.bpe_dropout:
-        parser.error("--bpe-dropout-sides says where --bpe-dropout P samples: give P too")
-    if args.bpe_dropout and args.task == "reverse":
-        parser.error("--bpe-dropout samples the pieces of the en-de tokenizer; the reversal task's are whole words")
-    if not (math.isfinite(args.align_copies) and args.align_copies >= 0):
-        parser.error(f"--align-copies is a loss factor, 0 (off) or more: not {args.align_copies:g}")
-    if args.align_head and not args.align_copies:
-        parser.error("--align-head says which head --align-copies F supervises: give F too")
-    if args.align_head and not re.fullmatch(r"[1-9]\d*:[1-9]\d*", args.align_head):
-        parser.error(f"--align-head is LAYER:HEAD counted from 1, e.g. 3:1: not {args.align_head!r}")
-    if args.widen_ff < 0:
-        parser.error(f"--widen-ff is a number of hidden units, not {args.widen_ff}")
-    if args.widen_ff and not args.init_from:
-        parser.error("--widen-ff grows the model of --init-from: give that too (a new model takes --d-ff)")
-    if args.copy_subjects and args.copy_augment <= 0:
-        parser.error("--copy-subjects gives He/She pairs the copies of --copy-augment N: give N too")
-    if args.cooldown_epochs < 0:
-        parser.error("--cooldown-epochs counts the run's last epochs: 0 (none) or more")
-    args.train_sources = source_names(args.train_sources)
-    if args.train_sources and args.task == "reverse":
-        parser.error("--train-sources picks sources of the en-de corpus; the reversal task has one")
-    if args.copy_fresh and args.copy_augment <= 0:
-        parser.error("--copy-fresh draws the copies of --copy-augment N anew each epoch: give N too")
-    for key, value in PRESETS[args.task].items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    return args
-
-
-def task_corpus(args: argparse.Namespace, corpus: pd.DataFrame | None = None, epoch: int = 0) -> pd.DataFrame:
+def task_corpus(config: TrainConfig, corpus: pd.DataFrame | None = None, epoch: int = 0) -> pd.DataFrame:
     """The task's pairs, with the copies of --copy-augment; with --copy-fresh those of ``epoch`` (drawn from
     ``corpus``, the file as read, so it is read once), else the run's one draw."""
-    if args.task == "reverse":
-        return reversal_corpus(seed=args.seed)
-    seed = args.seed * 1000 + epoch if args.copy_fresh else args.seed
-    frame = load_corpus(args.corpus) if corpus is None else corpus
-    return augment_copies(train_sources(frame, args.train_sources), args.copy_augment, seed=seed,
-                          made_up=args.copy_made_up, codes=args.copy_codes, subjects=args.copy_subjects)
+    if config.task == "reverse":
+        return reversal_corpus(seed=config.seed)
+    seed = config.seed * 1000 + epoch if config.copy_fresh else config.seed
+    frame = load_corpus(config.corpus) if corpus is None else corpus
+    return augment_copies(train_sources(frame, config.train_sources), config.copy_augment, seed=seed,
+                          made_up=config.copy_made_up, codes=config.copy_codes, subjects=config.copy_subjects)
 
 
-def source_names(sources: str) -> list[str]:
-    """--train-sources as a sorted list of names (parsed once, with the other arguments)."""
-    return sorted({name.strip() for name in sources.split(",") if name.strip()})
-
-
-def train_sources(frame: pd.DataFrame, sources: list[str]) -> pd.DataFrame:
+def train_sources(frame: pd.DataFrame, sources: Sequence[str]) -> pd.DataFrame:
     """The corpus with its training pairs cut to ``sources`` (none named keeps all); the other splits stay whole,
     so validation losses compare with every run before. A source with no training pair is refused."""
     if not sources:
@@ -202,66 +101,24 @@ def train_sources(frame: pd.DataFrame, sources: list[str]) -> pd.DataFrame:
     return frame[~train | frame["source"].isin(sources)]
 
 
-def get_tokenizer(args: argparse.Namespace, out: Path, frame) -> Tokenizer:
+def get_tokenizer(config: TrainConfig, out: Path, frame: pd.DataFrame) -> Tokenizer:
     """Train the joint tokenizer once per run (on the training split only) and reuse it on resume."""
     path = out / "tokenizer.model"
-    if not path.exists() and (args.tokenizer or args.init_from):  # given, or continuing a model: keep its vocabulary
-        path.write_bytes(Path(args.tokenizer or Path(args.init_from) / "tokenizer.model").read_bytes())
+    given = config.tokenizer or (Path(config.init_from) / "tokenizer.model" if config.init_from else None)
+    if not path.exists() and given:  # given, or continuing a model: keep its vocabulary
+        path.write_bytes(Path(given).read_bytes())
     if path.exists():
         return Tokenizer.load(path)
     train = frame[frame["split"] == "train"]
-    if args.task == "reverse":
-        tok = train_tokenizer(train["en"].tolist(), args.vocab, model_type="word")
+    if config.task == "reverse":
+        tok = train_tokenizer(train["en"].tolist(), config.vocab, model_type="word")
     else:
         # Digits one piece each and unseen characters as bytes: a number is copied digit by digit and nothing
         # becomes "<unk>" (the model before wrote "202" for "2023" and "⁇" for what its pieces lacked).
-        tok = train_tokenizer(train["en"].tolist() + train["de"].tolist(), args.vocab, split_digits=True,
+        tok = train_tokenizer(train["en"].tolist() + train["de"].tolist(), config.vocab, split_digits=True,
                               byte_fallback=True)
     path.write_bytes(tok.model_proto)
     return tok
-
-
-def save_optimizer(optimizer: torch.optim.Optimizer, directory: Path) -> None:
-    """Adam's moments as safetensors and its hyper-parameters as JSON: no pickle anywhere."""
-    state = optimizer.state_dict()
-    tensors = {f"{pid}.{key}": (v if torch.is_tensor(v) else torch.tensor(v)).contiguous()
-               for pid, entry in state["state"].items() for key, v in entry.items()}
-    save_file(tensors, str(directory / "optimizer.safetensors"))
-    (directory / "optimizer.json").write_text(json.dumps(state["param_groups"]))
-
-
-def load_optimizer(optimizer: torch.optim.Optimizer, directory: Path) -> None:
-    tensors = load_file(str(directory / "optimizer.safetensors"))
-    state: dict[int, dict[str, torch.Tensor]] = {}
-    for name, value in tensors.items():
-        pid, key = name.split(".", 1)
-        state.setdefault(int(pid), {})[key] = value
-    optimizer.load_state_dict({"state": state, "param_groups": json.loads((directory / "optimizer.json").read_text())})
-
-
-def append_csv(path: Path, fields: list[str], row: dict) -> None:
-    new = not path.exists()
-    with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
-
-
-def truncate_log(path: Path, key: str, limit: int) -> None:
-    """Drop log rows written after the checkpoint we resume from (they will be redone)."""
-    if not path.exists():
-        return
-    with path.open(newline="") as f:
-        rows = [r for r in csv.DictReader(f) if int(r[key]) <= limit]
-        fields = list(rows[0].keys()) if rows else None
-    if fields is None:
-        path.unlink()
-        return
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def cpu_has_native_bf16() -> bool:
@@ -273,27 +130,18 @@ def cpu_has_native_bf16() -> bool:
         return True
 
 
-def continued_progress(args: argparse.Namespace, meta: dict, out: Path) -> Progress:
+def continued_progress(config: TrainConfig, meta: dict, out: Path) -> Progress:
     """Pick up a shipped run's history (schedule step, epochs, time, best loss, logs) so its curves stay whole."""
-    init = Path(args.init_from)
+    assert config.init_from, "a run continues the checkpoint of --init-from"
+    init = Path(config.init_from)
     for name in ("log.csv", "epochs.csv"):
         if (init / name).exists() and not (out / name).exists():
             shutil.copyfile(init / name, out / name)
-    return Progress(epoch=args.start_epoch or int(meta.get("epochs", 0)),
-                    step=args.start_step or int(meta.get("steps", 0)),
+    return Progress(epoch=config.start_epoch or int(meta.get("epochs", 0)),
+                    step=config.start_step or int(meta.get("steps", 0)),
                     elapsed_s=float(meta.get("train_seconds", 0.0)),
                     best_valid_loss=float(meta.get("valid_loss", math.inf)),
                     best_epoch=int(meta.get("epochs", 0)) if "valid_loss" in meta else 0)
-
-
-def keep_epoch(model: Transformer, tokenizer: Tokenizer, directory: Path, epoch: int, keep: int, meta: dict) -> None:
-    """Save this epoch's weights as directory/<epoch> and drop epochs older than the last ``keep``."""
-    if keep <= 0:
-        return
-    save_checkpoint(model, tokenizer, directory / str(epoch), meta=meta, max_shard_bytes=SHARD_BYTES)
-    for old in directory.iterdir():
-        if old.name.isdigit() and int(old.name) <= epoch - keep:
-            shutil.rmtree(old)
 
 
 @dataclass
@@ -301,7 +149,7 @@ class Run:
     """One training run: its settings, data, model (``forward`` is what trains it: the model itself or its
     DistributedDataParallel wrapper), optimizer, this process's place in the job, and where it stands."""
 
-    args: argparse.Namespace
+    config: TrainConfig
     out: Path
     tokenizer: Tokenizer
     model: Transformer
@@ -323,33 +171,33 @@ class Run:
         own segmentation, made once per epoch (and the same again on a resume mid-epoch, so the batches are too),
         else the run's one draw."""
         if self.corpus is not None and self.drawn != self.progress.epoch:
-            frame = task_corpus(self.args, self.corpus, self.progress.epoch)
+            frame = task_corpus(self.config, self.corpus, self.progress.epoch)
             train = frame[frame["split"] == "train"]
             self.train_pairs = encode_pairs(self.tokenizer, train["en"].tolist(), train["de"].tolist(),
-                                            self.args.train_max_len, bpe_dropout=self.args.bpe_dropout,
-                                            seed=self.args.seed * 1000 + self.progress.epoch,
-                                            sides=self.args.bpe_dropout_sides)
+                                            self.config.train_max_len, bpe_dropout=self.config.bpe_dropout,
+                                            seed=self.config.seed * 1000 + self.progress.epoch,
+                                            sides=self.config.bpe_dropout_sides)
             self.drawn = self.progress.epoch
         return self.train_pairs
 
     def meta(self) -> dict:
         """Training facts stored with every checkpoint (the model card and the app read them)."""
-        a, p = self.args, self.progress
-        return {"task": a.task, "epochs": p.epoch, "steps": p.step, "train_seconds": round(p.elapsed_s),
-                "warmup": a.warmup, "lr_factor": a.lr_factor, "max_tokens": a.max_tokens,
-                "label_smoothing": a.label_smoothing, "bf16": a.bf16, "dropout": self.model.config.dropout,
+        c, p = self.config, self.progress
+        return {"task": c.task, "epochs": p.epoch, "steps": p.step, "train_seconds": round(p.elapsed_s),
+                "warmup": c.warmup, "lr_factor": c.lr_factor, "max_tokens": c.max_tokens,
+                "label_smoothing": c.label_smoothing, "bf16": c.bf16, "dropout": self.model.config.dropout,
                 "processes": self.ranks.world,  # one optimizer step takes a batch from each
                 "device": "CPU" if self.ranks.device.type == "cpu" else describe(self.ranks.device),  # the GPU's name
                 "valid_sentences": len(self.valid_bleu),  # what each epoch's valid BLEU/chrF is on
-                "copy_augment": a.copy_augment, "copy_made_up": a.copy_made_up, "copy_codes": a.copy_codes,
-                "copy_subjects": a.copy_subjects, "copy_fresh": a.copy_fresh,
-                **({"bpe_dropout": a.bpe_dropout} if a.bpe_dropout else {}),
-                **({"bpe_dropout_sides": a.bpe_dropout_sides}
-                   if a.bpe_dropout and a.bpe_dropout_sides != "both" else {}),
-                **({"train_sources": a.train_sources} if a.train_sources else {}),
+                "copy_augment": c.copy_augment, "copy_made_up": c.copy_made_up, "copy_codes": c.copy_codes,
+                "copy_subjects": c.copy_subjects, "copy_fresh": c.copy_fresh,
+                **({"bpe_dropout": c.bpe_dropout} if c.bpe_dropout else {}),
+                **({"bpe_dropout_sides": c.bpe_dropout_sides}
+                   if c.bpe_dropout and c.bpe_dropout_sides != "both" else {}),
+                **({"train_sources": list(c.train_sources)} if c.train_sources else {}),
                 **(self.align.meta() if self.align else {}),
-                **({"cooldown": [max(1, a.epochs - a.cooldown_epochs + 1), a.epochs]} if a.cooldown_epochs else {}),
-                **({"corpus": Path(a.corpus).name} if a.task != "reverse" else {}),
+                **({"cooldown": [max(1, c.epochs - c.cooldown_epochs + 1), c.epochs]} if c.cooldown_epochs else {}),
+                **({"corpus": Path(c.corpus).name} if c.task != "reverse" else {}),
                 **({"continued_from": self.continued_from} if self.continued_from else {})}
 
     def save_last(self) -> None:
@@ -368,7 +216,7 @@ class Run:
         distributed.barrier(self.ranks)
 
 
-def _model_and_progress(args: argparse.Namespace, out: Path, tokenizer: Tokenizer
+def _model_and_progress(config: TrainConfig, out: Path, tokenizer: Tokenizer
                         ) -> tuple[Transformer, Progress, dict | None, bool]:
     """The model to train and where it stands: resumed from <out>/last, continued from --init-from (its
     history carried over), or new. The last item says whether the optimizer state is to be resumed too."""
@@ -377,92 +225,96 @@ def _model_and_progress(args: argparse.Namespace, out: Path, tokenizer: Tokenize
         ckpt = load_checkpoint(last)
         progress = Progress(**json.loads((last / "state.json").read_text()))
         return ckpt.model.train(), progress, ckpt.meta.get("continued_from"), True
-    if args.init_from:
-        ckpt = load_checkpoint(args.init_from)
+    if config.init_from:
+        ckpt = load_checkpoint(config.init_from)
+        if not isinstance(ckpt.tokenizer, Tokenizer):
+            raise SystemExit(f"error: {config.init_from} is a converted model; --init-from continues a model that "
+                             "training.train wrote")
         model, moved = ckpt.model, ckpt.tokenizer.model_proto != tokenizer.model_proto
         if moved:
-            if not args.tokenizer:
-                raise SystemExit(f"error: {args.init_from} uses another tokenizer than {out / 'tokenizer.model'}; "
+            if not config.tokenizer:
+                raise SystemExit(f"error: {config.init_from} uses another tokenizer than {out / 'tokenizer.model'}; "
                                  "name the new one with --tokenizer to carry the weights over to it")
             model = transfer_vocabulary(model, ckpt.tokenizer, tokenizer)
-        progress = continued_progress(args, ckpt.meta, out)
-        if args.widen_ff and args.widen_ff < ckpt.config.d_ff:
-            raise SystemExit(f"error: --widen-ff {args.widen_ff} would narrow {args.init_from}'s FFNs "
+        progress = continued_progress(config, ckpt.meta, out)
+        if config.widen_ff and config.widen_ff < ckpt.config.d_ff:
+            raise SystemExit(f"error: --widen-ff {config.widen_ff} would narrow {config.init_from}'s FFNs "
                              f"({ckpt.config.d_ff} hidden units); give a larger width")
-        widened = bool(args.widen_ff) and args.widen_ff != ckpt.config.d_ff
+        widened = bool(config.widen_ff) and config.widen_ff != ckpt.config.d_ff
         if widened:
-            model = widen_feed_forward(model, args.widen_ff, seed=args.seed)
-        if args.dropout is not None and args.dropout != ckpt.config.dropout:  # dropout holds no weights: same ones
+            model = widen_feed_forward(model, config.widen_ff, seed=config.seed)
+        if config.dropout is not None and config.dropout != ckpt.config.dropout:  # dropout holds no weights: same ones
             state = model.state_dict()
-            model = Transformer(replace(model.config, dropout=args.dropout))
+            model = Transformer(replace(model.config, dropout=config.dropout))
             model.load_state_dict(state)
         # Where this run took over and the recipes before it (chained), so the model card can name every part.
         continued_from = {"step": progress.step, "epoch": progress.epoch,
                           **{k: ckpt.meta.get(k) for k in RECIPE_KEYS},
                           **({"vocabulary_after": "carried over to a new tokenizer"} if moved else {}),
-                          **({"feed_forward_after": [ckpt.config.d_ff, args.widen_ff]} if widened else {}),
+                          **({"feed_forward_after": [ckpt.config.d_ff, config.widen_ff]} if widened else {}),
                           **({"earlier": ckpt.meta["continued_from"]} if ckpt.meta.get("continued_from") else {})}
         return model.train(), progress, continued_from, False
-    config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_heads=args.n_heads,
-                         n_encoder_layers=args.layers, n_decoder_layers=args.layers, d_ff=args.d_ff,
-                         dropout=0.1 if args.dropout is None else args.dropout, max_len=args.max_len)
-    return Transformer(config).train(), Progress(), None, False
+    shape = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=config.d_model, n_heads=config.n_heads,
+                        n_encoder_layers=config.layers, n_decoder_layers=config.layers, d_ff=config.d_ff,
+                        dropout=0.1 if config.dropout is None else config.dropout, max_len=config.max_len)
+    return Transformer(shape).train(), Progress(), None, False
 
 
-def copy_alignment(args: argparse.Namespace, config: ModelConfig, tokenizer: Tokenizer) -> CopyAlignment | None:
+def copy_alignment(config: TrainConfig, shape: ModelConfig, tokenizer: Tokenizer) -> CopyAlignment | None:
     """--align-copies' head, checked against the model it supervises (a head it lacks is refused in one line)."""
-    if not args.align_copies:
+    if not config.align_copies:
         return None
-    layer, head = (int(n) for n in (args.align_head or f"{config.n_decoder_layers}:1").split(":"))
-    if layer > config.n_decoder_layers or head > config.n_heads:
-        raise SystemExit(f"error: --align-head {layer}:{head}: the model has {config.n_decoder_layers} decoder "
-                         f"layers of {config.n_heads} heads")
+    layer, head = (int(n) for n in (config.align_head or f"{shape.n_decoder_layers}:1").split(":"))
+    if layer > shape.n_decoder_layers or head > shape.n_heads:
+        raise SystemExit(f"error: --align-head {layer}:{head}: the model has {shape.n_decoder_layers} decoder "
+                         f"layers of {shape.n_heads} heads")
     pieces = [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)]
-    return CopyAlignment.for_vocabulary(pieces, args.align_copies, layer - 1, head - 1)
+    return CopyAlignment.for_vocabulary(pieces, config.align_copies, layer - 1, head - 1)
 
 
-def build_or_resume(args: argparse.Namespace, ranks: Ranks) -> Run:
+def build_or_resume(config: TrainConfig, ranks: Ranks) -> Run:
     """Everything a run needs, resumed from disk where a previous run of the same --out left off. Every rank
     builds the same thing; rank 0 alone writes (the tokenizer, the logs)."""
-    out = Path(args.out)
+    out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    per_epoch = args.copy_fresh or args.bpe_dropout > 0  # each epoch its own pairs, drawn from the corpus as read
-    corpus = load_corpus(args.corpus) if per_epoch and args.task != "reverse" else None
-    frame = task_corpus(args, corpus, epoch=0)
+    # each epoch its own pairs (--copy-fresh, --bpe-dropout), drawn from the corpus as read
+    corpus = load_corpus(config.corpus) if config.per_epoch_draw and config.task != "reverse" else None
+    frame = task_corpus(config, corpus, epoch=0)
     if ranks.main:
-        get_tokenizer(args, out, frame)
+        save_recipe(config, out)
+        get_tokenizer(config, out, frame)
     distributed.barrier(ranks)
     tokenizer = Tokenizer.load(out / "tokenizer.model")
     split = {name: frame[frame["split"] == name] for name in ("train", "valid")}
     encoded = ("valid",) if corpus is not None else ("train", "valid")  # drawn per epoch: the epoch's, below
-    pairs = {name: encode_pairs(tokenizer, split[name]["en"].tolist(), split[name]["de"].tolist(), args.train_max_len)
+    pairs = {name: encode_pairs(tokenizer, split[name]["en"].tolist(), split[name]["de"].tolist(), config.train_max_len)
              for name in encoded}
-    model, progress, continued_from, resume = _model_and_progress(args, out, tokenizer)
-    align = copy_alignment(args, model.config, tokenizer)
+    model, progress, continued_from, resume = _model_and_progress(config, out, tokenizer)
+    align = copy_alignment(config, model.config, tokenizer)
     model.to(ranks.device)
     forward = distributed.wrap(model, ranks)  # DDP makes every rank start from rank 0's weights
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     if resume:
         load_optimizer(optimizer, out / "last")
-    torch.manual_seed(args.seed + progress.step + 1000 * ranks.rank)  # dropout differs per rank and per resume
+    torch.manual_seed(config.seed + progress.step + 1000 * ranks.rank)  # dropout differs per rank and per resume
     if ranks.main:
         truncate_log(out / "log.csv", "step", progress.step)  # rows after the resumed checkpoint are redone
         truncate_log(out / "epochs.csv", "epoch", progress.epoch)
-    run = Run(args=args, out=out, tokenizer=tokenizer, model=model, forward=forward, ranks=ranks,
+    run = Run(config=config, out=out, tokenizer=tokenizer, model=model, forward=forward, ranks=ranks,
               optimizer=optimizer, progress=progress, train_pairs=pairs.get("train", []), valid_pairs=pairs["valid"],
-              valid_bleu=split["valid"].head(args.valid_bleu), continued_from=continued_from, corpus=corpus,
+              valid_bleu=split["valid"].head(config.valid_bleu), continued_from=continued_from, corpus=corpus,
               align=align, started=time.perf_counter() - progress.elapsed_s)
     run.epoch_pairs()  # drawn per epoch: the draw of the epoch it starts or resumes in
     return run
 
 
-def train_step(run: Run, batch, lr: float) -> tuple[float, int]:
+def train_step(run: Run, batch: Batch, lr: float) -> tuple[float, int]:
     """One optimizer step on this rank's batch: the loss is the mean over the target tokens of the whole global
     batch (every rank's rows), so N processes step exactly as one process on all N batches would. Returns this
     rank's mean cross-entropy (without --align-copies' loss) and the global batch's token count."""
     for group in run.optimizer.param_groups:
         group["lr"] = lr
-    loss_sum, align_sum = loss_sums(run.forward, batch, run.args.label_smoothing, run.args.bf16, run.ranks.device,
+    loss_sum, align_sum = loss_sums(run.forward, batch, run.config.label_smoothing, run.config.bf16, run.ranks.device,
                                     run.align)
     tokens = distributed.total(batch.n_tokens, run.ranks)
     run.optimizer.zero_grad(set_to_none=True)
@@ -476,16 +328,16 @@ def train_epoch(run: Run) -> tuple[float, bool]:
     """Train from where the current epoch stands to its end (or to --max-steps). Returns the last batch's
     loss and whether --max-steps stopped the run. With N ranks a step takes N consecutive batches, rank r the
     r-th of them (a last group of fewer than N batches is left out of that epoch)."""
-    args, progress, model, world = run.args, run.progress, run.model, run.ranks.world
+    config, progress, model, world = run.config, run.progress, run.model, run.ranks.world
     cfg = model.config
     pairs = run.epoch_pairs()
-    batches = token_batches(pairs, args.max_tokens, seed=args.seed * 1000 + progress.epoch)
+    batches = token_batches(pairs, config.max_tokens, seed=config.seed * 1000 + progress.epoch)
     loss, tokens_window, time_window = math.nan, 0, time.perf_counter()
     for first in range(progress.batch, len(batches) - world + 1, world):
         batch = collate([pairs[i] for i in batches[first + run.ranks.rank]], cfg.pad_id, cfg.bos_id)
-        epochs_left = args.epochs - progress.epoch - first / len(batches)  # counts the part of this epoch still to do
-        lr = noam_lr(progress.step + 1, cfg.d_model, args.warmup, args.lr_factor) * cooldown(epochs_left,
-                                                                                             args.cooldown_epochs)
+        epochs_left = config.epochs - progress.epoch - first / len(batches)  # counts the part of this epoch still to do
+        lr = noam_lr(progress.step + 1, cfg.d_model, config.warmup, config.lr_factor) * cooldown(epochs_left,
+                                                                                             config.cooldown_epochs)
         loss, tokens = train_step(run, batch, lr)
         progress.step, progress.batch = progress.step + 1, first + world
         progress.elapsed_s = time.perf_counter() - run.started
@@ -496,14 +348,14 @@ def train_epoch(run: Run) -> tuple[float, bool]:
                 "step": progress.step, "epoch": progress.epoch + 1, "loss": f"{loss:.4f}", "lr": f"{lr:.6g}",
                 "tokens_per_s": f"{tps:.0f}", "elapsed_s": f"{progress.elapsed_s:.1f}"})
             if progress.step % 20 == 0:
-                left = ((args.epochs - progress.epoch) * len(batches) - progress.batch) // world  # steps to go
+                left = ((config.epochs - progress.epoch) * len(batches) - progress.batch) // world  # steps to go
                 eta = (time.perf_counter() - time_window) / 20 * left
-                print(f"epoch {progress.epoch + 1}/{args.epochs} batch {progress.batch}/{len(batches)} "
+                print(f"epoch {progress.epoch + 1}/{config.epochs} batch {progress.batch}/{len(batches)} "
                       f"step {progress.step} loss {loss:.3f} lr {lr:.2e} {tps:.0f} tok/s ETA {eta / 60:.0f} min",
                       flush=True)
                 tokens_window, time_window = 0, time.perf_counter()
-        stop = bool(args.max_steps) and progress.step >= args.max_steps
-        if stop or progress.step % args.save_every == 0:
+        stop = bool(config.max_steps) and progress.step >= config.max_steps
+        if stop or progress.step % config.save_every == 0:
             run.save_last()  # rank 0 writes, every rank waits for it
         if stop:
             return loss, True
@@ -512,18 +364,18 @@ def train_epoch(run: Run) -> tuple[float, bool]:
 
 def end_of_epoch(run: Run, train_loss: float) -> None:
     """Validate, keep the best and the last epochs' weights, and log the epoch (rank 0; the others wait)."""
-    args, progress, model = run.args, run.progress, run.model
+    config, progress, model = run.config, run.progress, run.model
     progress.epoch, progress.batch = progress.epoch + 1, 0
     if not run.ranks.main:
         run.save_last()
         return
-    valid_loss = validation_loss(model, run.valid_pairs, args.max_tokens)
+    valid_loss = validation_loss(model, run.valid_pairs, config.max_tokens)
     model.eval()
     hyps = translate_many(model, run.tokenizer, run.valid_bleu["en"].tolist(), beam_size=1)
     model.train()
     scores = corpus_scores(hyps, run.valid_bleu["de"].tolist())
     # A model stuck reading only the average of its source shows it here long before BLEU moves.
-    spread = attention_entropy(model, run.valid_pairs[: args.valid_bleu], args.max_tokens)
+    spread = attention_entropy(model, run.valid_pairs[: config.valid_bleu], config.max_tokens)
     if valid_loss < progress.best_valid_loss:
         progress.best_valid_loss, progress.best_epoch = valid_loss, progress.epoch
         shutil.rmtree(run.out / "best", ignore_errors=True)
@@ -531,8 +383,8 @@ def end_of_epoch(run: Run, train_loss: float) -> None:
                         meta={**run.meta(), "valid_loss": round(valid_loss, 4), "valid_bleu": scores["bleu"]},
                         max_shard_bytes=SHARD_BYTES)
     run.save_last()
-    keep_epoch(model, run.tokenizer, run.out / "epochs", progress.epoch, args.keep_epochs, run.meta())
-    if str(progress.epoch) in args.snapshot_epochs.split(","):
+    keep_epoch(model, run.tokenizer, run.out / "epochs", progress.epoch, config.keep_epochs, run.meta())
+    if progress.epoch in config.snapshot_epochs:
         save_checkpoint(model, run.tokenizer, run.out / "snapshots" / str(progress.epoch), meta=run.meta(),
                         max_shard_bytes=SHARD_BYTES)
     append_csv(run.out / "epochs.csv", EPOCH_FIELDS, {
@@ -546,18 +398,18 @@ def end_of_epoch(run: Run, train_loss: float) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    device = resolve_device(args.device)
-    if args.bf16 and device.type == "cpu" and not cpu_has_native_bf16():
+    config = parse_args(argv, DESCRIPTION)
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    device = resolve_device(config.device)
+    if config.bf16 and device.type == "cpu" and not cpu_has_native_bf16():
         # Measured on an AVX2-only CPU: 45 tokens/s with bf16 autocast against 780 in fp32.
         raise SystemExit("error: --bf16 on this CPU would be emulated (no native bf16 support) and many times "
                          "slower than float32; drop --bf16")
     ranks = distributed.start(device)
     try:
-        return _train(args, ranks)
+        return _train(config, ranks)
     finally:
         distributed.stop(ranks)
 
@@ -569,26 +421,26 @@ def out_of_time(deadline: float, epoch_seconds: float, ranks: Ranks) -> bool:
     return distributed.total(int(late), ranks) > 0
 
 
-def _train(args: argparse.Namespace, ranks: Ranks) -> int:
-    run = build_or_resume(args, ranks)
+def _train(config: TrainConfig, ranks: Ranks) -> int:
+    run = build_or_resume(config, ranks)
     resume = f"resuming at step {run.progress.step}" if run.progress.step else "starting"
     if ranks.main:
-        print(f"{args.task}: {len(run.train_pairs)} train / {len(run.valid_pairs)} valid pairs, "
-              f"{len(token_batches(run.train_pairs, args.max_tokens))} batches/epoch, "
+        print(f"{config.task}: {len(run.train_pairs)} train / {len(run.valid_pairs)} valid pairs, "
+              f"{len(token_batches(run.train_pairs, config.max_tokens))} batches/epoch, "
               f"{count_parameters(run.model) / 1e6:.2f}M parameters, {ranks.device} x {ranks.world} process(es), "
-              f"threads {torch.get_num_threads()}, bf16 {args.bf16}; {resume}", flush=True)
-    deadline = time.perf_counter() + args.stop_minutes * 60 if args.stop_minutes else math.inf
-    while run.progress.epoch < args.epochs:
+              f"threads {torch.get_num_threads()}, bf16 {config.bf16}; {resume}", flush=True)
+    deadline = time.perf_counter() + config.stop_minutes * 60 if config.stop_minutes else math.inf
+    while run.progress.epoch < config.epochs:
         started = time.perf_counter()
         loss, stopped = train_epoch(run)
         if stopped:
             if ranks.main:
-                print(f"stopped at --max-steps {args.max_steps}", flush=True)
+                print(f"stopped at --max-steps {config.max_steps}", flush=True)
             return 0
         end_of_epoch(run, loss)
         if out_of_time(deadline, time.perf_counter() - started, ranks):
             if ranks.main:
-                print(f"stopped: another epoch would end after --stop-minutes {args.stop_minutes:g}", flush=True)
+                print(f"stopped: another epoch would end after --stop-minutes {config.stop_minutes:g}", flush=True)
             return 0
     if ranks.main:
         print(f"done: best epoch {run.progress.best_epoch}, valid loss {run.progress.best_valid_loss:.3f}", flush=True)

@@ -301,6 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rewrite_card(Path(args.out))
         return 0
     kind = COMMANDS[args.command]
+    assert kind is not None  # "card", the one command without a model, returned above
     args.epochs = args.epochs or EPOCHS[kind]
     settings = TrainSettings(**{name: getattr(args, name) for name in TrainSettings.__dataclass_fields__})
     data = load_digits(args.data)

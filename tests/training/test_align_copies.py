@@ -13,7 +13,7 @@ from model.network.config import ModelConfig
 from model.tokenization.joint import Tokenizer
 from model.tokenization.pieces import PAD
 from training.alignment import CopyAlignment
-from training.card import _recipe
+from training.card_text import recipe_lines
 from training.data import collate
 from training.distributed import Ranks
 from training.train import build_or_resume, copy_alignment, parse_args, train_step
@@ -136,6 +136,6 @@ def test_a_head_the_model_lacks_is_refused_in_one_line(tokenizer):
 def test_the_card_and_a_continued_checkpoint_name_the_supervised_head():
     meta = {"epochs": 3, "continued_from": {"step": 10, "epoch": 2, "align_copies": 0.05, "align_head": [3, 1]}}
     assert clean_meta(meta)["continued_from"]["align_head"] == [3, 1]
-    lines = "\n".join(_recipe({"lr_factor": 0.3, "warmup": 4000, "align_copies": 0.05, "align_head": [3, 1]}))
+    lines = "\n".join(recipe_lines({"lr_factor": 0.3, "warmup": 4000, "align_copies": 0.05, "align_head": [3, 1]}))
     assert "decoder layer 3's cross-attention head 1 taught to look at the source piece being copied" in lines
     assert "(loss factor 0.05)" in lines

@@ -13,7 +13,8 @@ from tests.conftest import tiny_config
 from tests.training.test_train import TINY
 from training.average import average_checkpoints
 from training.average import main as average_main
-from training.card import snapshots_section
+from training.card import snapshot_metas
+from training.card_sections import snapshots_section
 from training.export import main as export_main
 from training.train import main as train_main
 
@@ -81,11 +82,11 @@ def test_epochs_ship_as_snapshots_listed_in_training_order(tmp_path, tokenizer, 
     assert (sorted(p.name for p in listed["late"][0].iterdir())
             == ["config.json", "model.safetensors", "tokenizer.model"])
     assert checkpoint_snapshots(tmp_path / "pretrained" / "none") == {}
-    card = snapshots_section(shipped)  # the model card's table: one row per snapshot, in training order
+    card = snapshots_section(snapshot_metas(shipped))  # the card's table: one row per snapshot, in training order
     assert card[0] == "## Snapshots of earlier training"
     assert [line.split("|")[1].strip() for line in card if line.startswith("| `")] == ["`snapshots/early`",
                                                                                     "`snapshots/late`"]
-    assert snapshots_section(tmp_path / "pretrained" / "none") == []
+    assert snapshots_section(snapshot_metas(tmp_path / "pretrained" / "none")) == []
     with pytest.raises(SystemExit):  # a description the app would drop (over 100 characters) is refused up front
         export_main(["--run", str(run), "--which", "epochs/1", "--out", str(tmp_path / "x"), "--snapshot", "a" * 101])
     assert not (tmp_path / "x").exists()
@@ -94,7 +95,7 @@ def test_epochs_ship_as_snapshots_listed_in_training_order(tmp_path, tokenizer, 
 def test_a_model_averaged_with_the_epochs_that_continued_it_says_what_it_is_the_mean_of(tmp_path, tokenizer):
     """The shipped model (itself the mean of epochs 8 and 9) averaged with two later epochs: four inputs of equal
     weight, and the card names the epochs inside the earlier mean rather than calling it epoch 9."""
-    from training.card import _which_weights
+    from training.card_text import which_weights
 
     earlier = average_checkpoints([load_checkpoint(_saved(tmp_path, tokenizer, f"e{e}", seed=e, steps=10 * e))
                                    for e in (8, 9)])
@@ -102,22 +103,22 @@ def test_a_model_averaged_with_the_epochs_that_continued_it_says_what_it_is_the_
     later = [load_checkpoint(_saved(tmp_path, tokenizer, f"e{e}", seed=e, steps=10 * e)) for e in (10, 11)]
     mean = average_checkpoints([load_checkpoint(tmp_path / "shipped"), *later])
     assert [a["epochs"] for a in mean.meta["averaged"][0]["averaged"]] == [8, 9]
-    assert _which_weights({**mean.meta, "valid_loss": 2.5}) == (
+    assert which_weights({**mean.meta, "valid_loss": 2.5}) == (
         "this checkpoint is the mean of the weights after epochs 10, 11 and of the model that was the mean of epochs "
         "8, 9 (validation loss 2.5, 3 inputs of equal weight): checkpoint averaging, as the paper did for its base "
         "models (section 6.1).")
-    assert _which_weights({"averaged": [{"epochs": 3}, {"epochs": 2}]}) == (
+    assert which_weights({"averaged": [{"epochs": 3}, {"epochs": 2}]}) == (
         "this checkpoint is the mean of the weights after epochs 2, 3: checkpoint averaging, as the paper did for its "
         "base models (section 6.1).")
     later_one = average_checkpoints([load_checkpoint(tmp_path / "shipped"), later[0]])  # the shipped model's shape
-    assert _which_weights(later_one.meta).startswith("this checkpoint is the mean of the weights after epoch 10 and "
+    assert which_weights(later_one.meta).startswith("this checkpoint is the mean of the weights after epoch 10 and "
                                                      "of the model that was the mean of epochs 8, 9 (2 inputs")
 
 
 def test_a_single_epoch_is_named_with_its_validation_loss():
     """A shipped epoch that no mean beat (a cooled-down run's last) is named, with the loss it was chosen by."""
-    from training.card import _which_weights
+    from training.card_text import which_weights
 
-    assert _which_weights({"epochs": 134, "valid_loss": 2.4502}) == (
+    assert which_weights({"epochs": 134, "valid_loss": 2.4502}) == (
         "this checkpoint is epoch 134, the epoch with the lowest validation loss (2.4502).")
-    assert _which_weights({}) == "this checkpoint is the epoch with the lowest validation loss."
+    assert which_weights({}) == "this checkpoint is the epoch with the lowest validation loss."

@@ -228,7 +228,7 @@ def test_the_card_splits_names_the_augmentation_taught_from_names_it_never_saw_c
     """A name on training.augment's list was copied into training pairs, so carrying it over is no test of copying a
     new name: the card counts those apart, and every string falls in exactly one kind."""
     from training.augment import NAMES
-    from training.card import STRING_KINDS, carried_by_kind, names_numbers_section, string_kind
+    from training.card_sections import STRING_KINDS, carried_by_kind, names_numbers_section, string_kind
 
     assert string_kind("0171 5550199") == string_kind("LH 2041") == "numbers and codes"
     assert string_kind("Anna Schmidt") == "names on the augmentation's list" and {"Anna", "Schmidt"} <= set(NAMES)
@@ -246,7 +246,7 @@ def test_the_card_splits_names_the_augmentation_taught_from_names_it_never_saw_c
 
 def test_the_card_counts_strings_that_open_the_sentence_apart():
     """The names a sentence opens with are the ones the model loses most: the card says how many of each place."""
-    from training.card import PLACES, carried_by_place, names_numbers_section
+    from training.card_sections import PLACES, carried_by_place, names_numbers_section
 
     english = ["Anna paid 2023 euros.", "Zeynep Kaya met Oslo's mayor.", "In Oslo, 17 people."]
     keep = [["Anna", "2023"], ["Zeynep Kaya", "Oslo"], ["Oslo", "17"]]
@@ -261,7 +261,7 @@ def test_the_card_counts_strings_that_open_the_sentence_apart():
 def test_the_card_adds_the_search_that_keeps_names_as_its_own_row_with_its_misses():
     """A checkpoint with a copy lexicon gets a third row (beam 4 keeping names and numbers) in every table, told apart
     from the model's plain decoding, and its misses are listed under its own name."""
-    from training.card import KEEP_NAME, names_numbers_section
+    from training.card_sections import KEEP_NAME, names_numbers_section
 
     keep = [["Anna", "2023"], ["Zeynep Kaya"]]
     plain, kept = ["Anna 2023", "Zeynepaya"], ["Anna 2023", "Zeynep Kaja"]

@@ -13,7 +13,7 @@ from model.network.attention import Capture
 from model.network.transformer import Transformer
 from tests.conftest import tiny_config
 from tests.training.test_train import TINY
-from training.card import _recipe
+from training.card_text import recipe_lines
 from training.grow import widen_feed_forward
 from training.schedule import training_segments
 from training.train import main as train_main
@@ -86,7 +86,7 @@ def test_a_run_continued_with_widen_ff_trains_the_wider_model_and_says_so(tmp_pa
     meta = json.loads((second / "last" / "config.json").read_text())["meta"]
     assert meta["steps"] == 26 and json.loads((second / "last" / "config.json").read_text())["model"]["d_ff"] == 96
     assert [s.get("widened_ff") for s in training_segments(meta)] == [None, [64, 96]]
-    assert "FFN widened from 64 to 96 hidden units" in "\n".join(_recipe(meta))
+    assert "FFN widened from 64 to 96 hidden units" in "\n".join(recipe_lines(meta))
     with pytest.raises(SystemExit):  # nothing to widen
         train_main([*TINY, "--out", str(tmp_path / "third"), "--widen-ff", "96"])
     with pytest.raises(SystemExit, match="would narrow"):  # said, not a traceback

@@ -9,7 +9,8 @@ import pytest
 
 from model.checkpoints.files import load_checkpoint
 from training.average import validation_losses
-from training.card import new_sources_section, study_section
+from training.card import study_table
+from training.card_sections import new_sources_section, study_section
 from training.study import COMPARE_EPOCH, STUDY_FILE, collect, main, rescored, summary
 
 
@@ -41,11 +42,11 @@ def test_a_study_gathers_runs_and_ranks_them_on_validation(tmp_path, capsys):
     out.mkdir()
     assert main(["--out", str(out / STUDY_FILE), "--run", f"baseline|scratch|{scratch}",
                  "--run", f"more dropout|epoch 2|{continued}|3"]) == 0
-    lines = study_section(out)
+    lines = study_section(study_table(out))
     assert lines[0] == "## Recipe study (validation split only)"
     rows = [line for line in lines if line.startswith("| baseline") or line.startswith("| more dropout")]
     assert len(rows) == 2 and "3.300 (10)" in rows[0] and "2.800 (3)" in rows[1]
-    assert study_section(tmp_path) == []  # no study beside a model: no section
+    assert study_section(study_table(tmp_path)) == []  # no study beside a model: no section
 
 
 def test_a_malformed_run_is_refused(tmp_path):

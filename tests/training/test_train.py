@@ -15,7 +15,7 @@ from model.checkpoints.files import load_checkpoint
 from model.network.transformer import Transformer
 from model.tokenization.joint import train_tokenizer
 from tests.conftest import tiny_config
-from training.card import _recipe
+from training.card_text import recipe_lines
 from training.data import encode_pairs
 from training.distributed import Ranks
 from training.loss import validation_loss
@@ -97,8 +97,8 @@ def test_a_cooldown_run_keeps_the_papers_rate_then_cools_it_to_almost_zero(tmp_p
     assert second[-1][1] < first[-1][1] / (n - 1)  # the last step at a sliver of the rate
     meta = load_checkpoint(run / "last").meta
     assert meta["cooldown"] == [2, 2]
-    assert "falling linearly to 0 over epoch 2;" in _recipe(meta)[1]
-    assert "over epochs 2-4 (these weights are from epoch 2, before it reached 0);" in _recipe(
+    assert "falling linearly to 0 over epoch 2;" in recipe_lines(meta)[1]
+    assert "over epochs 2-4 (these weights are from epoch 2, before it reached 0);" in recipe_lines(
         {**meta, "cooldown": [2, 4]})[1]  # a kept epoch, or a run --stop-minutes ended early
     assert "cooldown" not in load_checkpoint(_plain_run(tmp_path)).meta  # no cool-down: nothing claimed
 
@@ -153,7 +153,7 @@ def test_training_segments_follow_every_continuation_of_a_checkpoint():
     assert [(s["first_step"], s["last_step"], s["first_epoch"], s["last_epoch"]) for s in segments] == [
         (1, 100, 1, 3), (101, 200, 4, 6), (201, 300, 7, 9)]
     assert [s["lr_factor"] for s in segments] == [1.0, 0.5, 0.5] and segments[0]["max_tokens"] == 1024
-    recipe = "\n".join(_recipe(meta))
+    recipe = "\n".join(recipe_lines(meta))
     assert "steps 1-100 (epochs 1-3): learning rate factor 1.0" in recipe and "bf16 autocast: True" in recipe
     assert "steps 201-300 (epochs 7-9) (continued from the checkpoint before, Adam restarted)" in recipe
     # a torchrun segment says its step took a batch per process; one recorded before torchrun reads as one process
@@ -222,18 +222,18 @@ def test_stop_minutes_ends_the_run_after_the_last_epoch_that_fits_with_everythin
 
 
 def test_the_card_says_where_each_stretch_of_training_ran():
-    from training.card import _where
+    from training.card_text import where_trained
 
     gpu = {"step": 6864, "epoch": 39, "lr_factor": 1.0, "warmup": 3000, "max_tokens": 16384, "bf16": True,
            "device": "CUDA (NVIDIA H100 80GB HBM3)"}
     meta = {"steps": 7800, "epochs": 45, "lr_factor": 0.7, "warmup": 3000, "max_tokens": 8192, "bf16": True,
             "processes": 2, "device": "CPU", "continued_from": gpu}
-    assert _where(meta).startswith("on one NVIDIA H100 80GB HBM3 GPU then on shared 2-core ")
-    recipe = _recipe(meta)
+    assert where_trained(meta).startswith("on one NVIDIA H100 80GB HBM3 GPU then on shared 2-core ")
+    recipe = recipe_lines(meta)
     assert (recipe[1].startswith("  - steps 1-6864 (epochs 1-39): ")
             and recipe[1].endswith("on CUDA (NVIDIA H100 80GB HBM3);"))
     assert recipe[2].startswith("  - steps 6865-7800 (epochs 40-45) (continued") and recipe[2].endswith("on CPU.")
-    assert "no GPU" in _where({"steps": 10, "epochs": 1})  # older checkpoints recorded no device: the shared CPUs
+    assert "no GPU" in where_trained({"steps": 10, "epochs": 1})  # no device recorded (older checkpoints): shared CPUs
 
 
 def test_the_card_names_each_stretch_of_trainings_copy_augmentation():
@@ -244,18 +244,18 @@ def test_the_card_names_each_stretch_of_trainings_copy_augmentation():
               "copy_augment": 4, "copy_made_up": 0.0, "copy_codes": 0.0, "earlier": older}
     meta = {"steps": 300, "epochs": 9, "lr_factor": 0.7, "warmup": 80, "max_tokens": 512, "bf16": True,
             "copy_augment": 4, "copy_made_up": 0.5, "copy_codes": 0.3, "continued_from": listed}
-    first, second, third = _recipe(meta)[1:]
+    first, second, third = recipe_lines(meta)[1:]
     assert "copy" not in first
     assert second.endswith("; copy augmentation 4;")
     assert third.endswith("; copy augmentation 4 (50% of the names made up, 30% of the numbers turned into codes).")
-    assert _recipe({**meta, "copy_augment": 0, "continued_from": None})[1].endswith("; no copy augmentation.")
-    assert _recipe({**meta, "copy_subjects": True})[3].endswith(
+    assert recipe_lines({**meta, "copy_augment": 0, "continued_from": None})[1].endswith("; no copy augmentation.")
+    assert recipe_lines({**meta, "copy_subjects": True})[3].endswith(
         "; copy augmentation 4 (50% of the names made up, 30% of the numbers turned into codes, He/She openings "
         "turned into names).")
-    assert "; BPE-dropout 0.1 (each epoch's pieces sampled anew);" in _recipe({**meta, "bpe_dropout": 0.1})[3]
-    assert "; BPE-dropout 0.1 on the source side only (each epoch's pieces sampled anew);" in _recipe(
+    assert "; BPE-dropout 0.1 (each epoch's pieces sampled anew);" in recipe_lines({**meta, "bpe_dropout": 0.1})[3]
+    assert "; BPE-dropout 0.1 on the source side only (each epoch's pieces sampled anew);" in recipe_lines(
         {**meta, "bpe_dropout": 0.1, "bpe_dropout_sides": "source"})[3]
-    assert "BPE-dropout" not in "".join(_recipe(meta))
-    assert _recipe({**meta, "copy_fresh": True})[3].endswith(
+    assert "BPE-dropout" not in "".join(recipe_lines(meta))
+    assert recipe_lines({**meta, "copy_fresh": True})[3].endswith(
         "; copy augmentation 4 (50% of the names made up, 30% of the numbers turned into codes, drawn anew each "
         "epoch).")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from model.checkpoints.meta import clean_meta
-from training.card import _recipe
+from training.card_text import recipe_lines
 from training.distributed import Ranks
 from training.train import build_or_resume, parse_args
 
@@ -42,7 +42,7 @@ def test_only_the_named_sources_train_and_the_validation_split_stays_whole(tmp_p
     assert cut.valid_pairs == whole.valid_pairs and len(cut.valid_pairs) == 2  # lohelp's validation pair too
     meta = cut.meta()
     assert meta["train_sources"] == ["ding", "wesnoth"] and "train_sources" not in whole.meta()
-    assert "training pairs from ding, wesnoth only (validation split whole)" in _recipe(clean_meta(meta))[1]
+    assert "training pairs from ding, wesnoth only (validation split whole)" in recipe_lines(clean_meta(meta))[1]
 
 
 def test_a_source_with_no_training_pair_is_refused_with_the_ones_there_are(tmp_path):
