@@ -102,3 +102,41 @@ def link_box(link: str) -> None:
             "style='flex:1;min-width:0;font:0.8rem monospace;padding:4px 6px;border:1px solid #ccc;border-radius:6px'>"
             "<button data-ae-copy type='button' style='padding:4px 10px;border:1px solid #ccc;border-radius:6px;"
             "background:white;cursor:pointer'>Copy</button></div>" + _LINK_SCRIPT, unsafe_allow_javascript=True)
+
+
+# Reports the window's size to the server when it differs from what the server last drew for (the data it was
+# given): a slide is laid out for the screen it is shown on (app.views.lecture). Rounded to 10 px, so that a
+# scroll bar appearing does not redraw the slide.
+_VIEWPORT_JS = """export default function(component) {
+  const { setStateValue, data } = component;
+  let timer = null;
+  const report = () => {
+    const size = {width: Math.round(window.innerWidth / 10) * 10, height: Math.round(window.innerHeight / 10) * 10};
+    if (!data || data.width !== size.width || data.height !== size.height) setStateValue('size', size);
+  };
+  report();
+  const later = () => { clearTimeout(timer); timer = setTimeout(report, 300); };
+  window.addEventListener('resize', later);
+  return () => window.removeEventListener('resize', later);
+}"""
+DEFAULT_VIEWPORT = (1280, 720)  # the projector presenter mode is built for, until the browser says otherwise
+_viewport_component = st.components.v2.component("ae_viewport", js=_VIEWPORT_JS)
+
+
+def viewport() -> tuple[int, int]:
+    """The browser window's (width, height) in px as last reported (DEFAULT_VIEWPORT before the first report);
+    a new size reruns the page."""
+    known = st.session_state.get("_viewport", DEFAULT_VIEWPORT)
+    st.html("<style>.st-key-ae_viewport{display:none}[data-testid=stElementContainer]:has(.st-key-ae_viewport)"
+            "{display:none}</style>")
+    result = _viewport_component(key="ae_viewport", data={"width": known[0], "height": known[1]},
+                                 on_size_change=lambda: None)
+    size = getattr(result, "size", None) or {}
+    try:
+        width, height = int(size.get("width", known[0])), int(size.get("height", known[1]))
+    except (TypeError, ValueError):
+        return known
+    if 320 <= width <= 8000 and 240 <= height <= 8000:  # a size the browser could have (bounded: visitor-sent)
+        st.session_state["_viewport"] = (width, height)
+        return width, height
+    return known

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from app.browser import bind_keys
 from app.charts.attention import (
@@ -29,12 +31,12 @@ from app.charts.attention import (
     strongest_heads,
 )
 from app.charts.style import plotly_config, presented
-from app.downloads import matrix_csv
+from app.downloads import figure_html, matrix_csv, matrix_json
 from app.page import to_numpy
 from app.presenter import is_on, presentable
 from app.state import VIEWS, sync_url
 from explain.heads import merge_to_words, piece_head_statistics
-from model.network.trace import KIND_LABELS, KINDS
+from model.network.trace import KIND_LABELS, KINDS, Kind
 from model.serving.inference import Translation
 from model.tokenization.pieces import SPECIAL_PIECES, word_groups, word_labels
 
@@ -49,7 +51,8 @@ KIND_HELP = {
     "cross": "Each decoder position looks at the source sentence while predicting its output piece. "
              "Rows sum to 1: this is the soft alignment between the two sentences.",
 }
-DECODER_QUERY_TITLE = "decoder input (row t predicts output piece t)"
+DECODER_QUERY_TITLE = "piece written (row t writes output piece t)"
+DECODER_INPUT_TITLE = "decoder input (row t reads it, writes output piece t)"
 
 
 @dataclass(frozen=True)
@@ -65,24 +68,32 @@ class AttentionView:
     mask: np.ndarray | None  # [Q, K] bool, True = may attend (piece level)
 
 
-def attention_view(translation: Translation, kind: str, word_level: bool = False) -> AttentionView:
-    """The weights and labels of one kind; word_level merges pieces with explain.heads.merge_to_words."""
+def attention_view(translation: Translation, kind: Kind, word_level: bool = False,
+                   rows_input: bool = False) -> AttentionView:
+    """The weights and labels of one kind; word_level merges pieces with explain.heads.merge_to_words. A decoder
+    row is named by the piece written at that step (what it produces), or with ``rows_input`` by the decoder
+    input it reads (the written pieces shifted right by one, from the start piece)."""
     src = list(translation.source.pieces)
-    dec_in = list(translation.target_input_pieces)
-    queries, keys = (src, src) if kind == "enc_self" else (dec_in, dec_in if kind == "dec_self" else src)
-    q_title = "source piece (query)" if kind == "enc_self" else DECODER_QUERY_TITLE
+    dec_in, written = list(translation.target_input_pieces), list(translation.target_pieces)
+    rows = dec_in if rows_input else written
+    queries, keys = (src, src) if kind == "enc_self" else (rows, dec_in if kind == "dec_self" else src)
+    q_title = "source piece (query)" if kind == "enc_self" else DECODER_INPUT_TITLE if rows_input \
+        else DECODER_QUERY_TITLE
     k_title = "source piece (key)" if kind in ("enc_self", "cross") else "decoder input piece (key)"
     weights = translation.trace.weights(kind)[:, 0]  # [L, H, Q, K]
+    mask = to_numpy(translation.trace.mask(kind)[0, 0])  # [Q, K]
     if not word_level:
-        predicts = list(translation.target_pieces) if kind != "enc_self" else None
-        mask = to_numpy(translation.trace.mask(kind)[0, 0])
+        predicts = written if kind != "enc_self" and rows_input else None
         return AttentionView(weights=to_numpy(weights), query_labels=queries, key_labels=keys, query_title=q_title,
                              key_title=k_title, predicts=predicts, mask=mask)
     q_groups, k_groups = word_groups(queries), word_groups(keys)
     merged = merge_to_words(weights, q_groups, k_groups)  # [L, H, Qw, Kw]
+    # a word may read a word where any of its pieces may read any of the other's (the causal mask, by words)
+    word_mask = np.array([[bool(mask[np.ix_(qg, kg)].any()) for kg in k_groups] for qg in q_groups])
     return AttentionView(weights=to_numpy(merged), query_labels=word_labels(queries, q_groups),
                          key_labels=word_labels(keys, k_groups), query_title=q_title.replace("piece", "word"),
-                         key_title=k_title.replace("piece", "word"), predicts=None, mask=None)
+                         key_title=k_title.replace("piece", "word"), predicts=None,
+                         mask=None if word_mask.all() else word_mask)
 
 
 def select_head(per_head: np.ndarray, head: int) -> np.ndarray:
@@ -109,7 +120,8 @@ def clamp_state(key: str, low: int, high: int, default: int) -> None:
         st.session_state[key] = value
 
 
-def layer_head_ui(n_layers: int, n_heads: int, allow_mean: bool = True, columns=None) -> tuple[int, int]:
+def layer_head_ui(n_layers: int, n_heads: int, allow_mean: bool = True,
+                  columns: tuple[DeltaGenerator, DeltaGenerator] | None = None) -> tuple[int, int]:
     """Layer and head pickers on the shared keys "layer" / "head" (0-based; head -1 = mean), side by side
     in ``columns`` (two containers) if given."""
     clamp_state("layer", 0, n_layers - 1, 0)
@@ -125,6 +137,8 @@ def layer_head_ui(n_layers: int, n_heads: int, allow_mean: bool = True, columns=
         required=True, wrap=True,  # 16 heads and the mean do not fit one row of a column
         help="Each head has its own query/key projections and attends on its own. 'mean' averages the heads' "
              "maps for display only; the model never does.")
+    if layer is None or head is None:  # not reached: required, and clamp_state gave both a value
+        return 0, heads[0]
     return int(layer), int(head)
 
 
@@ -150,22 +164,25 @@ def key_stepping_ui(key: str, n_layers: int, n_heads: int) -> None:
     st.caption("Keys: **h** / **H** next / previous head (mean first), **l** / **L** next / previous layer.")
 
 
-def attention_explorer(translation: Translation, key: str = "explorer", kinds: Sequence[str] = KINDS) -> None:
+def attention_explorer(translation: Translation, key: str = "explorer", kinds: Sequence[Kind] = KINDS) -> None:
     """Draw the explorer panel for ``translation``; ``key`` prefixes its chart and local widget keys."""
     _panel(translation, key, tuple(kinds))
 
 
 @st.fragment
-def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
+def _panel(translation: Translation, key: str, kinds: tuple[Kind, ...]) -> None:
     if st.session_state.get("kind") not in kinds:
         st.session_state["kind"] = kinds[-1]
     else:
         st.session_state["kind"] = st.session_state["kind"]
     st.session_state["word_level"] = bool(st.session_state.get("word_level", False))
+    st.session_state["rows_input"] = bool(st.session_state.get("rows_input", False))
     st.session_state.setdefault(f"{key}_view", VIEWS[0])
     c_kind, c_view, c_word = st.columns([5, 4, 1.4], vertical_alignment="bottom")
-    kind = c_kind.segmented_control("Attention", kinds, key="kind", persist_state="session", format_func=KIND_SHORT.get,
-                                    selection_mode="single", required=True)
+    kind = c_kind.segmented_control("Attention", kinds, key="kind", persist_state="session",
+                                    format_func=KIND_SHORT.__getitem__, selection_mode="single", required=True)
+    if kind is None:  # not reached: required, and the session state holds one of ``kinds`` (set above)
+        kind = kinds[-1]
     view_name = c_view.segmented_control(
         "View", VIEWS, key=f"{key}_view", persist_state="session", selection_mode="single", required=True,
         help="Heatmap: one head's matrix. Head view: lines from each query to the keys it attends to "
@@ -173,9 +190,13 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
     word_level = c_word.toggle("Words", key="word_level", persist_state="session",
                                help="Merge sub-word pieces into words: a word's incoming attention is the sum over "
                                     "its pieces, a word's row is the mean of its pieces' rows.")
-    view = attention_view(translation, kind, word_level)
+    c_layer, c_head, c_rows = st.columns([1, 2, 1], vertical_alignment="bottom")
+    rows_input = c_rows.toggle("Input rows", key="rows_input", persist_state="session", disabled=kind == "enc_self",
+                               help="Decoder rows are named by the piece written at that step. On: by the decoder "
+                                    "input the step reads instead (the same rows, shifted by one: the start piece "
+                                    "first).")
+    view = attention_view(translation, kind, word_level, rows_input)
     n_layers, n_heads = view.weights.shape[:2]
-    c_layer, c_head = st.columns([1, 2])
     layer, head = layer_head_ui(n_layers, n_heads, columns=(c_layer, c_head))
     key_stepping_ui(key, n_layers, n_heads)
     start = translation.target_input_pieces[0]  # <s>, or <pad> for Marian
@@ -185,12 +206,13 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
     fmt = st.session_state.get("image_format", "png")
     if view_name == "Heatmap":
         matrix = head_matrix(view, layer, head)
-        fig = shared_heatmap(translation.uid, kind, word_level, layer, head, is_on(), _view=view, _title=title)
+        fig = shared_heatmap(translation.uid, kind, word_level, layer, head, is_on(), rows_input, _view=view,
+                             _title=title)
         st.plotly_chart(fig, key=f"{key}_heatmap", width="stretch", theme=None,
                         config=plotly_config(f"{kind}_L{layer + 1}", fmt))
     elif view_name == "Head view":
         matrix = head_matrix(view, layer, head)
-        _head_view(view, layer, head, title, key, fmt)
+        fig = _head_view(view, layer, head, title, key, fmt)
     else:
         matrix = head_matrix(view, layer, head)
         fig = model_view_figure(view.weights, view.query_labels, view.key_labels,
@@ -206,16 +228,34 @@ def _panel(translation: Translation, key: str, kinds: tuple[str, ...]) -> None:
                                                   "the largest weight of each block of pieces (a map is too small for "
                                                   "every cell); the heatmap shows every weight." if pooled else ""))
     _stats_table(translation, kind, key)
-    name = f"{kind}_layer{layer + 1}_{'mean' if head < 0 else f'head{head + 1}'}{'_words' if word_level else ''}.csv"
-    st.download_button("Download this matrix (CSV)", data=matrix_csv(matrix, view.query_labels, view.key_labels),
-                       file_name=name, mime="text/csv", key=f"{key}_csv", on_click="ignore",
-                       help=f"{title}: rows = queries, columns = keys.")
+    name = f"{kind}_layer{layer + 1}_{'mean' if head < 0 else f'head{head + 1}'}{'_words' if word_level else ''}"
+    about = {"model": st.session_state.get("model_name"), "source": translation.source.text,
+             "translation": translation.text, "attention": kind, "layer": layer + 1,
+             "head": "mean" if head < 0 else head + 1, "words": word_level}
+    _downloads(matrix, view, fig, title, name, about, key)
     sync_url()
 
 
+def _downloads(matrix: np.ndarray, view: AttentionView, fig: go.Figure, title: str, name: str, about: dict,
+               key: str) -> None:
+    """The view as files: its matrix as CSV or JSON, and its figure as a standalone HTML file (Plotly inside, so it
+    needs no network; built only when clicked, as it is about 4.7 MB)."""
+    c_csv, c_json, c_html = st.columns(3)
+    c_csv.download_button("Download this matrix (CSV)", data=matrix_csv(matrix, view.query_labels, view.key_labels),
+                          file_name=f"{name}.csv", mime="text/csv", key=f"{key}_csv", on_click="ignore",
+                          help=f"{title}: rows = queries, columns = keys.")
+    c_json.download_button("Matrix as JSON", data=matrix_json(matrix, view.query_labels, view.key_labels, about),
+                           file_name=f"{name}.json", mime="application/json", key=f"{key}_json", on_click="ignore",
+                           help=f"{title}: the weights [query][key] with the pieces, the sentence and the model.")
+    c_html.download_button("Figure as HTML", data=lambda: figure_html(fig), file_name=f"{name}.html",
+                           mime="text/html", key=f"{key}_html", on_click="ignore",
+                           help="This figure as a standalone web page for a paper or a handout: hover and zoom "
+                                "work, and it needs no network (Plotly's JavaScript, about 4.7 MB, is inside).")
+
+
 @st.cache_resource(max_entries=512, show_spinner=False)
-def shared_heatmap(uid: int, kind: str, word_level: bool, layer: int, head: int, presenter: bool, *,
-                   _view: AttentionView, _title: str) -> go.Figure:
+def shared_heatmap(uid: int, kind: Kind, word_level: bool, layer: int, head: int, presenter: bool,
+                   rows_input: bool = False, *, _view: AttentionView, _title: str) -> go.Figure:
     """The explorer's heatmap of one translation (Translation.uid) and view, built once per server and shared by
     every session that shows it (a class on the lecturer's link): figures are never changed after they are built,
     and Streamlit only reads them."""
@@ -225,7 +265,7 @@ def shared_heatmap(uid: int, kind: str, word_level: bool, layer: int, head: int,
     return presented(fig) if presenter else fig
 
 
-def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str, fmt: str) -> None:
+def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str, fmt: str) -> go.Figure:
     focus_key = f"{key}_focus"
     options = [""] + [f"q{i}" for i in range(len(view.query_labels))] + [f"k{j}" for j in range(len(view.key_labels))]
     if st.session_state.get(focus_key) not in options:
@@ -265,6 +305,7 @@ def _head_view(view: AttentionView, layer: int, head: int, title: str, key: str,
     st.caption("Each line joins a query (left) to a key (right); its opacity is the weight, its colour the head "
                f"({which}). {drawn:,} of the {total:,} non-zero weights are at or "
                f"above {min_weight:.2f}" + (", drawn for the highlighted token only." if focus else " and drawn."))
+    return fig
 
 
 def point_customdata(point: dict) -> list | None:
@@ -299,7 +340,7 @@ def _open_head(chart_key: str, key: str) -> None:
         st.session_state[f"{key}_view"] = "Heatmap"
 
 
-def _stats_table(translation: Translation, kind: str, key: str) -> None:
+def _stats_table(translation: Translation, kind: Kind, key: str) -> None:
     """The head statistics table, computed and sent only while its expander is open (a lazy expander: opening it
     reruns this fragment). A closed one sent a data grid with every page view, whose 0.5 MB of front-end code the
     browser evaluated before it drew the first chart (benchmarks/first_visit.py)."""
@@ -319,7 +360,7 @@ def _stats_table(translation: Translation, kind: str, key: str) -> None:
                      column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns[2:]})
 
 
-def _open_row(table_key: str, frame) -> None:
+def _open_row(table_key: str, frame: pd.DataFrame) -> None:
     state = st.session_state.get(table_key) or {}
     rows = (state.get("selection") or {}).get("rows") or []
     if rows:

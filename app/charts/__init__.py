@@ -4,9 +4,11 @@
     axes        token-labelled axes every figure with pieces on its axes shares
     attention   heatmap, head view, layers x heads model view, head statistics
     decoding    next-token probabilities, one attention row, the beam tree
+    contrastive  why this piece and not that one: attributions per piece; a scored translation as a table
     positional  the sinusoid matrix, chosen dimensions, PE.PE^T
     masks       the padded batch, the masks as grids, scores before and after masking
     mechanics   every stage of one attention head with real numbers; the score functions
+    one_query   one query of one head through q·k, ÷√d_k and the softmax to the winning key
     heads       head importance and token-by-token matrices for the Heads page
     training    parameter counts, the architecture diagram, schedule and label smoothing
     vision      a digit cut into patches or windows, attention laid over the image

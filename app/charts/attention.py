@@ -14,13 +14,26 @@ import copy
 import functools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .axes import COLORBAR_PX, LABEL_PX, SLANT, SLANT_OVERHANG, label_step, plotly_text, thinned
+from .axes import (
+    COLORBAR_PX,
+    LABEL_PX,
+    MAX_LABELLED,
+    SLANT,
+    SLANT_OVERHANG,
+    TICK_SIZE,
+    label_step,
+    mark_pieces,
+    piece_ticks,
+    plotly_text,
+    thinned,
+)
 from .style import (
     HEAD_COLORS,
     MASKED_COLOR,
@@ -83,7 +96,8 @@ def weight_scale(weights: np.ndarray) -> tuple[float, str]:
 
 def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str,
                    query_title: str = "query", key_title: str = "key", predicts: Sequence[str] | None = None,
-                   mask: np.ndarray | None = None, width_px: float | None = None) -> go.Figure:
+                   mask: np.ndarray | None = None, width_px: float | None = None,
+                   height: int | None = None) -> go.Figure:
     """One attention map. weights [Q, K] in [0, 1], coloured on 0-1 or, for a faint map, on 0 to its largest weight
     (weight_scale; the colour bar says which); mask [Q, K] bool (True = may attend) greys out masked
     cells (their weight stays exactly 0 in z); predicts [Q] names what each decoder row predicts (hover).
@@ -106,9 +120,10 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
     if masked is not None and not masked.any():
         masked = None
     step_q, step_k = _label_step(n_q), _label_step(n_k)
-    if width_px is not None:  # a slide: every k-th row and slanted key piece where all would collide on a projector
-        step_q = max(step_q, _slide_row_step(n_q))
-        step_k = max(step_k, _slanted_step(key_labels, query_labels, width_px, numbered=step_q > 1))
+    if width_px is not None:  # a slide: past MAX_LABELLED pieces, every k-th where all would collide on a projector
+        step_q = max(step_q, _slide_row_step(n_q)) if n_q > MAX_LABELLED else 1
+        step_k = max(step_k, _slanted_step(key_labels, query_labels, width_px, numbered=step_q > 1)) \
+            if n_k > MAX_LABELLED else 1
     hover_x, hover_y = step_k > 1, predicts is not None or step_q > 1  # the map on a second, unlabelled axis
     on = dict(xaxis="x2" if hover_x else "x", yaxis="y2" if hover_y else "y")
     template = (("query: <b>%{y}</b> (position %{y:d})" if predicts is None else "query: %{y}")
@@ -126,7 +141,11 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
                                  hoverinfo="skip", name="masked"))
     q_text, k_text = plotly_text(query_labels), plotly_text(key_labels)
     plain = dict(tickmode="array", showgrid=False, zeroline=False)
-    slant = dict(tickangle=-45, ticklabelstandoff=6) if width_px is not None else {}
+    slant: dict[str, Any] = dict(tickangle=-45, ticklabelstandoff=6) if width_px is not None else {}
+    if width_px is not None and n_k <= MAX_LABELLED:  # every key named: turned (and smaller) as far as needed
+        angle, font = piece_ticks(key_labels, _key_room(query_labels, width_px), PRESENTER_TICK_FONT)
+        slant = dict(tickangle=angle, ticklabelstandoff=0 if angle == 0 else 6,
+                     tickfont=dict(size=round(font * TICK_SIZE / PRESENTER_TICK_FONT)))
     fig.update_layout(
         xaxis=dict(automargin=True, title_text=key_title, side="bottom", **thinned(k_text, step_k), **slant,
                    **plain),
@@ -146,7 +165,14 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
     if hover_x or hover_y:
         fig.add_trace(go.Scatter(x=[], y=[], xaxis="x", yaxis="y", hoverinfo="skip", showlegend=False,
                                  name="piece axes"))  # keeps the labelled axes drawn
-    return styled(fig, title, _height(n_q, per_row=34, minimum=420))
+    mark_pieces(mark_pieces(fig, "xaxis", n_k), "yaxis", n_q)
+    return styled(fig, title, height or _height(n_q, per_row=34, minimum=420))
+
+
+def _key_room(query_labels: Sequence[str], width_px: float) -> float:
+    """The width a slide heatmap's key pieces have at the presenter's font: the figure less its colour bar and the
+    query pieces left of the map."""
+    return width_px - COLORBAR_PX - 0.6 * PRESENTER_TICK_FONT * max((len(str(p)) for p in query_labels), default=1)
 
 
 SLIDE_FRAME_PX = 230  # what a slide heatmap's title, slanted key pieces and margins take of the presenter's height
@@ -205,7 +231,8 @@ def head_view_figure(weights: np.ndarray, heads: Sequence[int], query_labels: Se
     weights = np.asarray(weights, dtype=np.float32)
     _, n_q, n_k = weights.shape
     query_labels, key_labels = plotly_text(query_labels), plotly_text(key_labels)
-    traces = []  # plain dicts, validated once by go.Figure (adding ~100 traces one by one copies each twice)
+    # plain dicts, validated once by go.Figure (adding ~100 traces one by one copies each twice)
+    traces: list[dict[str, Any]] = []
     levels = np.clip(np.round(weights / OPACITY_STEP), 1, round(1 / OPACITY_STEP)).astype(int)
     drawn = weights >= min_weight
     if focus is not None:
@@ -346,7 +373,7 @@ def head_stats_frame(stats: dict[str, np.ndarray]) -> pd.DataFrame:
     first = np.asarray(stats["entropy"])
     n_layers, n_heads = first.shape
     layer, head = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
-    data = {"layer": layer.ravel() + 1, "head": head.ravel() + 1}
+    data: dict[str, np.ndarray] = {"layer": layer.ravel() + 1, "head": head.ravel() + 1}
     for key, column in STAT_COLUMNS.items():
         data[column] = np.asarray(stats[key], dtype=np.float64).ravel()
     return pd.DataFrame(data)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -30,7 +30,7 @@ SLIDE_PX = 560  # a slide's figure column (7 of 10 beside the slide's text) at 1
 COLORBAR_PX = 90  # what a vertical colour bar with its title takes of a figure's width
 
 
-def plotly_text(labels: Sequence[str]) -> list[str]:
+def plotly_text(labels: Iterable[str]) -> list[str]:
     """Pieces as Plotly text: Plotly reads text as HTML, so "<s>" would start strike-through and vanish."""
     return [html.escape(str(label), quote=False) for label in labels]
 
@@ -87,35 +87,74 @@ def fits_text(n_rows: int, n_cols: int, height: int, columns: int, cell_px: floa
     return plot_px(height) / max(n_rows, 1) >= cell_px and width >= needed
 
 
+MAX_LABELLED = 40  # an axis of up to this many pieces names every one of them (design.md: no k-th labels)
+MIN_TICK_PX = 11  # the smallest piece label a crowded axis may shrink to (normal mode; presenter mode sets 18 px
+# and has 1.5x the room with the sidebar folded, so 11 px here still leaves its larger labels apart)
+GLYPH_EM = 0.62  # the width of a character, in ems of its font, with room to spare
+
+
+def piece_ticks(labels: Sequence[str], axis_px: float | None, font: int = TICK_SIZE) -> tuple[int, int]:
+    """(angle, font size) at which ``labels`` along an axis ``axis_px`` long stand apart: upright where the words
+    fit side by side, else turned by -45°, else by -90° (one line of text each), shrinking the font down to
+    MIN_TICK_PX only where even that is too close. None: the room is unknown, turned by -45°."""
+    n = max(len(labels), 1)
+    widest = max((len(str(p)) for p in labels), default=1)
+    if axis_px is None:
+        return (0 if widest <= 3 and n <= 30 else -45), font
+    if GLYPH_EM * font * widest + 8 <= axis_px / n:
+        return 0, font
+    if (font + 4) * SLANT <= (axis_px - SLANT_OVERHANG * font * widest) / n:
+        return -45, font
+    return -90, max(MIN_TICK_PX, min(font, int(axis_px / n) - 4))
+
+
+def mark_pieces(fig: go.Figure, axis: str, n: int) -> go.Figure:
+    """Record that layout axis ``axis`` ("xaxis", "yaxis2", ...) names ``n`` pieces: presenter mode makes the
+    figure tall enough for them (app.charts.style.presented) and the layout test counts their drawn labels."""
+    meta = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
+    meta["pieces"] = {**meta.get("pieces", {}), axis: n}
+    return fig.update_layout(meta=meta)
+
+
+def _axis_name(fig: go.Figure, letter: str, row: int | None, col: int | None) -> str:
+    """The layout name ("xaxis3") of the ``letter`` axis of subplot (row, col), or of the plain figure."""
+    if row is None:
+        return f"{letter}axis"
+    return str(getattr(fig.get_subplot(row, col), f"{letter}axis").plotly_name)
+
+
 def token_axes(fig: go.Figure, x_labels: list[str] | None, y_labels: list[str] | None,
                x_title: str | None = None, y_title: str | None = None, row: int | None = None,
                col: int | None = None, x_px: float | None = None, y_px: float | None = None) -> go.Figure:
-    """Tick positions with their pieces; first query on top (like a matrix). Given the room an axis has
-    (``x_px`` / ``y_px``, e.g. COLUMN_PX and plot_px), only every k-th piece is labelled where all would
-    overlap (label_step); the hovers name every piece from their own data."""
+    """Tick positions with their pieces; first query on top (like a matrix). An axis of up to MAX_LABELLED
+    pieces names every piece: turned and, only where needed, smaller (piece_ticks) in the room it has (``x_px`` /
+    ``y_px``, e.g. COLUMN_PX and plot_px). A longer axis labels every k-th piece (label_step); the hovers name
+    every piece from their own data."""
     where = {} if row is None else {"row": row, "col": col}
-    y_step = 1 if y_labels is None else label_step(len(y_labels), y_px)
+    y_step = 1 if y_labels is None or len(y_labels) <= MAX_LABELLED else label_step(len(y_labels), y_px)
     if x_labels is not None:
-        short = max((len(str(p)) for p in x_labels), default=0) <= 3 and len(x_labels) <= 30
-        # upright only when short: in a narrow column even six pieces collide (and Plotly's own turning drops some)
         if x_px is not None and y_labels:  # the query labels on the left take their width from the plot
             widest = max(len(str(p)) + (len(str(i)) + 3 if y_step > 1 else 0) for i, p in enumerate(y_labels))
             x_px = x_px - 0.6 * TICK_SIZE * widest
-        step = label_step(len(x_labels), x_px, LABEL_PX * (1 if short else SLANT))
-        if x_px is not None and step > 1:  # crowded and slanted: the first label, now "0 · piece", hangs left of
-            overhang = SLANT_OVERHANG * TICK_SIZE * max(len(str(p)) for p in x_labels)  # the plot, and automargin
-            step = label_step(len(x_labels), x_px - overhang, LABEL_PX * SLANT)  # takes that room from the axis
-        upright = short and step == 1
+        if len(x_labels) <= MAX_LABELLED:
+            step, (angle, font) = 1, piece_ticks(x_labels, x_px)
+        else:
+            step = label_step(len(x_labels), x_px, LABEL_PX * SLANT)
+            angle, font = -45, TICK_SIZE
         fig.update_xaxes(tickmode="array", **thinned(plotly_text(x_labels), step),
-                         tickangle=0 if upright else -45, tickfont=dict(size=TICK_SIZE),
-                         # slanted pieces start a little lower, clear of the value axis's "0" in the corner
-                         ticklabelstandoff=0 if upright else 6,
+                         tickangle=angle, tickfont=dict(size=font),
+                         # turned pieces start a little lower, clear of the value axis's "0" in the corner
+                         ticklabelstandoff=0 if angle == 0 else 6,
                          title_text=x_title, showgrid=False, zeroline=False, automargin=True,
                          range=[-0.5, len(x_labels) - 0.5], **where)
+        mark_pieces(fig, _axis_name(fig, "x", row, col), len(x_labels))
     if y_labels is not None:
+        rows_px = None if y_px is None or y_step > 1 else y_px / max(len(y_labels), 1)
+        font = TICK_SIZE if rows_px is None else max(MIN_TICK_PX, min(TICK_SIZE, int(rows_px) - 4))
         fig.update_yaxes(tickmode="array", **thinned(plotly_text(y_labels), y_step),
-                         tickfont=dict(size=TICK_SIZE), range=[len(y_labels) - 0.5, -0.5], title_text=y_title,
+                         tickfont=dict(size=font), range=[len(y_labels) - 0.5, -0.5], title_text=y_title,
                          showgrid=False, zeroline=False, automargin=True, **where)
+        mark_pieces(fig, _axis_name(fig, "y", row, col), len(y_labels))
     return fig
 
 

@@ -6,16 +6,18 @@ model.decoding.search reported them; nothing is re-scored here.
 """
 from __future__ import annotations
 
+import html
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .axes import COLUMN_PX, plotly_text
-from .style import styled
+from .axes import COLUMN_PX, GLYPH_EM, TICK_SIZE, mark_pieces, nice_step, piece_ticks, plotly_text
+from .style import PRESENTER_TICK_FONT, styled
 
 CHOSEN_COLOR, OTHER_COLOR = "#d62728", "#9ecae1"
 ROW_COLOR = "#2171b5"
@@ -126,7 +128,8 @@ def beam_tree_nodes(steps: Sequence[Sequence[TreeCandidate]], hypotheses: Sequen
     return frame
 
 
-_NODE_STYLES = (  # (legend name, selector, marker, text shown)
+_NODE_STYLES: tuple[tuple[str, Callable[[pd.DataFrame], Any], dict[str, Any], bool], ...] = (
+    # (legend name, selector, marker, text shown)
     ("best path", lambda f: f.best & (f.status != "root"), dict(color="#d62728", size=16, symbol="circle"),
      True),
     ("other n-best", lambda f: f.nbest & ~f.best, dict(color="#2171b5", size=13, symbol="circle"), True),
@@ -141,6 +144,8 @@ _NODE_STYLES = (  # (legend name, selector, marker, text shown)
 
 TREE_TEXT_PX = 14  # the pieces written above the nodes
 TREE_AXIS_PX = 110  # the rank axis's title and numbers, left of the steps
+STEP_NUMBER_PX = 34  # what a two-digit step number needs at the presenter's font, with a gap
+BEST_COLOR = "#d62728"  # the best path: its nodes, edges and pieces
 
 
 def written_labels(nodes: pd.DataFrame, width_px: float) -> pd.Series:
@@ -149,18 +154,20 @@ def written_labels(nodes: pd.DataFrame, width_px: float) -> pd.Series:
     their hovers. Ranks are a marker and a label apart, so only neighbours on one rank can collide."""
     step_px = (width_px - TREE_AXIS_PX) / (nodes.x.max() + 1.4)  # the x range runs from -0.7 to the last + 0.7
     written = pd.Series(False, index=nodes.index)
-    for _, rank in nodes[nodes.status != "pruned"].sort_values("x").groupby("y"):
+    # the best path is named along the top axis (beam_tree_figure), not above its nodes
+    for _, rank in nodes[(nodes.status != "pruned") & ~nodes.best].sort_values("x").groupby("y"):
         right = -math.inf
         for index, node in rank.iterrows():
             half = (0.55 * TREE_TEXT_PX * len(str(node.piece)) + 4) / 2
             centre = (node.x + 0.7) * step_px
             if centre - half >= right + 2:
-                written[index], right = True, centre + half
+                written.at[index], right = True, centre + half
     return written
 
 
 def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | None = None,
-                     selected: int | None = None, width_px: float = COLUMN_PX[1]) -> go.Figure:
+                     selected: int | None = None, width_px: float = COLUMN_PX[1],
+                     height: int | None = None) -> go.Figure:
     """The beam tree from beam_tree_nodes(): x = tokens generated, y = rank by cumulative log-prob.
 
     Edges on the best path are thick red, on other n-best paths blue, elsewhere faint. Finished
@@ -184,8 +191,8 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
                                  showlegend=False, name=name))
     root = nodes[nodes.status == "root"]
     # Pieces are written above their nodes: those of rank 0 stand above the plot area, which would clip their tops
-    # (cliponaxis=False; a node panned out of range is still hidden).
-    fig.add_trace(go.Scatter(x=root.x, y=root.y, mode="markers+text", text=root.piece, textposition="top center",
+    # (cliponaxis=False; a node panned out of range is still hidden). The start piece is named on the top axis.
+    fig.add_trace(go.Scatter(x=root.x, y=root.y, mode="markers",
                              cliponaxis=False, marker=dict(color="#444", size=14, symbol="square"),
                              name=f"start {root.piece.iloc[0]}",
                              customdata=root[["id", "step"]].to_numpy(),
@@ -196,7 +203,8 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
         symbols = np.where(part.status == "finished", "diamond", marker["symbol"])
         fig.add_trace(go.Scatter(
             x=part.x, y=part.y, mode="markers+text" if show_text else "markers",
-            text=part.piece.where(written[part.index], "") if show_text else None, textposition="top center",
+            text=part.piece.where(written[part.index], "") if show_text and name != "best path" else None,
+            textposition="top center",
             textfont=dict(size=TREE_TEXT_PX), cliponaxis=False,
             marker=dict(color=marker["color"], size=marker["size"], symbol=symbols, line=line), name=name,
             customdata=np.column_stack([part.id, part.step, part.piece, part.log_prob, part.status]),
@@ -211,18 +219,37 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
                                  name="selected", marker=dict(size=26, color="rgba(0,0,0,0)",
                                                               line=dict(color="#000", width=3))))
     n_rank = int(nodes.y.max()) + 1
-    fig.update_xaxes(automargin=True, title_text="step (= pieces generated so far)", dtick=1,
-                     range=[-0.7, nodes.x.max() + 0.7], gridcolor="#eee")
+    last = int(nodes.x.max())
+    # Step numbers as far apart as two-digit numbers need at the presenter's font (they are counts, not pieces);
+    # no vertical grid lines: they would cross the pieces written above the nodes ("<s>" read "<$>").
+    step_px = (width_px - TREE_AXIS_PX) / (last + 1.4)
+    fig.update_xaxes(automargin=True, title_text="step (= pieces generated so far)",
+                     dtick=nice_step(STEP_NUMBER_PX * TICK_SIZE / PRESENTER_TICK_FONT / max(step_px, 1.0)),
+                     range=[-0.7, last + 0.7], showgrid=False, zeroline=False)
     fig.update_yaxes(automargin=True, title_text="rank at that step (by cumulative log-prob)", dtick=1,
-                     range=[n_rank - 0.4, -0.8], gridcolor="#eee")
-    # The legend above the tree: below, it would meet the step axis's title.
-    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), clickmode="event+select",
-                      dragmode="pan")
-    top = 140  # the title and up to two rows of legend above the tree
-    if not written[nodes.status != "pruned"].all():
-        title += "<br><sup>pieces that would overlap are left out: hover a node for its piece</sup>"
-        top += 30
-    return styled(fig, title, max(460, 62 * n_rank + 260)).update_layout(margin_t=top)
+                     range=[n_rank - 0.4, -0.8], gridcolor="#eee", zeroline=False)
+    best = nodes[nodes.best].sort_values("x")
+    angle, font = piece_ticks([html.unescape(p) for p in best.piece], step_px * (best.x.max() + 1))
+    # The best path's pieces along the top, one a step from the start piece on: its sentence reads left to right.
+    fig.add_trace(go.Scatter(x=[], y=[], xaxis="x2", hoverinfo="skip", showlegend=False, name="best path axis"))
+    fig.update_layout(xaxis2=dict(
+        overlaying="x", matches="x", side="top", tickmode="array", tickvals=best.x.tolist(),
+        ticktext=best.piece.tolist(), tickangle=angle,
+        tickfont=dict(color=BEST_COLOR, size=font),
+        ticks="", showgrid=False, zeroline=False, automargin=True, title=None))
+    mark_pieces(fig, "xaxis2", len(best))
+    # The legend under the tree, below the step axis's title; the best path's pieces stand above it.
+    fig.update_layout(legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0),
+                      clickmode="event+select", dragmode="pan", margin_b=80)
+    if not written[(nodes.status != "pruned") & ~nodes.best].all():
+        title += "<br><sup>red along the top: the best path; other pieces that would overlap: hover their node</sup>"
+    else:
+        title += "<br><sup>red along the top: the best path, piece by piece</sup>"
+    widest = max((len(html.unescape(p)) for p in best.piece), default=1)
+    above = {0: 1.4, -45: 0.75 * GLYPH_EM * widest, -90: GLYPH_EM * widest}[angle] * PRESENTER_TICK_FONT
+    # the title (two lines) above the best path's pieces, whose height automargin does not add to the title's
+    return styled(fig, title, height or max(460, 62 * n_rank + 300)).update_layout(
+        margin_t=round(90 + above), title=dict(yref="container", y=1.0, yanchor="top", pad_t=36))
 
 
 def nbest_frame(hypotheses: Sequence[tuple[str, int, float, float, float, bool]]) -> pd.DataFrame:

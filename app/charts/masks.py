@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,9 @@ import plotly.graph_objects as go
 from app.charts.attention import heatmap_figure
 from app.charts.axes import COLORBAR_PX, COLUMN_PX, fits_text, matrix_height, pair_labels, plot_px, token_axes
 from app.charts.style import MASKED_COLOR, WEIGHT_COLORSCALE, styled
+
+if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler
 
 ALLOWED_COLOR = "#3a78b5"
 
@@ -33,7 +37,8 @@ def mask_grid(mask: np.ndarray, query_labels: list[str], key_labels: list[str], 
     mask = np.asarray(mask, dtype=bool)
     allowed = np.where(mask, "may attend", "masked")
     custom = np.concatenate([pair_labels(query_labels, key_labels), allowed[..., None]], axis=-1)
-    ticks = fits_text(*mask.shape, matrix_height(len(query_labels)), columns, cell_px=14, colorbar=False)
+    ticks = fits_text(mask.shape[0], mask.shape[1], matrix_height(len(query_labels)), columns, cell_px=14,
+                      colorbar=False)
     fig = go.Figure(go.Heatmap(
         z=mask.astype(np.int8), zmin=0, zmax=1, colorscale=[[0, MASKED_COLOR], [1, ALLOWED_COLOR]], showscale=False,
         xgap=1, ygap=1, customdata=custom, text=np.where(mask, "✓", "") if ticks else None,
@@ -49,8 +54,8 @@ def unmasked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str
     mask = np.asarray(mask, dtype=bool)
     z = np.asarray(scores, dtype=np.float64)
     bound = float(np.abs(z).max()) if z.size else 1.0
-    text = np.char.mod("%.1f", z)
-    text = text if fits_text(*z.shape, matrix_height(len(query_labels)), columns, text=text) else None
+    text: np.ndarray | None = np.char.mod("%.1f", z)
+    text = text if fits_text(z.shape[0], z.shape[1], matrix_height(len(query_labels)), columns, text=text) else None
     status = np.where(mask, "kept", "will be masked")
     custom = np.concatenate([pair_labels(query_labels, key_labels), status[..., None]], axis=-1)
     fig = go.Figure(go.Heatmap(
@@ -77,8 +82,8 @@ def masked_scores(scores: np.ndarray, mask: np.ndarray, query_labels: list[str],
     mask = np.asarray(mask, dtype=bool)
     z = np.where(mask, np.asarray(scores, dtype=np.float64), np.nan)
     finite = np.abs(z[mask]).max() if mask.any() else 1.0
-    text = np.where(mask, np.char.mod("%.1f", np.nan_to_num(z)), "−∞")
-    text = text if fits_text(*z.shape, matrix_height(len(query_labels)), columns, text=text) else None
+    text: np.ndarray | None = np.where(mask, np.char.mod("%.1f", np.nan_to_num(z)), "−∞")
+    text = text if fits_text(z.shape[0], z.shape[1], matrix_height(len(query_labels)), columns, text=text) else None
     value = np.where(mask, np.char.mod("%.3f", np.nan_to_num(z)), "masked (−∞)")
     custom = np.concatenate([pair_labels(query_labels, key_labels), value[..., None]], axis=-1)
     fig = go.Figure(go.Heatmap(
@@ -103,7 +108,7 @@ def masked_weights(weights: np.ndarray, mask: np.ndarray, query_labels: list[str
     if weights.size > TEXT_MAX_CELLS:
         return heatmap_figure(weights, query_labels, key_labels, title=title, mask=mask)
     text = np.where(mask, np.char.mod("%.2f", weights), "0")
-    shown = fits_text(*weights.shape, matrix_height(len(query_labels)), columns, text=text)
+    shown = fits_text(weights.shape[0], weights.shape[1], matrix_height(len(query_labels)), columns, text=text)
     fig = go.Figure(go.Heatmap(
         z=weights, zmin=0, zmax=1, colorscale=WEIGHT_COLORSCALE, xgap=1, ygap=1,
         customdata=pair_labels(query_labels, key_labels), text=text if shown else None,
@@ -127,7 +132,8 @@ def batch_table(rows: dict[str, list[str]]) -> pd.DataFrame:
                         columns=[str(i) for i in range(width)])
 
 
-def highlight_pads(table: pd.DataFrame, padded: Sequence[Sequence[bool]], bold: Sequence[str] = ("<s>", "</s>")):
+def highlight_pads(table: pd.DataFrame, padded: Sequence[Sequence[bool]], bold: Sequence[str] = ("<s>", "</s>")
+                   ) -> Styler:
     """Styler: padded cells in the masked grey, the ``bold`` pieces (start and end) in bold, so padding stands out
     on a projector. ``padded`` holds one flag per piece of each row (True = padding), taken from the masks, not
     from the piece: Marian's decoder starts with a <pad> that is no padding."""

@@ -2,6 +2,8 @@
 functions side by side, soft vs hard attention, and the sqrt(d_k) saturation argument."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -23,7 +25,7 @@ HIGHLIGHT = "#e6550d"
 SCALED_COLOR, UNSCALED_COLOR = "#1f77b4", "#d62728"
 
 
-def highlight_row(fig: go.Figure, row: int, n_cols: int, **where) -> go.Figure:
+def highlight_row(fig: go.Figure, row: int, n_cols: int, **where: Any) -> go.Figure:
     """Outline matrix row ``row`` (the selected query) in orange."""
     fig.add_shape(type="rect", x0=-0.5, x1=n_cols - 0.5, y0=row - 0.5, y1=row + 0.5,
                   line=dict(color=HIGHLIGHT, width=3), fillcolor="rgba(0,0,0,0)", **where)
@@ -55,8 +57,8 @@ def score_matrix(z: np.ndarray, query_labels: list[str], key_labels: list[str], 
     z = np.asarray(z)
     bound = float(np.abs(z).max()) or 1.0
     height = matrix_height(len(query_labels), base=170, per_row=24, cap=600)
-    text = np.char.mod("%.1f", z)
-    text = text if fits_text(*z.shape, height, columns, text=text) else None
+    text: np.ndarray | None = np.char.mod("%.1f", z)
+    text = text if fits_text(z.shape[0], z.shape[1], height, columns, text=text) else None
     fig = go.Figure(go.Heatmap(
         z=z, zmid=0, zmin=-bound, zmax=bound, colorscale=DIVERGING_COLORSCALE, xgap=1, ygap=1,
         customdata=pair_labels(query_labels, key_labels), text=text,

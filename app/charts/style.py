@@ -2,10 +2,10 @@
 one colour scale for attention weights, and presenter mode's restyling for a lecture hall's projector."""
 from __future__ import annotations
 
+from typing import Any
+
 import plotly.colors as pc
 import plotly.graph_objects as go
-
-from .axes import label_step
 
 WEIGHT_COLORSCALE = "Blues"  # every attention-weight map uses this, 0 = white
 DIVERGING_COLORSCALE = "RdBu_r"  # signed values (scores, encodings, Q/K/V), centred on 0
@@ -64,7 +64,7 @@ PRESENTER_COLORSCALE = "Hot_r"  # white -> yellow -> red -> black: weights survi
 _WEIGHT_SCALE = tuple((float(p), c) for p, c in pc.get_colorscale(WEIGHT_COLORSCALE))
 
 
-def _is_weight_scale(scale) -> bool:
+def _is_weight_scale(scale: Any) -> bool:
     return scale is not None and tuple((float(p), c) for p, c in scale) == _WEIGHT_SCALE
 
 
@@ -99,26 +99,29 @@ def presented(fig: go.Figure, max_height: int = PRESENTER_MAX_HEIGHT) -> go.Figu
     if legend.orientation == "h" and legend.y is not None and legend.y <= -0.1:
         legend.y = legend.y - 0.12  # below the plot: clear of the now larger tick labels and axis title
     fig.update_layout(margin_t=(fig.layout.margin.t or 50) + 12)
-    _thin_piece_columns(fig, max_height)
-    return capped(fig, max_height)
+    capped(fig, max_height)
+    return fig.update_layout(height=max(fig.layout.height, rows_height(fig)))
 
 
 PIECE_COLUMNS = ("query tokens", "key tokens")  # the head view's two columns of pieces, one row each
 PRESENTER_ROW_PX = PRESENTER_MIN_TEXT + 6  # a row of projector-size text with room above and below
-HEAD_VIEW_FRAME_PX = 230  # what the head view's title, legend and column titles take of its height
+HEAD_VIEW_FRAME_PX = 200  # what the head view's title, legend and column titles take of its height
+MATRIX_FRAME_PX = 170  # what a matrix's title and key pieces below take of its height at the least
 
 
-def _thin_piece_columns(fig: go.Figure, max_height: int) -> None:
-    """In a figure capped at ``max_height``, a column of pieces (the head view's) whose rows would be closer than
-    projector-size text needs keeps the text of every k-th row only; every row keeps its marker, its lines and its
-    hover, which names the piece."""
-    height = min(fig.layout.height or 450, max_height)
+def rows_height(fig: go.Figure) -> int:
+    """The height at which every piece row of ``fig`` (a head view's columns, a token axis marked by
+    app.charts.axes.mark_pieces) has room for projector-size text: labels are never dropped to fit a screen."""
+    need = 0
     for trace in fig.data:
         if trace.name in PIECE_COLUMNS and trace.text is not None:
-            rows = len(trace.text)
-            step = label_step(rows, height - HEAD_VIEW_FRAME_PX, PRESENTER_ROW_PX)
-            if step > 1:
-                trace.text = [t if i % step == 0 else "" for i, t in enumerate(trace.text)]
+            need = max(need, len(trace.text) * PRESENTER_ROW_PX + HEAD_VIEW_FRAME_PX)
+    pieces = fig.layout.meta.get("pieces", {}) if isinstance(fig.layout.meta, dict) else {}
+    for name, n in pieces.items():
+        if name.startswith("yaxis") and fig.layout[name].showticklabels is not False:
+            low, high = fig.layout[name].domain or (0.0, 1.0)
+            need = max(need, round(n * PRESENTER_ROW_PX / max(high - low, 0.1)) + MATRIX_FRAME_PX)
+    return need
 
 
 def capped(fig: go.Figure, max_height: int) -> go.Figure:

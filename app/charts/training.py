@@ -212,3 +212,27 @@ def epoch_curves(epochs: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(title_text="score (0–100)", row=1, col=2)
     fig.update_layout(legend=dict(orientation="h", y=-0.25))
     return styled(fig, "Training progress per epoch", 420)
+
+
+def schedule_beside_run(formula: tuple[str, np.ndarray, np.ndarray], run: tuple[str, np.ndarray, np.ndarray],
+                        warmup: int, title: str) -> go.Figure:
+    """The paper's schedule as the main curve, with its warm-up peak marked, and beside it, smaller, the rate a real
+    run used (restarts and all): ``formula`` and ``run`` are (label, steps, lr)."""
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.64, 0.36], horizontal_spacing=0.12,
+                        subplot_titles=[formula[0], run[0]])
+    for col, (label, steps, lrs), color, width in ((1, formula, HEAD_COLORS[0], 3.0), (2, run, "#888888", 1.5)):
+        fig.add_trace(go.Scatter(x=np.asarray(steps), y=np.asarray(lrs), mode="lines", name=label, showlegend=False,
+                                 line=dict(color=color, width=width),
+                                 hovertemplate=f"{label}<br>step %{{x:,}}<br>lr %{{y:.2e}}<extra></extra>"),
+                      row=1, col=col)
+        end = float(np.max(steps)) if len(steps) else 1.0
+        dtick = nice_step(end / (4 if col == 1 else 2))
+        fig.update_xaxes(title_text="training step", range=[0, end * 1.04], dtick=dtick, row=1, col=col,
+                         tickformat="~s")
+        fig.update_yaxes(exponentformat="e", tickformat=".0e", nticks=5, rangemode="tozero", row=1, col=col)
+    peak = float(np.interp(warmup, formula[1], formula[2]))
+    fig.add_trace(go.Scatter(x=[warmup], y=[peak], mode="markers+text", text=[f"end of warm-up: step {warmup:,}"],
+                             textposition="middle right", marker=dict(size=11, color="#d62728"), showlegend=False,
+                             hovertemplate="step %{x:,}<br>lr %{y:.2e}<extra></extra>"), row=1, col=1)
+    fig.update_yaxes(title_text="learning rate", row=1, col=1)
+    return styled(fig, title, 420)

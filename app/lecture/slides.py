@@ -57,10 +57,10 @@ SLIDES: tuple[Slide, ...] = (
                 "is a fixed rotation of PE[pos], so 'k places back' is one linear map. Learned positions did as "
                 "well (Table 3, row E); the sinusoids need no parameters."),
     Slide(title="Queries, keys, values: one head with real numbers",
-          lines=("Each piece asks with a query and answers with a key: their dot products, divided by "
-                 "√d_k = √{d_k}, are the scores.",
-                 "Softmax turns one query's scores into weights that sum to 1; the head outputs the weighted sum "
-                 "of the values."),
+          lines=("Each piece asks with a query q and answers with a key k: q · k, divided by √d_k = √{d_k}, is "
+                 "the score.",
+                 "Softmax turns the query *{query}*'s scores into weights that sum to 1: *{winner}* wins with "
+                 "{winner_weight:.2f}. The head outputs the weighted sum of the values."),
           figure="stages", args={"kind": "enc_self", "layer": 0, "head": 0},
           notes="Attention(Q, K, V) = softmax(QKᵀ / √d_k) V. Without the division, wide heads give large scores, "
                 "the softmax saturates and its gradient vanishes (section 3.2.1). The Mechanics page shows every "
@@ -88,13 +88,15 @@ SLIDES: tuple[Slide, ...] = (
           notes="One convention in this code: a bool grid, True = may attend; padding [B, 1, 1, S] and causal "
                 "[1, 1, T, T] combined with AND. The Masks page pads two sentences into one batch."),
     Slide(title="Masked decoder self-attention",
-          lines=("The decoder reads `{start}` and the pieces written so far; row t predicts output piece t.",
-                 "Grey cells are masked: the upper triangle is exactly 0."),
+          lines=("Row t is the step that writes output piece t (named on the left); it reads `{start}` and the "
+                 "pieces written before it (the columns).",
+                 "Grey cells are masked: a step never reads its own piece or later ones; their weight is exactly 0."),
           figure="heatmap", args={"kind": "dec_self", "layer": 0, "head": -1},
           notes="Training feeds the whole reference shifted right at once (teacher forcing); the mask makes that "
                 "equal to writing one piece at a time."),
     Slide(title="Cross-attention: the soft alignment",
-          lines=("Each decoder position (row) looks at the encoded source (columns) while it predicts its piece.",
+          lines=("Each row is the step that writes the piece named on the left; it looks at the encoded source "
+                 "(columns) while it chooses that piece.",
                  "{reorder_hint}"),
           figure="heatmap", args={"kind": "cross", "layer": -1, "head": -1},
           notes="Queries come from the decoder; keys and values from the encoder's output (section 3.2.3). "
@@ -120,19 +122,20 @@ SLIDES: tuple[Slide, ...] = (
           notes="Red = the output gets less likely without that head, blue = more likely. The Heads page switches "
                 "several off at once and decodes again."),
     Slide(title="Training: the warm-up schedule",
-          lines=("Adam's learning rate rises linearly for the first {warmup} steps, then decays as 1/√step.",
-                 "Large early steps on Adam's still noisy estimates would wreck a post-norm Transformer.",
-                 "{restarts}"),  # empty for a run trained in one go: the line is left out
+          lines=("The paper's formula (left): the rate rises linearly for the first {warmup} steps, then decays "
+                 "as 1/√step.",
+                 "Large early steps on Adam's still noisy estimates would wreck a post-norm Transformer. Right: "
+                 "the rate this model's real run used."),
           figure="lr",
           notes="lrate = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), with Adam β₁ = 0.9, β₂ = 0.98, "
-                "ε = 10⁻⁹ (section 5.3). The paper warmed up for 4000 steps. {cooldowns}"),
+                "ε = 10⁻⁹ (section 5.3). The paper warmed up for 4000 steps. {restarts} {cooldowns}"),
     Slide(title="Training: label smoothing",
-          lines=("The target is not one-hot: the true piece gets 1 − ε + ε/V, every other piece ε/V "
-                 "(this model: ε = {epsilon:g}).",
+          lines=("The target is not one-hot: the true piece gets 1 − ε + ε/V, every other piece ε/V. The bars: "
+                 "a toy vocabulary of {toy_vocab} pieces, this model's ε = {epsilon:g}.",
                  "The model learns to be less sure: perplexity gets worse, accuracy and BLEU better (section 5.4)."),
           figure="label_smoothing",
           notes="With this model's V = {vocab} pieces the true piece's target is {true_target:.4f}; the chart uses "
-                "10 pieces so the small bars stay visible."),
+                "a toy vocabulary of {toy_vocab} pieces so the small bars stay visible."),
     Slide(title="Training: watch the alignment form",
           lines=("The same sentence read by this model after {earlier} of training and at {final}, each given "
                  "this model's own output.",
@@ -144,7 +147,8 @@ SLIDES: tuple[Slide, ...] = (
                 "entropy falls over the training steps."),
     Slide(title="What the model gets wrong",
           lines=("{limitation}",
-                 "A known failure: *{fail_source}* → *{fail_output}* (right: *{fail_reference}*)."),
+                 "A known failure: *{fail_source}* → *{fail_output}* (right: *{fail_reference}*).",
+                 "Marked ✗ in red: source words no output word reads (dropped): {dropped}."),
           figure="failure",
           notes="The attention on screen is exactly what the model used, right or wrong; it shows where the model "
                 "looked, not why it chose a piece. See the model card on the Model and training page. A dropped or "

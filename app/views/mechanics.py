@@ -14,14 +14,17 @@ from app.charts.axes import plotly_text
 from app.charts.masks import mask_grid
 from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
 from explain.mechanics import (
+    AttentionInternals,
     attention_internals,
     sample_softmax,
     score_function_weights,
     soft_vs_hard,
     softmax_saturation,
 )
-from model.network.trace import KIND_LABELS, KINDS, PerKind
+from model.checkpoints.files import Checkpoint
+from model.network.trace import KIND_LABELS, KINDS, Kind, PerKind
 from model.network.transformer import shifted_right
+from model.serving.inference import Translation
 
 log = logging.getLogger("attention_explorer")
 D_KS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
@@ -45,10 +48,10 @@ SCORE_FUNCTIONS = [  # (name, formula, note)
 ]
 
 
-def selection_ui(translation, n_layers: PerKind[int], n_heads: int) -> tuple[str, int, int, int]:
+def selection_ui(translation: Translation, n_layers: PerKind[int], n_heads: int) -> tuple[Kind, int, int, int]:
     """Kind, layer, head and query position the page opens up."""
     c1, c2, c3, c4 = st.columns([3, 1.2, 1.2, 2])
-    kind = c1.selectbox("Attention", list(KINDS), index=2, key="mech_kind", format_func=KIND_LABELS.get)
+    kind = c1.selectbox("Attention", list(KINDS), index=2, key="mech_kind", format_func=KIND_LABELS.__getitem__)
     layers = list(range(n_layers[kind]))
     keep_valid("mech_layer", layers)
     layer = c2.selectbox("Layer", layers, key="mech_layer", format_func=lambda i: f"layer {i + 1}")
@@ -63,15 +66,19 @@ def selection_ui(translation, n_layers: PerKind[int], n_heads: int) -> tuple[str
     return kind, layer, head, query
 
 
-def query_pieces(translation, kind: str) -> list[str]:
-    return list(translation.source.pieces if kind == "enc_self" else translation.target_input_pieces)
+def query_pieces(translation: Translation, kind: str) -> list[str]:
+    """A decoder row is named by the piece written at that step (the explorer's "Input rows": by its input)."""
+    if kind == "enc_self":
+        return list(translation.source.pieces)
+    return list(translation.target_input_pieces if st.session_state.get("rows_input") else translation.target_pieces)
 
 
-def key_pieces(translation, kind: str) -> list[str]:
+def key_pieces(translation: Translation, kind: str) -> list[str]:
     return list(translation.target_input_pieces if kind == "dec_self" else translation.source.pieces)
 
 
-def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], head: int, query: int) -> None:
+def stages_panel(it: AttentionInternals, trace_weights: np.ndarray, qs: list[str], ks: list[str], head: int,
+                 query: int) -> None:
     """Q, K, V -> QK^T -> / sqrt(d_k) -> mask -> softmax -> weights @ V, one figure each."""
     q, k, v = (to_numpy(getattr(it, name)[head]) for name in ("q", "k", "v"))
     mask = to_numpy(it.mask)
@@ -121,7 +128,7 @@ def stages_panel(it, trace_weights: np.ndarray, qs: list[str], ks: list[str], he
     plot(charts.stage_bars(stages, ks, mask[query], title), "mech_stages")
 
 
-def multihead_panel(it, qs: list[str], head: int, query: int, n_heads: int) -> None:
+def multihead_panel(it: AttentionInternals, qs: list[str], head: int, query: int, n_heads: int) -> None:
     st.subheader("All heads together: Concat and $W^O$")
     st.latex(r"\mathrm{MultiHead}(Q,K,V)=\mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W^O,\quad "
              r"\mathrm{head}_i=\mathrm{Attention}(QW_i^Q,KW_i^K,VW_i^V)")
@@ -139,7 +146,7 @@ def multihead_panel(it, qs: list[str], head: int, query: int, n_heads: int) -> N
         plot(charts.output_matrix(to_numpy(it.output.float()), qs, it.output.shape[-1], query), "mech_output")
 
 
-def score_functions_panel(it, ks: list[str], head: int, query: int) -> None:
+def score_functions_panel(it: AttentionInternals, ks: list[str], head: int, query: int) -> None:
     st.subheader("Other ways to score a query against keys")
     allowed = to_numpy(it.mask[query])
     keys = [p for p, a in zip(ks, allowed, strict=True) if a]
@@ -202,7 +209,7 @@ def sqrt_dk_panel(model_dk: int) -> None:
 
 
 @st.fragment
-def head_panel(ckpt, translation) -> None:
+def head_panel(ckpt: Checkpoint, translation: Translation) -> None:
     trace = translation.trace
     n_heads = trace.weights("enc_self").size(2)
     kind, layer, head, query = selection_ui(translation, trace.n_layers, n_heads)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,14 +24,15 @@ from app.charts.attention import (
     model_view_figure,
     strongest_heads,
 )
-from app.charts.axes import SLIDE_PX, plotly_text
+from app.charts.axes import COLORBAR_PX, GLYPH_EM, SLIDE_PX, TICK_SIZE, piece_ticks, plotly_text, token_axes
 from app.charts.decoding import TreeCandidate, beam_tree_figure, beam_tree_nodes, topk_figure
 from app.charts.heads import checkpoints_figure, importance_figure
 from app.charts.masks import mask_grid
-from app.charts.mechanics import stage_bars
-from app.charts.training import architecture_diagram, label_smoothing_bars, lr_schedule
+from app.charts.one_query import one_query_figure
+from app.charts.style import HEAD_VIEW_FRAME_PX, PRESENTER_TICK_FONT
+from app.charts.training import architecture_diagram, label_smoothing_bars, schedule_beside_run
 from app.checks.escape import md
-from app.explorer import attention_view, head_label, head_matrix, select_head
+from app.explorer import AttentionView, attention_view, head_label, head_matrix, select_head
 from app.lecture.slides import FAILURES, REORDER_HINT, Slide
 from app.models.examples import languages
 from app.models.registry import load_snapshot, snapshots_of
@@ -43,12 +44,16 @@ from explain.mechanics import attention_internals
 from explain.model_training import smoothed_targets
 from explain.positional import embedding_parts
 from model.checkpoints.files import Checkpoint
-from model.network.trace import KIND_LABELS
+from model.network.trace import KIND_LABELS, Kind
 from model.network.transformer import shifted_right
 from model.serving.inference import Translation
-from training.schedule import training_segments
+from model.tokenization.pieces import word_groups, word_labels
+from training.schedule import noam_lr, training_segments
 
 MAX_QUOTE = 140  # characters of a sentence quoted in a slide's lines
+SLIDE_HEIGHT = 520  # px: a slide's figure on a 1280x720 screen, when the browser has not said its size
+TOY_VOCAB = 10  # label smoothing's bars: a vocabulary small enough that the ε/V bars stay visible
+TITLE_PX = 130  # a slide figure's title (two lines), key axis title and margins: what its rows cannot use
 KIND_NAMES = {"enc_self": "encoder self", "dec_self": "decoder self", "cross": "cross"}
 
 
@@ -65,6 +70,14 @@ class Deck:
     ckpt: Checkpoint
     translation: Translation
     translate: Callable[[str, int], Translation]
+    width_px: float = SLIDE_PX  # the slide's figure column, as the browser reports it (app.views.lecture)
+    height_px: int = SLIDE_HEIGHT  # the slide's free height under its title row
+    presenter: bool = False  # projector-size text: 18-px labels, 24-px rows
+
+    @property
+    def font(self) -> int:
+        """The tick labels' size in this mode (app.charts.style.presented sets the presenter's)."""
+        return PRESENTER_TICK_FONT if self.presenter else TICK_SIZE
 
 
 Made = tuple[go.Figure, dict]  # the figure and the facts it adds
@@ -84,7 +97,8 @@ def facts(deck: Deck) -> dict:
 def reorder_hint(meta: dict) -> str:
     """REORDER_HINT of the checkpoint's task (a model trained here) or language pair (any translation model)."""
     pair = languages(meta)
-    key = meta.get("task") if meta.get("task") in REORDER_HINT else f"{pair[0]}-{pair[1]}" if pair else None
+    task = meta.get("task")
+    key = task if isinstance(task, str) and task in REORDER_HINT else f"{pair[0]}-{pair[1]}" if pair else ""
     return REORDER_HINT.get(key, "Look for the source pieces each output piece reads.")
 
 
@@ -111,55 +125,100 @@ def embeddings(deck: Deck, parts: tuple[str, ...]) -> Made:
 
 
 def stages(deck: Deck, kind: str, layer: int, head: int) -> Made:
+    """One query of one head, with its real q, each key's k, q·k, ÷√d_k, the softmax and the winning key."""
     t, layer = deck.translation, _layer(deck, kind, layer)
     decoder_input = shifted_right(t.target_ids, deck.ckpt.config.bos_id)
     it = attention_internals(deck.ckpt.model, list(t.source.ids), decoder_input, kind, layer)
     keys = list(t.target_input_pieces if kind == "dec_self" else t.source.pieces)
-    queries = list(t.source.pieces if kind == "enc_self" else t.target_input_pieces)
-    query = len(queries) // 2
-    parts = [(f"scores {it.scores_label}", to_numpy(it.unmasked[head, query])),
-             ("softmax = weights", to_numpy(it.weights[head, query]))]
-    title = (f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}: query {query} · "
-             f"{plotly_text([queries[query]])[0]}")
-    return stage_bars(parts, keys, to_numpy(it.mask[query]), title, masked_from=len(parts)), {}
+    queries = list(t.source.pieces if kind == "enc_self" else t.target_pieces)
+    starts = [i for i, p in enumerate(queries) if p.startswith("▁") and len(p) > 2] or list(range(len(queries)))
+    query = min(starts, key=lambda i: abs(i - len(queries) // 2))  # a whole word near the middle of the sentence
+    weights = to_numpy(it.weights[head, query])
+    scaled = to_numpy(it.unmasked[head, query])
+    title = (f"One query against every key<br><sup>{KIND_LABELS[kind].lower()} · layer {layer + 1} · head "
+             f"{head + 1} · query {plotly_text([queries[query]])[0]} (position {query})</sup>")
+    fig = one_query_figure(to_numpy(it.q[head, query]), to_numpy(it.k[head]), to_numpy(it.qk[head, query]), scaled,
+                           weights, to_numpy(it.mask[query]), keys, queries[query], title=title, d_k=it.d_k,
+                           height=deck.height_px)
+    winner = int(weights.argmax())
+    return fig, {"query": md(queries[query], 40), "winner": md(keys[winner], 40),
+                 "winner_weight": float(weights[winner])}
 
 
-def model_view(deck: Deck, kind: str) -> Made:
+def model_view(deck: Deck, kind: Kind) -> Made:
     view = attention_view(deck.translation, kind)
     return model_view_figure(view.weights, view.query_labels, view.key_labels,
                              title=f"{KIND_LABELS[kind]}: every layer (rows) and head (columns)"), {}
 
 
+def _rows_fit(queries: list[str], keys: list[str], deck: Deck, frame: float = TITLE_PX) -> bool:
+    """Whether a map's query rows and key columns all fit the slide at this mode's text size, every piece named
+    without shrinking: rows of text stacked in the free height (less the key pieces turned below the map), keys
+    side by side (turned as far as needed) in the width left by the colour bar and the row labels."""
+    font, row_px = deck.font, deck.font + 6
+    room = deck.width_px - COLORBAR_PX - GLYPH_EM * font * max(map(len, queries), default=1)
+    angle, size = piece_ticks(keys, room, font)
+    below = (font + 8 if angle == 0 else GLYPH_EM * font * max(map(len, keys), default=1) * (1 if angle == -90
+                                                                                          else 0.72))
+    return size == font and len(queries) * row_px + frame + below <= deck.height_px
+
+
+def fitting_view(deck: Deck, translation: Translation, kind: str) -> AttentionView:
+    """The pieces of ``kind`` where every one of them fits the slide, else its words (pieces merged into words, as
+    the explorer's Words toggle does): a slide names every row and column it draws."""
+    view = attention_view(translation, kind)
+    return view if _rows_fit(view.query_labels, view.key_labels, deck) else attention_view(translation, kind, True)
+
+
+def _in_words(view: AttentionView) -> str:
+    return " · words (pieces merged)" if "word" in view.query_title + view.key_title else ""
+
+
 def head_view(deck: Deck, kind: str, layer: int) -> Made:
     view, layer = attention_view(deck.translation, kind), _layer(deck, kind, layer)
+    rows = max(len(view.query_labels), len(view.key_labels))
+    if rows * (deck.font + 10) + HEAD_VIEW_FRAME_PX > deck.height_px:  # a column of pieces, 16 px (presenter 21)
+        view = attention_view(deck.translation, kind, True)
     heads = list(range(view.weights.shape[1]))
     shown = strongest_heads(view.weights[layer])
     fig = head_view_figure(view.weights[layer], heads, view.query_labels, view.key_labels, shown=shown,
                            title=f"{KIND_LABELS[kind]} · layer {layer + 1} · heads "
-                                 f"{' and '.join(str(h + 1) for h in shown)}, the most focused",
+                                 f"{' and '.join(str(h + 1) for h in shown)}, the most focused{_in_words(view)}",
                            min_weight=default_min_weight(max(len(view.query_labels), len(view.key_labels))),
                            query_title=view.query_title.split(" (")[0], key_title=view.key_title.split(" (")[0])
-    return fig, {}
+    return fig.update_layout(height=deck.height_px), {}
 
 
 def mask(deck: Deck, kind: str) -> Made:
     t = deck.translation
-    view = attention_view(t, kind)
-    grid = to_numpy(t.trace.mask(kind)[0, 0])
-    return mask_grid(grid, view.query_labels, view.key_labels, f"The mask of {KIND_LABELS[kind].lower()}",
-                     "key", "query", columns=1), {}
+    view = fitting_view(deck, t, kind)
+    grid = view.mask if view.mask is not None else np.ones((len(view.query_labels), len(view.key_labels)), bool)
+    fig = mask_grid(grid, view.query_labels, view.key_labels,
+                    f"The mask of {KIND_LABELS[kind].lower()}{_in_words(view)}", "key", "query", columns=1)
+    token_axes(fig, view.key_labels, view.query_labels, "key", "query", x_px=deck.width_px,
+               y_px=deck.height_px - TITLE_PX)
+    return fig.update_layout(height=deck.height_px), {}
 
 
 def heatmap(deck: Deck, kind: str, layer: int, head: int) -> Made:
-    view, layer = attention_view(deck.translation, kind), _layer(deck, kind, layer)
-    return _heatmap(view, kind, layer, head), {}
+    view, layer = fitting_view(deck, deck.translation, kind), _layer(deck, kind, layer)
+    return _heatmap(view, kind, layer, head, deck), {}
 
 
-def _heatmap(view, kind: str, layer: int, head: int) -> go.Figure:
-    return heatmap_figure(head_matrix(view, layer, head), view.query_labels, view.key_labels,
-                          title=f"{KIND_LABELS[kind]} · layer {layer + 1} · {head_label(head)}",
-                          query_title=view.query_title, key_title=view.key_title, predicts=view.predicts,
-                          mask=view.mask, width_px=SLIDE_PX)
+def _heatmap(view: AttentionView, kind: str, layer: int, head: int, deck: Deck,
+             marked: Sequence[int] = ()) -> go.Figure:
+    """A slide's attention map; the key columns in ``marked`` are named in red with a ✗ (source words dropped)."""
+    keys = [f"✗ {k}" if j in marked else k for j, k in enumerate(view.key_labels)]
+    fig = heatmap_figure(head_matrix(view, layer, head), view.query_labels, keys,
+                         title=f"{KIND_LABELS[kind]}<br><sup>layer {layer + 1} · {head_label(head)}"
+                               f"{_in_words(view)}</sup>",
+                         query_title=view.query_title, key_title=view.key_title, predicts=view.predicts,
+                         mask=view.mask, width_px=deck.width_px * PRESENTER_TICK_FONT / deck.font,
+                         height=deck.height_px)
+    if marked:
+        fig.update_xaxes(ticktext=[f"<span style='color:#d62728'>{t}</span>" if j in marked else t
+                                   for j, t in enumerate(fig.layout.xaxis.ticktext)], selector=dict(side="bottom"))
+    return fig
 
 
 def topk(deck: Deck) -> Made:
@@ -180,8 +239,10 @@ def beam_tree(deck: Deck, beam: int) -> Made:
                            status=c.status) for c in s.candidates] for s in translation.result.steps]
     nodes = beam_tree_nodes(tree, [(h.tokens, h.path) for h in translation.result.hypotheses])
     fig = beam_tree_figure(nodes, title=f"Beam search tree (beam {beam}): every candidate considered",
-                           width_px=SLIDE_PX)
-    fig.update_traces(mode="markers", selector=dict(name="dropped later"))  # a slide names the paths only
+                           width_px=deck.width_px * TICK_SIZE / deck.font, height=deck.height_px)
+    # a slide names the best path only, along the top; the other pieces are in their hovers
+    fig.update_traces(mode="markers", selector=lambda t: t.name in ("dropped later", "other n-best",
+                                                                     "finished (&lt;/s&gt;)"))
     return fig, {"beam": beam, "beam_output": md(translation.text, MAX_QUOTE) or "(nothing)"}
 
 
@@ -208,10 +269,15 @@ def lr(deck: Deck) -> Made:
         raise SlideUnavailable("This checkpoint ships no training log (log.csv), so its schedule cannot be drawn.")
     light = log.iloc[::max(1, len(log) // 800)]
     warmup = int(deck.ckpt.meta.get("warmup", 4000))
-    fig = lr_schedule([(f"used in training: warm-up {warmup} steps", light["step"].to_numpy(), light["lr"].to_numpy())],
-                      None, "This model's learning rate, step by step")
-    return fig, {"warmup": warmup, "restarts": restarts_line(deck.ckpt.meta),
-                 "cooldowns": " ".join(cooldown_lines(training_segments(deck.ckpt.meta)))}
+    d_model, last = deck.ckpt.config.d_model, int(log["step"].max())
+    steps = np.unique(np.linspace(1, last, 600).astype(int))
+    formula = np.array([noam_lr(int(step), d_model, warmup) for step in steps])
+    fig = schedule_beside_run((f"the paper's formula: d_model = {d_model}, warm-up {warmup:,}", steps, formula),
+                              ("this model's real run", light["step"].to_numpy(), light["lr"].to_numpy()), warmup,
+                              "Learning rate: warm-up, then 1/√step")
+    return fig.update_layout(height=deck.height_px), {
+        "warmup": warmup, "restarts": restarts_line(deck.ckpt.meta),
+        "cooldowns": " ".join(cooldown_lines(training_segments(deck.ckpt.meta)))}
 
 
 MAX_NAMED_RESTARTS = 4  # restarts named with their steps on the schedule slide's line (220 characters)
@@ -234,10 +300,24 @@ def restarts_line(meta: dict) -> str:
 
 def label_smoothing(deck: Deck) -> Made:
     eps = float(deck.ckpt.meta.get("label_smoothing", 0.1))
-    small_v, true = 10, 3
+    small_v, true = TOY_VOCAB, 3
     dist = to_numpy(smoothed_targets([true], small_v, eps)[0])
     labels = [f"piece {i}" + (" (true)" if i == true else "") for i in range(small_v)]
-    return label_smoothing_bars(dist, labels, eps), {}
+    fig = label_smoothing_bars(dist, labels, eps)
+    fig.update_layout(title_text=f"A toy vocabulary of {small_v} pieces, ε = {eps:g}<br><sup>this model: "
+                                 f"{deck.ckpt.config.vocab_size:,} pieces, true piece's target "
+                                 f"{1 - eps + eps / deck.ckpt.config.vocab_size:.4f}</sup>", margin_t=90)
+    return fig.update_layout(height=deck.height_px), {"toy_vocab": small_v}
+
+
+def _words_of(rows: list[str], cols: list[str], maps: list[tuple[str, np.ndarray]]
+              ) -> tuple[list[str], list[str], list[tuple[str, np.ndarray]]]:
+    """Maps [rows, cols] of pieces as maps of words, as explain.heads.merge_to_words makes them: a word's row is the
+    mean of its pieces' rows, its column the sum of its pieces' columns (rows still sum to 1)."""
+    row_groups, col_groups = word_groups(rows), word_groups(cols)
+    merged = [(name, np.array([[np.asarray(z)[np.ix_(rg, cg)].sum(axis=1).mean() for cg in col_groups]
+                               for rg in row_groups])) for name, z in maps]
+    return word_labels(rows, row_groups), word_labels(cols, col_groups), merged
 
 
 def learning(deck: Deck) -> Made:
@@ -255,9 +335,14 @@ def learning(deck: Deck) -> Made:
     final = deck.ckpt.meta.get("epochs")
     maps.append((f"epoch {final} (this model)" if final else "this model",
                  select_head(to_numpy(t.trace.weights("cross")[-1, 0]), -1)))
-    fig = checkpoints_figure(maps, list(t.target_input_pieces), list(t.source.pieces), row_title="decoder input",
-                             col_title="source piece", width_px=SLIDE_PX,
+    rows, cols = list(t.target_pieces), list(t.source.pieces)
+    panel_px = deck.width_px / len(maps)
+    if not _rows_fit(rows, cols, Deck(**{**deck.__dict__, "width_px": panel_px + COLORBAR_PX})):
+        rows, cols, maps = _words_of(rows, cols, maps)
+    fig = checkpoints_figure(maps, rows, cols, row_title="piece written", col_title="source piece",
+                             width_px=deck.width_px * PRESENTER_TICK_FONT / deck.font,
                              title="Last layer's cross-attention in training<br><sup>mean over heads</sup>")
+    fig.update_layout(height=deck.height_px)
     epochs = [str(meta.get("epochs", "?")) for _, meta in snapshots.values()]
     earlier = "epoch " + epochs[0] if len(epochs) == 1 else "epochs " + ", ".join(epochs[:-1]) + " and " + epochs[-1]
     return fig, {"first": maps[0][0], "earlier": earlier, "final": f"epoch {final}" if final else "its last epoch"}
@@ -274,16 +359,32 @@ def card_limitation(deck: Deck) -> str:
     return re.split(r"(?<=[a-z)]\.)\s+(?=[A-Z])", " ".join(bullet.group(1).replace("**", "").split()))[0]
 
 
+DROPPED_MASS = 0.5  # a source word read by under half a row's weight in all, and by no row most: dropped
+
+
+def dropped_words(weights: np.ndarray, key_labels: Sequence[str]) -> list[int]:
+    """The source words weights [Q, K] (word level, rows = output words) show as left out: no output word reads
+    any of them most, and all output words together give each less than DROPPED_MASS (the end of the sentence,
+    </s>, is never one)."""
+    most = set(np.asarray(weights).argmax(axis=1).tolist())
+    mass = np.asarray(weights).sum(axis=0)
+    return [j for j, label in enumerate(key_labels) if j not in most and mass[j] < DROPPED_MASS and label != "</s>"]
+
+
 def failure(deck: Deck) -> Made:
     if deck.model_name not in FAILURES:
         raise SlideUnavailable("No known failing example is recorded for this model.")
     text, reference = FAILURES[deck.model_name]
     translation = deck.translate(text, 1)
-    view = attention_view(translation, "cross")
-    fig = _heatmap(view, "cross", translation.trace.n_layers["cross"] - 1, -1)
+    view = attention_view(translation, "cross", word_level=True)
+    layer = translation.trace.n_layers["cross"] - 1
+    dropped = dropped_words(head_matrix(view, layer, -1), view.key_labels)
+    fig = _heatmap(view, "cross", layer, -1, deck, marked=dropped)
+    fig.update_layout(title_text=fig.layout.title.text.replace("</sup>", " · ✗ red: dropped source words</sup>"))
+    names = ", ".join(md(view.key_labels[j], 40) for j in dropped) or "none"
     return fig, {"limitation": card_limitation(deck), "fail_source": md(text, MAX_QUOTE),
                  "fail_output": md(translation.text, MAX_QUOTE) or "(nothing)",
-                 "fail_reference": md(reference, MAX_QUOTE)}
+                 "fail_reference": md(reference, MAX_QUOTE), "dropped": names}
 
 
 MAKERS: dict[str, Callable[..., Made]] = {

@@ -1,11 +1,13 @@
-"""Piece labels on matrix axes stay readable at any length: where every piece's label would overlap, only every
-k-th is drawn (numbered), and cells too small for a number or a ✓ carry none; the hover still names every piece."""
+"""Piece labels on matrix axes stay readable at any length: up to 40 pieces every one is named (turned and, where
+needed, smaller); past that, where every piece's label would overlap, only every k-th is drawn (numbered), and cells
+too small for a number or a ✓ carry none; the hover still names every piece."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -77,3 +79,20 @@ def test_the_loss_curves_last_step_tick_stays_clear_of_the_learning_rate_axis(st
     assert steps <= end <= 1.06 * steps  # no empty stretch right of the curve
     assert ticks[0] == 0 and len(ticks) >= 3 and ticks[-1] <= end - dtick / 2 and dtick == nice_step(dtick)
     assert all(text.endswith("k") == (tick >= 1000) for tick, text in zip(ticks, axis.ticktext, strict=True))
+
+
+@pytest.mark.parametrize("n", [14, 33, 40])
+@pytest.mark.parametrize("columns", [1, 2, 3])
+def test_an_axis_of_up_to_40_pieces_names_every_piece_without_index_prefixes(n, columns):
+    """design.md: labels are never dropped to fit (every k-th label was the old fix); the axis turns and shrinks
+    its labels instead."""
+    import plotly.graph_objects as go
+
+    from app.charts.axes import COLUMN_PX, MIN_TICK_PX, plot_px, token_axes
+
+    pieces = [f"▁piece{i}" for i in range(n)]
+    fig = token_axes(go.Figure(), pieces, pieces, x_px=COLUMN_PX[columns], y_px=plot_px(400))
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert list(axis.tickvals) == list(range(n)) and list(axis.ticktext) == pieces  # no "12 · " prefixes
+        assert axis.tickfont.size >= MIN_TICK_PX
+    assert fig.layout.meta["pieces"] == {"xaxis": n, "yaxis": n}

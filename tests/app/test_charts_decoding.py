@@ -73,7 +73,11 @@ def test_beam_tree_figure_draws_every_node_once_with_its_status():
     status_of = {int(r[0]): r[4] for r in drawn if len(r) > 2}
     assert status_of == {int(i): s for i, s in zip(nodes.id, nodes.status, strict=True) if s != "root"}
     best_trace = next(t for t in fig.data if t.name == "best path")
-    assert list(best_trace.text) == ["A", "&lt;/s&gt;"] and best_trace.marker.symbol[-1] == "diamond"
+    assert best_trace.marker.symbol[-1] == "diamond"
+    # the best path reads along the top axis, every node from the start piece on, none dropped to fit
+    assert list(fig.layout.xaxis2.ticktext) == ["&lt;s&gt;", "A", "&lt;/s&gt;"]
+    assert list(fig.layout.xaxis2.tickvals) == [0, 1, 2]
+    assert not fig.layout.xaxis.showgrid  # no vertical line through "<s>"
     pruned = next(t for t in fig.data if t.name.startswith("pruned"))
     assert len(pruned.x) == int((nodes.status == "pruned").sum())
 

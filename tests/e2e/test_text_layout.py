@@ -9,6 +9,11 @@ presenter mode every such text is at least 18 px. The browser console shows no e
 labels (widget labels, buttons, links, chosen options) are checked for text their box cuts off. The slides are
 walked with the arrow key in one browser session, as a lecturer does.
 
+No label is dropped to make room: every token axis of up to 40 pieces draws a label for each piece (an axis a
+figure marks in its layout.meta "pieces", or one of integer ticks whose range spans its pieces), every end of a
+head-view line is a named token, and every node of a beam tree's best path is named on its top axis. All of it runs
+on the default sentence and on a 33-piece one.
+
 For the whole list instead of the first failure: ``pytest tests/e2e/test_text_layout.py -s`` prints every view.
 """
 from __future__ import annotations
@@ -17,6 +22,7 @@ import ast
 import re
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
@@ -32,6 +38,9 @@ SECTIONS = ast.literal_eval(re.search(r"^SECTIONS = (\(.*?\))$", (ROOT / "app" /
 PAGES = ["", "decoding", "positional", "masks", "mechanics", "model", "vision"]
 SIZES = [(1280, 720), (1920, 1080)]
 PRESENTER_MIN_PX = 18
+MAX_LABELLED = 40  # app.charts.axes.MAX_LABELLED: an axis of up to this many pieces names every one
+LONG_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."  # 33 output pieces (beam 4)
+SENTENCES = {"default": "", "33 pieces": LONG_SENTENCE}
 TOLERANCE_PX = 1
 WAIT_MS = 120_000
 SETTLED_MS = 400  # figures count as drawn when no text was added, moved or removed for this long
@@ -149,6 +158,60 @@ MEASURE = """([tolerance, minPx]) => {
   return {figures, labels};
 }"""
 
+# Runs in the page: per figure, the pieces it draws without a label. A token axis (one the figure marks in
+# layout.meta.pieces, or an axis of integer array ticks whose range spans -0.5 to n - 0.5) of up to maxLabelled
+# pieces must draw n non-empty tick labels; a head view's line must end at named tokens; a beam tree's best path
+# must be named, node by node, on its top axis.
+DROPPED = """(maxLabelled) => {
+  const found = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, index) => {
+    const title = ((plot.querySelector('.gtitle') || {}).textContent || `figure ${index + 1}`).slice(0, 60);
+    const layout = plot._fullLayout || {};
+    const marked = (plot.layout && plot.layout.meta && plot.layout.meta.pieces) || {};
+    const axes = {...marked};
+    for (const name of Object.keys(layout).filter((k) => /^[xy]axis\d*$/.test(k))) {
+      const axis = layout[name];
+      if (name in axes || axis.tickmode !== 'array' || !axis.showticklabels || !axis.visible) continue;
+      const [a, b] = (axis.range || []).map(Number);
+      const vals = Array.from(axis.tickvals || []);
+      const n = Math.round(Math.abs(b - a));
+      if (vals.length && vals.every((v) => Number.isInteger(Number(v))) && Math.abs(Math.min(a, b) + 0.5) < 1e-6
+          && vals.length < n) axes[name] = n;
+    }
+    for (const [name, n] of Object.entries(axes)) {
+      if (n > maxLabelled || !layout[name] || layout[name].showticklabels === false) continue;
+      const id = name.replace('axis', '');
+      const drawn = Array.from(plot.querySelectorAll(`g.${id}tick text, text.${id}tick`))
+        .filter((t) => t.textContent.trim()).length;
+      if (drawn < n) found.push(`${title}: ${name} names ${drawn} of its ${n} pieces`);
+    }
+    const data = plot.data || [];
+    const tokens = Object.fromEntries(data.filter((t) => /^(query|key) tokens$/.test(t.name))
+      .map((t) => [t.name.split(' ')[0], Array.from(t.text || [])]));
+    if (tokens.query && tokens.key) {
+      const unnamed = new Set();
+      data.filter((t) => t.mode === 'lines' && t.visible === true && t.y && t.y.length > 1).forEach((t) => {
+        const y = Array.from(t.y);
+        for (let i = 0; i + 1 < y.length; i += 3) {
+          if (!String(tokens.query[y[i]] ?? '').trim()) unnamed.add(`query ${y[i]}`);
+          if (!String(tokens.key[y[i + 1]] ?? '').trim()) unnamed.add(`key ${y[i + 1]}`);
+        }
+      });
+      if (unnamed.size) found.push(`${title}: head-view lines end at unnamed tokens: ${[...unnamed].join(', ')}`);
+    }
+    const best = data.find((t) => t.name === 'best path');
+    if (best) {
+      const top = layout.xaxis2 || {};
+      const named = new Set(Array.from(top.tickvals || []).filter((v, i) =>
+        String((top.ticktext || [])[i] ?? '').trim()).map(Number));
+      const missing = Array.from(best.x || []).map(Number).filter((x) => !named.has(x));
+      if (!named.has(0)) missing.unshift(0);
+      if (missing.length) found.push(`${title}: best-path nodes at steps ${missing.join(', ')} are unnamed`);
+    }
+  });
+  return found;
+}"""
+
 
 def settle(page) -> None:
     assert page.evaluate(SETTLED, [SETTLED_MS, WAIT_MS]), "the page did not finish drawing"
@@ -163,6 +226,7 @@ def problems_of(page, view: str, min_px: int) -> list[str]:
         lines += [f"{view}: {fig['title']!r}: {text!r} {how}" for text, how in fig["cut"]]
         lines += [f"{view}: {fig['title']!r}: {text} is under {min_px} px" for text in fig["small"]]
     lines += [f"{view}: the label {text!r} is cut by its box" for text in found["labels"]]
+    lines += [f"{view}: {text}" for text in page.evaluate(DROPPED, MAX_LABELLED)]
     figures = len(found["figures"])
     print(f"{view:40s} figures {figures:2d}  problems {len(lines):3d}", flush=True)
     return lines
@@ -179,11 +243,14 @@ def wait_for_slide(page, number: int) -> None:
     settle(page)
 
 
+@pytest.mark.parametrize("sentence", list(SENTENCES))
 @pytest.mark.parametrize("mode", ["normal", "presenter"])
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
-def test_no_text_collides_is_cut_or_too_small_on_any_page_or_slide(browser, streamlit_server, size, mode):
+def test_no_text_collides_is_cut_or_too_small_on_any_page_or_slide(browser, streamlit_server, size, mode, sentence):
     width, height = size
-    query = "presenter=1" if mode == "presenter" else ""
+    query = "&".join(part for part in ("presenter=1" if mode == "presenter" else "",
+                                       urlencode({"text": SENTENCES[sentence]}) if SENTENCES[sentence] else "")
+                     if part)
     min_px = PRESENTER_MIN_PX if mode == "presenter" else 0
     page = browser.new_page(viewport={"width": width, "height": height})
     page.set_default_timeout(WAIT_MS)

@@ -1,0 +1,47 @@
+"""Why this piece and not that one: per source piece and per prefix piece, integrated gradients and gradient x input
+of log p(chosen) - log p(alternative), side by side, in the units of that difference (explain.integrated_gradients)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .axes import plotly_text
+from .style import styled
+
+IG_COLOR, GXI_COLOR = "#c0392b", "#7f8c8d"
+
+
+def contrastive_figure(pieces: Sequence[str], integrated: np.ndarray, gradient_input: np.ndarray, *, title: str,
+                       axis_title: str) -> go.Figure:
+    """Two bars per piece: integrated gradients and gradient x input [K] (signed: above 0 pushes towards the chosen
+    piece, below 0 towards the alternative); bars at 0..K-1 labelled with the pieces."""
+    x = list(range(len(pieces)))
+    labels = plotly_text(pieces)
+    fig = go.Figure()
+    for name, values, color in (("integrated gradients", integrated, IG_COLOR),
+                                ("gradient × input", gradient_input, GXI_COLOR)):
+        fig.add_trace(go.Bar(x=x, y=np.asarray(values, dtype=np.float64), name=name, marker_color=color,
+                             customdata=labels, hovertemplate=f"<b>%{{customdata}}</b><br>{name} %{{y:+.3f}}"
+                                                              "<extra></extra>"))
+    fig.update_xaxes(automargin=True, title_text=axis_title, tickmode="array", tickvals=x, ticktext=labels)
+    fig.update_yaxes(automargin=True, title_text="contribution (log-prob units)", gridcolor="#eee",
+                     zeroline=True, zerolinecolor="#888")
+    fig.update_layout(barmode="group", bargap=0.2, legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1,
+                                                               xanchor="right"))
+    return styled(fig, title, 340)
+
+
+def forced_frame(pieces: Sequence[str], probs: Sequence[float], ranks: Sequence[int], firsts: Sequence[str],
+                 first_probs: Sequence[float]) -> pd.DataFrame:
+    """A scored translation as a table, one row per piece: its probability, its rank in the model's distribution and,
+    where they differ, the model's own first choice and its probability; the first such row marked."""
+    parted = next((i for i, rank in enumerate(ranks) if rank > 1), None)
+    return pd.DataFrame({
+        "step": range(1, len(pieces) + 1), "piece": list(pieces), "probability": list(probs), "rank": list(ranks),
+        "model's first choice": [("" if rank == 1 else first) for first, rank in zip(firsts, ranks, strict=True)],
+        "its probability": [(None if rank == 1 else p) for p, rank in zip(first_probs, ranks, strict=True)],
+        "": ["← the two part ways here" if i == parted else "" for i in range(len(pieces))],
+    })
