@@ -49,8 +49,8 @@ def test_config_keeps_cors_and_xsrf_on_and_hides_error_details():
     # "none": an uncaught exception shows a redacted message (False would mean "stacktrace" in Streamlit 1.67)
     assert client.get("showErrorDetails") == "none"
     assert client.get("showErrorLinks") is False
-    # uploads are held in memory: the limit README states, enough for a checkpoint of the shipped size (15 MB)
-    assert server.get("maxUploadSize") == 50 and "each at most 50 MB" in (ROOT / "README.md").read_text()
+    # uploads are held in memory: the limit the docs state (Limits), enough for a checkpoint of the shipped size (15 MB)
+    assert server.get("maxUploadSize") == 50 and "each at most 50 MB" in (ROOT / "docs" / "serving.md").read_text()
 
 
 def websocket_upgrade(url: str, origin: str | None) -> tuple[int, str]:
@@ -135,8 +135,8 @@ if not getattr(model.serving.inference, "_rigged_by_test", False):
         raise RuntimeError("simulated model failure {secret}")
 
     model.serving.inference.stream = _rigged_stream  # the Translate page's streaming decode, and translate() inside
-    model.network.positional.wavelengths = _broken   # drawn by the Positional page outside any try: an uncaught
-    exception
+    # drawn by the Positional page outside any try: an uncaught exception
+    model.network.positional.wavelengths = _broken
     model.serving.inference._rigged_by_test = True
 runpy.run_path(os.path.join(ROOT, "streamlit_app.py"), run_name="__main__")
 '''
