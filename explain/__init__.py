@@ -7,6 +7,7 @@
     model_training  label smoothing's targets and loss floor, parameter counts (Model and training)
     ablation        switching heads off and decoding again (Heads)
     attribution     rollout, attention flow, norms and gradient x input (Heads)
+    integrated_gradients  integrated gradients and gradient x input of one step, plain or contrastive (Decoding)
     checkpoints     one sentence read by snapshots from earlier in training (Heads)
     vision          what a ViT and a Swin read from one digit (Vision)
 """

@@ -1,5 +1,5 @@
 """Command line: python -m model translate "some text" [--checkpoint DIR] [--beam N] [--max-len N]
-[--length-penalty A] [--device auto|cpu|cuda] [--json FILE]
+[--length-penalty A] [--device auto|cpu|cuda] [--force "given translation"] [--json FILE]
               python -m model convert DIR --out pretrained/NAME   (a Hugging Face folder; config.json's model_type
               says which family: marian, bart, mbart, m2m_100 or t5; convert-marian is the same for Marian folders;
               each stage is printed as it starts, "1/5: reading config.json", and errors are one line on stderr)"""
@@ -10,14 +10,18 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported
 
 import argparse
-import dataclasses
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from model.serving.budget import DEFAULT_BUDGET
+
+if TYPE_CHECKING:
+    from model.serving.inference import Translation
+    from model.tokenization.kinds import TextTokenizer
 
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "pretrained" / "en-de"
 
@@ -26,16 +30,16 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line on stderr, ``error: ...``, and exit status 2 (as every other
     error of the CLI), not a usage block."""
 
-    def error(self, message: str):  # argparse's own hook
+    def error(self, message: str) -> NoReturn:  # argparse's own hook
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
-def bounded(kind: type, low: float, high: float):
+def bounded(kind: type, low: float, high: float) -> Callable[[str], float]:
     """An argparse type: a finite ``kind`` (int or float) from ``low`` to ``high``, checked where it enters (nan,
     inf, 1e308 or a 20-digit beam never reach the model)."""
     what = f"{'an integer' if kind is int else 'a number'} from {low:g} to {high:g}"
 
-    def parse(text: str):
+    def parse(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
@@ -76,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--keep-names", action="store_true", help="with --beam 2 or more: the output keeps the names and "
                     "numbers German writes as they are (model.decoding.copy_words; a checkpoint with "
                     "copy_lexicon.json)")
+    tr.add_argument("--force", metavar="TRANSLATION", help="score this translation instead of decoding one (teacher "
+                    "forcing): per piece its probability, its rank in the model's distribution and the model's own "
+                    "first choice; not with --beam, --sample or --keep-names")
     tr.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     tr.add_argument("--json", help="write pieces, steps and attention to this file (at most "
                                    f"{DEFAULT_BUDGET.max_json_bytes // 2**20} MB: a longer decode is refused)")
@@ -99,11 +106,25 @@ def translate_command(args: argparse.Namespace) -> int:
     from model.network.config import DecodeConfig, Sampling
     from model.network.positional import MAX_POSITIONS
     from model.serving.device import resolve_device
-    from model.serving.inference import InputError, beyond_training, decode_rules, planned, translate
+    from model.serving.doubt import doubt_of
+    from model.serving.inference import (
+        InputError,
+        beyond_training,
+        decode_rules,
+        planned,
+        planned_forced,
+        score_translation,
+        translate,
+        unkept_notes,
+    )
     from model.serving.serialize import translation_to_dict
 
     if args.json is not None and not args.json.strip():
         print("error: --json needs a file name", file=sys.stderr)
+        return 2
+    if args.force is not None and (args.beam > 1 or args.sample or args.keep_names):
+        print("error: --force scores the translation it is given: --beam, --sample and --keep-names do not apply",
+              file=sys.stderr)
         return 2
     try:
         device = resolve_device(args.device)
@@ -122,22 +143,31 @@ def translate_command(args: argparse.Namespace) -> int:
                               keep_words=args.keep_names, **decode_rules(ckpt.tokenizer, ckpt.meta, args.to))
         if args.json:  # priced before any work: a file too large to be useful is refused, not written
             budget = DEFAULT_BUDGET
-            json_bytes = planned(ckpt.model, ckpt.tokenizer, args.text, decode, budget,
-                                 ckpt.copy_lexicon)[1].cost.json_bytes
+            json_bytes = (planned(ckpt.model, ckpt.tokenizer, args.text, decode, budget, ckpt.copy_lexicon)[1]
+                          if args.force is None else
+                          planned_forced(ckpt.model, ckpt.tokenizer, args.text, args.force, decode, budget)[2]
+                          ).cost.json_bytes
             if json_bytes > budget.max_json_bytes:
                 print(f"error: --json would write about {json_bytes / 2**20:,.0f} MB (limit "
                       f"{budget.max_json_bytes / 2**20:,.0f} MB): shorten the text or lower --max-len or --beam",
                       file=sys.stderr)
                 return 2
-        result = translate(ckpt.model, ckpt.tokenizer, args.text, decode, lexicon=ckpt.copy_lexicon)
+        if args.force is not None:
+            result = score_translation(ckpt.model, ckpt.tokenizer, args.text, args.force, decode)
+        else:
+            result = translate(ckpt.model, ckpt.tokenizer, args.text, decode, lexicon=ckpt.copy_lexicon)
     except (CheckpointError, InputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
+    if not result.forced and (doubt := doubt_of(result.result, result.target_pieces).note()):
+        print(f"note: {doubt}", file=sys.stderr)  # the model's own per-piece probabilities (model.serving.doubt)
     if args.keep_names:
-        print(f"note: kept {', '.join(result.source.kept) if result.source.kept else 'nothing (no name or number)'}",
-              file=sys.stderr)
+        nothing = "nothing" if result.source.unkept else "nothing (no name or number)"
+        print(f"note: kept {', '.join(result.source.kept) if result.source.kept else nothing}", file=sys.stderr)
+        for note in unkept_notes(result.source.unkept):
+            print(f"note: {note}", file=sys.stderr)
     if result.source.dropped:
         print(f"warning: input cut to {len(result.source.ids)} positions (at most {MAX_POSITIONS}); "
               f"{result.source.dropped} pieces dropped", file=sys.stderr)
@@ -145,15 +175,34 @@ def translate_command(args: argparse.Namespace) -> int:
         print(f"note: the input has {len(result.source.ids)} positions, more than the {ckpt.config.max_len} this model "
               "was built for; it runs on positions it never saw", file=sys.stderr)
     print(result.text)
+    if result.forced:
+        print(forced_table(result, ckpt.tokenizer))
     if args.json:
-        data = translation_to_dict(result, ckpt.tokenizer, {**dataclasses.asdict(result.decode or decode),
-                                                            "device": str(device), "checkpoint": str(args.checkpoint)})
+        data = translation_to_dict(result, ckpt.tokenizer, checkpoint=str(args.checkpoint))
         try:
             Path(args.json).write_text(json.dumps(data, ensure_ascii=False))
         except OSError as exc:
             print(f"error: cannot write {args.json}: {exc.strerror}", file=sys.stderr)
             return 2
     return 0
+
+
+def forced_table(result: Translation, tokenizer: TextTokenizer) -> str:
+    """What the model thought of a translation it was handed: its log-probability, then per piece its probability,
+    its rank in the model's distribution and, where they part ways, the piece the model would have written."""
+    choices = [step.forced for step in result.result.steps if step.forced is not None]
+    log_prob = result.result.best.log_prob
+    lines = [f"log-prob {log_prob:.4f} over {len(choices)} pieces (mean {log_prob / max(len(choices), 1):.4f} per "
+             f"piece); the model's own first choice at {sum(c.agrees for c in choices)} of them",
+             f"{'step':>4}  {'piece':<16} {'prob':>8} {'rank':>6}  model's first choice"]
+    parted = False
+    for t, c in enumerate(choices):
+        first = "" if c.agrees else f"{tokenizer.id_to_piece(c.first)} ({math.exp(c.first_log_prob):.4f})"
+        if not c.agrees and not parted:
+            first, parted = first + "  <- the two part ways here", True
+        lines.append(f"{t + 1:>4}  {tokenizer.id_to_piece(c.token):<16} {math.exp(c.log_prob):>8.4f} {c.rank:>6}  "
+                     f"{first}".rstrip())
+    return "\n".join(lines)
 
 
 def convert_command(args: argparse.Namespace) -> int:

@@ -26,10 +26,12 @@ from app.page import TRANSLATE_PAGE, budget_notes, to_numpy
 from app.presenter import presentable
 from app.serving.scheduler import Request, current_request, translate_request
 from app.state import sync_url
+from app.views.contrastive import contrastive_ui
 from model.decoding.constrained_beam import keep_states
+from model.decoding.sampling import SampleChoice
 from model.decoding.search import Candidate, DecodeStep, length_penalty
 from model.serving.inference import InputError, Translation
-from model.tokenization.joint import Tokenizer
+from model.tokenization.kinds import TextTokenizer
 
 log = logging.getLogger("attention_explorer")
 STEP_KEYS = {"ArrowLeft": "prev_step", "PageUp": "prev_step", "ArrowRight": "next_step", "PageDown": "next_step"}
@@ -68,7 +70,7 @@ def _default_candidate(translation: Translation, t: int) -> int:
     return 0
 
 
-def candidate_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t: int) -> Candidate:
+def candidate_ui(translation: Translation, tokenizer: TextTokenizer, request: Request, t: int) -> Candidate:
     """Which node of step t to inspect (beam search has several); resets to the best path when the step changes."""
     step = translation.result.steps[t]
     if len(step.candidates) == 1:
@@ -100,6 +102,7 @@ def bank_note(translation: Translation, tokens: list[int], eos_id: int) -> str:
     """Which bank a node of the keep search falls in: the kept pieces its hypothesis holds, and the phrases it has
     written whole."""
     keeps, kept = translation.source.keeps, translation.source.kept
+    assert keeps is not None  # asked only where keeps_ran(translation)
     state = keep_states(tokens, keeps, eos_id)[-1]
     written = [kept[i] for i in sorted(state.met)]
     return (f"Bank {state.bank(keeps)} of {keeps.total}: this hypothesis holds {state.bank(keeps)} of the "
@@ -107,7 +110,7 @@ def bank_note(translation: Translation, tokens: list[int], eos_id: int) -> str:
             + (", ".join(f"“{md(k)}”" for k in written) if written else "none yet") + ".")
 
 
-def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeStep, chosen: Candidate,
+def step_detail_ui(translation: Translation, tokenizer: TextTokenizer, step: DecodeStep, chosen: Candidate,
                    eos_id: int) -> None:
     """The prefix, the next-token distribution and the attention rows behind one candidate."""
     row = chosen.row
@@ -120,7 +123,7 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
     c_probs, c_attn = st.columns([2, 3])
     with c_probs:
         if step.sample is not None:
-            sampler_ui(step, tokenizer, fmt)
+            sampler_ui(step, step.sample, tokenizer, fmt)
         else:
             ids = step.topk_ids[row].tolist()
             fig = topk_figure(tokenizer.pieces(ids), to_numpy(step.topk_probs[row]), [i == chosen.token for i in ids],
@@ -146,17 +149,19 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
             if keeps_ran(translation):
                 st.caption(bank_note(translation, [*step.prefixes[row, 1:].tolist(), chosen.token], eos_id))
     with c_attn:
-        n_layers, _, n_heads, _ = step.dec_self.shape
+        dec_self, cross = step.dec_self, step.cross
+        assert dec_self is not None and cross is not None  # the app decodes with attention (Capture.WEIGHTS)
+        n_layers, _, n_heads, _ = dec_self.shape
         layer, head = layer_head_ui(n_layers, n_heads)
         query = plotly_text([prefix[-1]])[0]  # the query is the last piece read; figure titles are HTML
         what = f"layer {layer + 1} · {head_label(head)}"
-        dec_row = select_head(to_numpy(step.dec_self[layer, row]), head)
+        dec_row = select_head(to_numpy(dec_self[layer, row]), head)
         fig = attention_row_figure(dec_row, prefix, title=f"Decoder self-attention of “{query}”<br><sup>{what}</sup>",
                                    key_title="decoder input so far (earlier positions only)", query_label=prefix[-1])
         st.plotly_chart(presentable(fig),
                         key="decoding_dec_self", width="stretch", theme=None,
                         config=plotly_config("decoder_self_row", fmt))
-        cross_row = select_head(to_numpy(step.cross[layer, row]), head)
+        cross_row = select_head(to_numpy(cross[layer, row]), head)
         st.plotly_chart(presentable(attention_row_figure(cross_row, list(translation.source.pieces),
                                                          title=f"Cross-attention of “{query}” over the source"
                                                                f"<br><sup>{what}</sup>",
@@ -165,9 +170,9 @@ def step_detail_ui(translation: Translation, tokenizer: Tokenizer, step: DecodeS
                         config=plotly_config("cross_row", fmt))
 
 
-def sampler_ui(step: DecodeStep, tokenizer: Tokenizer, fmt: str) -> None:
-    """What sampling did at this step: the model's distribution, the one drawn from, and the piece drawn."""
-    sample = step.sample
+def sampler_ui(step: DecodeStep, sample: SampleChoice, tokenizer: TextTokenizer, fmt: str) -> None:
+    """What sampling did at this step (``sample``, its step.sample): the model's distribution, the one drawn from,
+    and the piece drawn."""
     ids = sample.ids.tolist()
     fig = sampling_figure(tokenizer.pieces(ids), to_numpy(sample.before), to_numpy(sample.after),
                           [i == sample.token for i in ids], title=f"Step {step.step + 1}: the model, then the sampler")
@@ -189,7 +194,7 @@ def _pick_node(chart_key: str) -> None:
             return
 
 
-def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t: int, chosen: Candidate) -> None:
+def beam_ui(translation: Translation, tokenizer: TextTokenizer, request: Request, t: int, chosen: Candidate) -> None:
     """The search tree and the n-best list."""
     steps = translation.result.steps
     tree = [[TreeCandidate(row=c.row, token=c.token, piece=tokenizer.id_to_piece(c.token), log_prob=c.log_prob,
@@ -237,8 +242,26 @@ def beam_ui(translation: Translation, tokenizer: Tokenizer, request: Request, t:
                                 for c in ("log-prob", "length penalty lp", "score = log-prob / lp")})
 
 
+def why_ui(translation: Translation, tokenizer: TextTokenizer, request: Request, step: DecodeStep, chosen: Candidate
+           ) -> None:
+    """Why this step's piece and not another of its top-k (app.views.contrastive), beside the cross-attention row."""
+    if step.sample is not None:
+        return
+    row = chosen.row
+    alternatives = [(int(i), tokenizer.id_to_piece(int(i)), float(p))
+                    for i, p in zip(step.topk_ids[row].tolist(), step.topk_probs[row].tolist(), strict=True)
+                    if int(i) != chosen.token]
+    prefix_ids = tuple(step.prefixes[row].tolist())
+    st.markdown(f"**Why this piece and not another?** Which source pieces and which pieces read so far push the model "
+                f"towards **{md(tokenizer.id_to_piece(chosen.token))}** rather than another piece of the top "
+                f"{len(alternatives) + 1}: compare with the cross-attention row above, where attention and attribution "
+                "agree and where they do not.")
+    contrastive_ui(request.model_name, tuple(translation.source.ids), list(translation.source.pieces), prefix_ids,
+                   tokenizer.pieces(list(prefix_ids)), chosen.token, alternatives, key="decoding_why")
+
+
 @st.fragment
-def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request) -> None:
+def steps_panel(translation: Translation, tokenizer: TextTokenizer, request: Request) -> None:
     steps = translation.result.steps
     if st.session_state.get("_step_for") not in (None, request):  # a new sentence or new settings: start at step 1
         st.session_state["step"] = 1  # (on a first visit, keep the step a link asked for)
@@ -246,6 +269,7 @@ def steps_panel(translation: Translation, tokenizer: Tokenizer, request: Request
     t = step_ui(len(steps), translation.target_input_pieces[0])
     chosen = candidate_ui(translation, tokenizer, request, t)
     step_detail_ui(translation, tokenizer, steps[t], chosen, load_model(request.model_name).config.eos_id)
+    why_ui(translation, tokenizer, request, steps[t], chosen)
     if translation.decode.beam_size > 1:
         beam_ui(translation, tokenizer, request, t, chosen)
     elif translation.decode.sampling is not None:

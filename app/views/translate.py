@@ -8,13 +8,14 @@ from collections.abc import Callable
 from contextlib import closing
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from app.charts.axes import clipped
 from app.checks.carried_numbers import added_numbers, dropped_numbers
 from app.checks.escape import md
 from app.checks.language_check import looks_like
 from app.checks.paragraphs import split_sentences
-from app.downloads import trace_json
+from app.downloads import checkpoint_name, trace_json
 from app.explorer import attention_explorer, clamp_state, pieces_html
 from app.models.examples import (
     code_language,
@@ -47,11 +48,13 @@ from app.serving.scheduler import (
     waiting_message,
 )
 from app.state import DEFAULTS, MAX_SEED, sync_url
+from app.views.scoring import explored, score_ui
 from model.checkpoints.files import Checkpoint
 from model.decoding.copy_words import written_whole
 from model.decoding.search import DecodeStep
 from model.network.positional import MAX_POSITIONS
 from model.serving.budget import DEFAULT_BUDGET, Plan
+from model.serving.doubt import doubt_of
 from model.serving.inference import (
     UNTRUSTED_UNKNOWN_SHARE,
     InputError,
@@ -60,6 +63,7 @@ from model.serving.inference import (
     finish,
     stream,
     target_language,
+    unkept_notes,
     unknown_pieces,
     unknown_share,
 )
@@ -184,7 +188,7 @@ def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
     return current_request(), clicked, slow
 
 
-def keep_names_ui(column, ckpt: Checkpoint, searching: bool) -> None:
+def keep_names_ui(column: DeltaGenerator, ckpt: Checkpoint, searching: bool) -> None:
     """The toggle for beam search that keeps the sentence's names and numbers (model.decoding.constrained_beam)."""
     if ckpt.copy_lexicon is None:
         why = "This model ships no copy lexicon, so it does not know which words German keeps as they are."
@@ -330,6 +334,7 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
                 icon=":material/straighten:")
     st.markdown(f"<div style='font-size:1.9rem;font-weight:600;margin:0.2rem 0 0.6rem 0'>"
                 f"{html.escape(translation.text) or '(empty output)'}</div>", unsafe_allow_html=True)
+    doubt_note(translation)
     c_src, c_tgt = st.columns(2)
     c_src.markdown("**Source pieces** (what the encoder reads)" + pieces_html(translation.source.pieces),
                    unsafe_allow_html=True)
@@ -345,27 +350,38 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
     st.page_link("app/views/decoding.py", label="See how it was decoded, step by step", icon=":material/stairs:")
 
 
+def doubt_note(translation: Translation) -> None:
+    """One line under the translation when the model was unsure of it, by its own per-piece probabilities
+    (model.serving.doubt, calibrated on held-out text); not for a translation it was handed to score."""
+    note = None if translation.forced else doubt_of(translation.result, translation.target_pieces).note()
+    if note:
+        st.warning(md(note[0].upper() + note[1:]) + ".", icon=":material/help:")
+
+
 def kept_note(translation: Translation) -> str:
     """What keeping names and numbers did, for the caption under the translation."""
     if not translation.decode.keep_words:
         return ""
     kept = translation.source.kept
+    unkept = "".join(f" {md(note[0].upper() + note[1:])}." for note in unkept_notes(translation.source.unkept))
     if not kept:
+        if unkept:
+            return f" Keeping names and numbers: it keeps none.{unkept}"
         return " Keeping names and numbers: the sentence has none German writes as it is."
     listed = ", ".join(f"“{md(k)}”" for k in kept)
     written = [k for k in kept if written_whole(k, translation.text)]
     if len(written) == len(kept):
-        return f" It had to keep {listed}, and does."
+        return f" It had to keep {listed}, and does.{unkept}"
     return (f" It had to keep {listed}; the model could not write "
             f"{', '.join(f'“{md(k)}”' for k in kept if k not in written)} anywhere it found likely, "
-            "so the best output without it is shown.")
+            f"so the best output without it is shown.{unkept}")
 
 
 def wrong_language_note(request: Request) -> None:
     """A warning when the sentence reads as another language than the model's source (app.checks.language_check)."""
     pair = languages(load_model(request.model_name).meta)
     other = looks_like(with_token(request.text, None), pair[0]) if pair else None
-    if other:
+    if other and pair:
         source, target = language_name(pair[0]), language_name(pair[1])
         st.warning(f"This looks like {language_name(other)}, but this model translates from {source}. It still "
                    f"writes a {target} sentence, one that need not mean what you typed: type a sentence in {source}.",
@@ -394,10 +410,10 @@ def listed(numbers: list[str]) -> str:
 
 
 def downloads_ui(translation: Translation, request: Request) -> None:
-    tokenizer = load_model(request.model_name).tokenizer
-    decode = {"model": request.model_name, "beam_size": request.beam_size, "max_len": request.max_len,
-              "length_penalty": request.length_penalty}
-    st.download_button("Download the whole trace (JSON)", data=lambda: trace_json(translation, tokenizer, decode),
+    ckpt = load_model(request.model_name)
+    checkpoint = checkpoint_name(request.model_name, ckpt.path)
+    st.download_button("Download the whole trace (JSON)",
+                       data=lambda: trace_json(translation, ckpt.tokenizer, checkpoint),
                        file_name="attention_trace.json", mime="application/json", key="download_trace",
                        on_click="ignore", help="Source and output pieces, every decoding step with its top-k, the "
                                                "n-best list and every attention map (layer × head × query × key).")
@@ -446,7 +462,7 @@ def main() -> None:
     if translation is None:
         last = st.session_state.get("last_request")
         translation = store().get(last) if last is not None else None
-        if translation is None:
+        if translation is None or last is None:
             st.info("Press **Translate** to decode this sentence.")
             return
         stale, shown = True, last
@@ -455,8 +471,9 @@ def main() -> None:
         sync_url()
     model_max_len = load_model(shown.model_name).config.max_len
     result_ui(translation, shown, stale, model_max_len)
+    scored = score_ui(translation, shown)
     st.subheader("Attention explorer")
-    attention_explorer(translation, key="translate")
+    attention_explorer(explored(translation, scored), key="translate")
     downloads_ui(translation, shown)
 
 

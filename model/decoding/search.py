@@ -15,12 +15,13 @@ from dataclasses import dataclass
 import torch
 
 from model.decoding.beam_stopping import best_possible_length, search_is_over
+from model.decoding.forcing import ForcedChoice, judge
 from model.decoding.sampling import SampleChoice, draw
 from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.masks import causal_mask, padding_mask
 from model.network.trace import AttentionTrace, HeadMask
-from model.network.transformer import Transformer
+from model.network.transformer import DecoderState, Transformer
 
 
 def length_penalty(length: int, alpha: float, formula: str = "gnmt") -> float:
@@ -83,6 +84,8 @@ class DecodeStep:
     # search
     banks: tuple[int, ...] | None = None  # per live beam, the kept pieces it holds (model.decoding.constrained_beam),
     # else None
+    forced: ForcedChoice | None = None  # how a piece the model was made to write stood in its distribution
+    # (model.decoding.forcing), None for every search
 
     @property
     def dec_self(self) -> torch.Tensor | None:
@@ -210,7 +213,8 @@ def forced_piece(config: DecodeConfig, t: int, eos_id: int) -> int | None:
     return config.forced_bos if t == 0 else None
 
 
-def start_sentence(model: Transformer, src: torch.Tensor, capture: Capture, head_mask: HeadMask | None):
+def start_sentence(model: Transformer, src: torch.Tensor, capture: Capture, head_mask: HeadMask | None
+                   ) -> tuple[DecoderState, AttentionTrace | None]:
     """Encode the source once; with attention, the encoder's part of every step's trace."""
     state, enc = model.start(src, capture, head_mask=head_mask)
     if not capture:
@@ -347,7 +351,8 @@ def _search_is_over(finished: Sequence[Hypothesis], best_live_log_prob: float, g
 
 
 def start_search(model: Transformer, src: torch.Tensor, config: DecodeConfig, capture: Capture,
-                 head_mask: HeadMask | None):
+                 head_mask: HeadMask | None
+                 ) -> tuple[torch.Tensor, DecoderState, AttentionTrace | None, torch.Tensor, torch.Tensor]:
     """What a beam search starts from: src [1, S] on the model's device, the decoder state after encoding it once,
     the encoder's part of every step's trace, one prefix [1, 1] (the start token) and its log-prob [1]."""
     src = _prepare(model, src, config)
@@ -401,15 +406,47 @@ def sample_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig, ca
     """Draw the next piece at every step (config.sampling says how; model.decoding.sampling). src [S] or [1, S]. The
     cumulative log-prob of the output is the model's own (before the temperature), so a sample and a greedy output
     compare."""
-    if config.sampling is None:
+    sampling = config.sampling
+    if sampling is None:
         raise ValueError("sample_steps needs a DecodeConfig with sampling")
     device = next(model.parameters()).device
-    generator = torch.Generator(device=device).manual_seed(config.sampling.seed)
+    generator = torch.Generator(device=device).manual_seed(sampling.seed)
 
     def choose(log_probs: torch.Tensor) -> tuple[int, SampleChoice]:
-        choice = draw(log_probs, config.sampling, generator, config.top_k)
+        choice = draw(log_probs, sampling, generator, config.top_k)
         return choice.token, choice
     yield from _one_path(model, src, config, capture, head_mask, choose)
+
+
+@torch.inference_mode()
+def forced_steps(model: Transformer, src: torch.Tensor, tokens: Sequence[int], config: DecodeConfig = DecodeConfig(),
+                 capture: Capture = Capture.WEIGHTS, head_mask: HeadMask | None = None) -> Iterator[DecodeStep]:
+    """Teacher forcing (model.decoding.forcing): the steps of a decode that writes ``tokens`` (the output without the
+    start token; EOS, if any, last), whatever the model prefers. src [S] or [1, S]. Each step is greedy's step with
+    the given piece in place of greedy's choice, and says how that piece stood (``DecodeStep.forced``). The config's
+    forced first piece (a multilingual model's language code) adds 0, as in decoding; its n-gram rule and its forced
+    EOS do not apply (the text is given); max_len is the number of tokens."""
+    cfg = model.config
+    if not tokens or cfg.eos_id in tokens[:-1] or not all(0 <= t < cfg.vocab_size for t in tokens):
+        raise ValueError(f"forced tokens must be 1 or more ids in [0, {cfg.vocab_size}), EOS only last")
+    config = dataclasses.replace(config, max_len=len(tokens), no_repeat_ngram=0, forced_eos=False, sampling=None,
+                                 beam_size=1, keep_words=False)
+    src = _prepare(model, src, config)
+    state, encoder = start_sentence(model, src, capture, head_mask)
+    prefix = torch.tensor([[cfg.bos_id]], device=src.device)  # [1, 1]
+    score = torch.zeros(1, device=src.device)
+    for t, token in enumerate(tokens):
+        out = model.step(state, prefix[:, -1:], capture)
+        state = out.state
+        topk_probs, topk_ids = top_next(out.log_probs, config.top_k)  # [1, k]
+        selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced_piece(config, t, cfg.eos_id),
+                                          cfg.eos_id)[0]  # [V]
+        step = path_step(t, prefix, score, (topk_ids, topk_probs), step_attention(encoder, out.attention), int(token),
+                         score + selectable[token], cfg.eos_id, config)
+        yield dataclasses.replace(step, forced=judge(selectable, int(token)))
+        if step.done:
+            return
+        prefix, score = step.beams, step.beam_scores
 
 
 def greedy_decode(model: Transformer, src: torch.Tensor, config: DecodeConfig = DecodeConfig(),

@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Generic, Protocol, TypeVar, cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.network.attention import AttentionOutput, Capture, KeyValue
+from model.network.attention import AttentionOutput, Capture, KeyValue, MultiHeadAttention
 from model.network.config import ModelConfig
 from model.network.layers import DecoderLayer, EncoderLayer, LayerOptions
 from model.network.masks import decoder_self_mask, padding_mask
@@ -30,6 +31,8 @@ class Embeddings(nn.Module):
     M2M100 reads fairseq's sinusoids from row position + 2; T5 adds nothing here (its self-attentions add a relative
     bias to their scores instead, model.network.relative_position).
     """
+
+    positional: torch.Tensor  # the sinusoid table, a buffer (registered only when absolute and not learned)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -57,13 +60,18 @@ class Embeddings(nn.Module):
             return self.token.weight.new_zeros(end - start, self.token.embedding_dim)  # [L, D]: nothing is added
         if self.learned is None:
             return self.positional[start + self.offset:end + self.offset]  # [L, D]
-        return self.learned[side].weight[start + self.offset:end + self.offset]  # [L, D]
+        return cast(nn.Embedding, self.learned[side]).weight[start + self.offset:end + self.offset]  # [L, D]
 
     def forward(self, ids: torch.Tensor, offset: int = 0, side: str = "encoder") -> torch.Tensor:
         """ids [B, L] at positions offset..offset+L-1, for the ``side`` stack -> [B, L, D]."""
-        x = self.token(ids) * self.scale  # [B, L, D]
+        return self.from_vectors(self.token(ids) * self.scale, offset, side)  # [B, L, D]
+
+    def from_vectors(self, x: torch.Tensor, offset: int = 0, side: str = "encoder") -> torch.Tensor:
+        """The rest of ``forward`` from token vectors x [B, L, D] (token embedding x scale): positions added, the
+        stack's norm, dropout -> [B, L, D]. Attribution methods move x and keep the positions
+        (explain.integrated_gradients)."""
         if self.absolute:
-            x = x + self.positions(offset, offset + ids.size(1), side)  # [B, L, D]
+            x = x + self.positions(offset, offset + x.size(1), side)  # [B, L, D]
         if self.norms is not None:
             x = self.norms[side](x)  # [B, L, D]
         return self.dropout(x) if self.training else x
@@ -74,7 +82,8 @@ def layer_options(config: ModelConfig) -> LayerOptions:
                         scale=config.attention_scale, gated=config.ffn_gated, d_k=config.head_dim)
 
 
-def relative_bias(config: ModelConfig, attentions: list[nn.Module], bidirectional: bool) -> nn.Module | None:
+def relative_bias(config: ModelConfig, attentions: list[MultiHeadAttention], bidirectional: bool
+                  ) -> RelativePositionBias | None:
     """A stack's one RelativePositionBias (T5), handed to each of its self-attentions; None for other layouts."""
     if config.positional_layout != "relative":
         return None
@@ -84,23 +93,39 @@ def relative_bias(config: ModelConfig, attentions: list[nn.Module], bidirectiona
     return bias
 
 
+Layer_co = TypeVar("Layer_co", covariant=True)
+
+
+class LayerList(Protocol[Layer_co]):
+    """How the type checker reads a stack's ``layers``, an nn.ModuleList (whose items it knows only as Modules):
+    iterated and indexed as the stack's own layer type."""
+
+    def __iter__(self) -> Iterator[Layer_co]: ...
+    def __getitem__(self, index: int) -> Layer_co: ...
+    def __len__(self) -> int: ...
+
+
 class Stack(nn.Module):
     """What an Encoder and a Decoder are built of alike: n_layers identical layers of one kind, the relative position
     bias their self-attentions share (T5; None otherwise) and, pre-norm, a final norm (else the identity)."""
+
+    layers: LayerList[EncoderLayer | DecoderLayer]  # an nn.ModuleList
 
     def __init__(self, config: ModelConfig, layer_type: type[EncoderLayer | DecoderLayer], n_layers: int,
                  bidirectional: bool) -> None:
         super().__init__()
         options = layer_options(config)
-        self.layers = nn.ModuleList(layer_type(config.d_model, config.n_heads, config.d_ff, config.dropout,
-                                               config.norm_first, config.activation, options)
-                                    for _ in range(n_layers))
-        self.relative_bias = relative_bias(config, [layer.self_attn for layer in self.layers], bidirectional)
+        layers = [layer_type(config.d_model, config.n_heads, config.d_ff, config.dropout, config.norm_first,
+                             config.activation, options) for _ in range(n_layers)]
+        self.layers = cast(LayerList[EncoderLayer | DecoderLayer], nn.ModuleList(layers))
+        self.relative_bias = relative_bias(config, [layer.self_attn for layer in layers], bidirectional)
         self.final_norm = options.make_norm(config.d_model) if config.norm_first else nn.Identity()
 
 
 class Encoder(Stack):
     """N identical EncoderLayers."""
+
+    layers: LayerList[EncoderLayer]
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config, EncoderLayer, config.n_encoder_layers, bidirectional=True)
@@ -118,6 +143,8 @@ class Encoder(Stack):
 
 class Decoder(Stack):
     """N identical DecoderLayers."""
+
+    layers: LayerList[DecoderLayer]
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config, DecoderLayer, config.n_decoder_layers, bidirectional=False)
@@ -163,13 +190,16 @@ class DecoderState:
         return replace(self, memory_kv=[pick(kv) for kv in self.memory_kv], cross_mask=mask, past=past)
 
 
+State = TypeVar("State")  # what a decoder carries between steps: DecoderState, or a static cache's state
+
+
 @dataclass
-class StepOutput:
+class StepOutput(Generic[State]):
     """One decoding step: log-probabilities of the next token [B, V] and, if asked, that step's attention
     rows as an AttentionTrace without encoder part: per layer dec_self [B, H, 1, t+1] and cross [B, H, 1, S]."""
 
     log_probs: torch.Tensor
-    state: DecoderState
+    state: State
     attention: AttentionTrace | None = None
 
 
@@ -223,7 +253,7 @@ class Transformer(nn.Module):
         the unmasked scores and the context of every attention call). ``head_mask`` switches heads off."""
         hidden, trace = self.teacher_forced_hidden(src, tgt, capture, head_mask)  # [B, T, D]
         logits = self.logits(hidden)  # [B, T, V]
-        return logits if not capture else (logits, trace)
+        return logits if trace is None else (logits, trace)  # a trace exactly when ``capture``
 
     def teacher_forced_hidden(self, src: torch.Tensor, tgt: torch.Tensor, capture: Capture = Capture.NONE,
                               head_mask: HeadMask | None = None) -> tuple[torch.Tensor, AttentionTrace | None]:
@@ -249,7 +279,8 @@ class Transformer(nn.Module):
         heads = None if head_mask is None else (head_mask.dec_self, head_mask.cross)
         return DecoderState(memory_kv=self.memory_key_values(memory), cross_mask=cross_mask, heads=heads), enc_attn
 
-    def step(self, state: DecoderState, tokens: torch.Tensor, capture: Capture = Capture.NONE) -> StepOutput:
+    def step(self, state: DecoderState, tokens: torch.Tensor, capture: Capture = Capture.NONE
+             ) -> StepOutput[DecoderState]:
         """Feed the newest token of every row, tokens [B, 1], reusing cached keys/values.
 
         No self-attention mask is needed for a single new query: it may attend to every cached position.

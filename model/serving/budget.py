@@ -119,8 +119,9 @@ class Plan:
 
     def notes_for(self, steps: int) -> tuple[str, ...]:
         """The notes a decode of ``steps`` steps should show."""
-        reached = self.bound_note is not None and steps >= self.decode.max_len
-        return ((self.bound_note,) if reached else ()) + self.notes
+        if self.bound_note is not None and steps >= self.decode.max_len:  # the bound was reached
+            return (self.bound_note, *self.notes)
+        return self.notes
 
 
 def _fits(model: ModelConfig, source_len: int, decode: DecodeConfig, budget: Budget) -> bool:
@@ -198,3 +199,61 @@ def _longest_source(model: ModelConfig, decode: DecodeConfig, budget: Budget) ->
         else:
             hi = mid - 1
     return lo
+
+
+# Gradient passes run batched (explain.integrated_gradients: 16 interpolation points per pass), far faster per FLOP than
+# a decode's one-row steps: integrated gradients of the default sentence on pretrained/en-de, 32 steps (about 21 GFLOP
+# by gradient_cost's count), took 0.56 s on one thread of the 2-core server, about 4e10 FLOP/s; halved for a shared box.
+BATCHED_FLOPS_PER_S = 2e10
+BATCH_OVERHEAD_S = 0.03  # per batch of interpolation points: Python, dispatch and autograd's bookkeeping
+
+
+def gradient_cost(model: ModelConfig, source_len: int, prefix_len: int, passes: int, batch_rows: int) -> DecodeCost:
+    """Price ``passes`` forward + backward passes of one decoding step (source_len source positions, prefix_len decoder
+    positions), run batch_rows at a time: what integrated gradients (one pass per step) or gradient x input (one pass)
+    cost. A backward costs about twice its forward. Memory: the activations a batch keeps for its backward pass (per
+    layer the sub-layers' inputs and outputs, the feed-forward's inner width and the attention maps), float32."""
+    S, T, H, d, ff = source_len, prefix_len, model.n_heads, model.d_model, model.d_ff
+    Le, Ld = model.n_encoder_layers, model.n_decoder_layers
+    encoder = 2 * S * Le * (4 * d * d + 2 * d * ff) + 4 * Le * S * S * d
+    decoder = 2 * T * Ld * (6 * d * d + 2 * d * ff) + 4 * S * Ld * d * d + 4 * Ld * T * (T + S) * d
+    forward = encoder + decoder + 2 * d * model.vocab_size  # the output layer of the last position only
+    batches = math.ceil(passes / batch_rows)
+    seconds = passes * 3 * forward / BATCHED_FLOPS_PER_S + batches * BATCH_OVERHEAD_S
+    kept = Le * (S * (10 * d + 2 * ff) + 3 * H * S * S) + Ld * (T * (14 * d + 2 * ff) + 2 * S * d
+                                                                + 3 * H * (T * T + T * S)) + model.vocab_size
+    return DecodeCost(bytes=FLOAT_BYTES * min(passes, batch_rows) * kept + 4096, seconds=seconds, json_bytes=0)
+
+
+@dataclass(frozen=True)
+class GradientPlan:
+    """The settings a gradient request runs with: ``steps`` passes (maybe fewer than asked), ``batch_rows`` at a time,
+    its cost, and notes saying what was reduced and why."""
+
+    steps: int
+    batch_rows: int
+    cost: DecodeCost
+    notes: tuple[str, ...] = ()
+
+
+def plan_gradients(model: ModelConfig, source_len: int, prefix_len: int, steps: int, batch_rows: int = 16,
+                   budget: Budget = DEFAULT_BUDGET) -> GradientPlan:
+    """Fit ``steps`` gradient passes at one step into ``budget`` before any work: fewer rows per batch while the
+    activations are over its memory, then fewer steps while the time is over. BudgetError when one pass of one row
+    does not fit."""
+    notes = []
+    rows = max(1, min(batch_rows, steps))
+    while rows > 1 and gradient_cost(model, source_len, prefix_len, steps, rows).bytes > budget.max_bytes:
+        rows //= 2
+    asked = steps
+    while steps > 1 and gradient_cost(model, source_len, prefix_len, steps, rows).over(budget):
+        steps = max(1, steps * 3 // 4)
+    cost = gradient_cost(model, source_len, prefix_len, steps, rows)
+    if cost.over(budget):
+        raise BudgetError(f"This step is too large to attribute within the server's budget "
+                          f"({' and '.join(cost.over(budget))}).")
+    if steps < asked:
+        notes.append(f"Steps {asked} → {steps}: {asked} forward and backward passes would need about "
+                     f"{gradient_cost(model, source_len, prefix_len, asked, rows).seconds:,.0f} s of compute (limit "
+                     f"{budget.max_seconds:,.0f} s).")
+    return GradientPlan(steps=steps, batch_rows=rows, cost=cost, notes=tuple(notes))

@@ -1,26 +1,28 @@
 """A Translation as plain JSON-ready data (the CLI's --json and the app's trace download share it).
 
-Attention is nested lists [layer][head][query][key] of the best output's teacher-forced forward.
+Attention is nested lists [layer][head][query][key] of the best output's teacher-forced forward. The ``decode`` block
+is written here too, from the settings the translation was decoded with, so the CLI and the app cannot drift apart.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from model.decoding.search import DecodeStep
 from model.network.trace import KINDS
 from model.serving.inference import Translation
-from model.tokenization.joint import Tokenizer
+from model.tokenization.kinds import TextTokenizer
 
 SCHEMA_VERSION = 1
 
 
-def _round(values, digits: int = 6):
+def _round(values: Any, digits: int = 6) -> Any:  # a float, or nested lists of floats
     if isinstance(values, list):
         return [_round(v, digits) for v in values]
     return round(float(values), digits)
 
 
-def step_to_dict(step: DecodeStep, tokenizer: Tokenizer) -> dict[str, Any]:
+def step_to_dict(step: DecodeStep, tokenizer: TextTokenizer) -> dict[str, Any]:
     rows = [{
         "prefix": tokenizer.pieces(step.prefixes[r].tolist()),
         "log_prob": round(float(step.prefix_scores[r]), 6),
@@ -39,12 +41,23 @@ def step_to_dict(step: DecodeStep, tokenizer: Tokenizer) -> dict[str, Any]:
                           "top": [{"id": int(i), "piece": tokenizer.id_to_piece(int(i)), "before": round(float(b), 6),
                                    "after": round(float(a), 6)} for i, b, a in zip(s.ids, s.before, s.after,
                                                                                   strict=True)]}
+    if step.forced is not None:  # a translation the model was handed (teacher forcing): how the given piece stood
+        f = step.forced
+        data["forced"] = {"id": f.token, "piece": tokenizer.id_to_piece(f.token), "log_prob": round(f.log_prob, 6),
+                          "rank": f.rank, "first_id": f.first, "first_piece": tokenizer.id_to_piece(f.first),
+                          "first_log_prob": round(f.first_log_prob, 6)}
     return data
 
 
-def translation_to_dict(translation: Translation, tokenizer: Tokenizer, decode: dict[str, Any] | None = None
-                        ) -> dict[str, Any]:
-    """Everything about one translation; see README.md ("JSON output") for the schema."""
+def decode_block(translation: Translation, checkpoint: str) -> dict[str, Any]:
+    """The settings it was decoded with (after the budget's cuts), the device it ran on and the checkpoint's name."""
+    device = str(translation.trace.weights("cross").device)
+    return {**dataclasses.asdict(translation.decode), "device": device, "checkpoint": checkpoint}
+
+
+def translation_to_dict(translation: Translation, tokenizer: TextTokenizer, *, checkpoint: str) -> dict[str, Any]:
+    """Everything about one translation; see docs/cli.md ("JSON output") for the schema. ``checkpoint``: where the
+    model came from, as its user named it (a directory, or the app's model name)."""
     src, trace = translation.source, translation.trace
     return {
         "schema_version": SCHEMA_VERSION,
@@ -53,7 +66,7 @@ def translation_to_dict(translation: Translation, tokenizer: Tokenizer, decode: 
         "translation": {"text": translation.text, "ids": list(translation.target_ids),
                         "pieces": list(translation.target_pieces),
                         "decoder_input_pieces": list(translation.target_input_pieces)},
-        "decode": decode or {},
+        "decode": decode_block(translation, checkpoint),
         "steps": [step_to_dict(s, tokenizer) for s in translation.result.steps],
         "n_best": [{"text": tokenizer.decode(h.tokens), "pieces": tokenizer.pieces(h.tokens),
                     "log_prob": round(h.log_prob, 6), "score": round(h.score, 6), "ended_with_eos": h.ended_with_eos}
