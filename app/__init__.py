@@ -8,7 +8,8 @@ The root holds the plumbing every page shares; the subpackages group the rest by
     presenter  presenter mode: the app on a lecture hall's projector
     browser    the little JavaScript the app runs in the page (keys, the copy box)
     explorer   the attention explorer: kind, layer and head of a finished translation
-    downloads  what a user takes away: the matrix as CSV, the translation as JSON
+    downloads  what a user takes away: the matrix as CSV or JSON, a figure as HTML, the translation as JSON
+    export     command line: python -m app.export lecture writes the lecture as one offline HTML file
     serving    the server's side: the translation scheduler and cache, stopping abandoned work, memory
     models     the model registry, uploads, the converter, a model's examples, quality note and training log
     checks     what a visitor's text is checked and escaped with

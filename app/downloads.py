@@ -1,15 +1,19 @@
-"""What the user can take away: the matrix on screen as CSV, the whole translation trace as JSON."""
+"""What the user can take away: the matrix on screen as CSV or JSON, the figure on screen as a standalone HTML file,
+the whole translation trace as JSON."""
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 
+from app.models.registry import ROOT
 from model.serving.inference import Translation
 from model.serving.serialize import translation_to_dict
-from model.tokenization.joint import Tokenizer
+from model.tokenization.kinds import TextTokenizer
 
 
 def _unique(labels: Sequence[str]) -> list[str]:
@@ -28,7 +32,31 @@ def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequen
     return matrix_frame(matrix, row_labels, col_labels).to_csv(float_format="%.6f").encode("utf-8-sig")
 
 
-def trace_json(translation: Translation, tokenizer: Tokenizer, decode: dict) -> bytes:
-    """The whole translation (pieces, steps, n-best, every attention map) as model.serving.serialize writes it."""
-    data = translation_to_dict(translation, tokenizer, decode)
+def matrix_json(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], about: dict) -> bytes:
+    """The matrix on screen as JSON: ``about`` (what it is: kind, layer, head, model, sentence), the query and key
+    pieces in order, and ``weights`` [Q][K] as the figure draws them (float32 values, written exactly)."""
+    values = np.asarray(matrix, dtype=np.float32)
+    data = {**about, "queries": list(row_labels), "keys": list(col_labels), "rows": "queries", "columns": "keys",
+            "weights": values.tolist()}
+    return json.dumps(data, ensure_ascii=False).encode("utf-8")
+
+
+def figure_html(fig: go.Figure) -> bytes:
+    """A figure as a standalone HTML file for a paper's supplement or a handout: it needs no network (Plotly's
+    JavaScript, about 4.7 MB, is inside) and keeps hover and zoom."""
+    return fig.to_html(include_plotlyjs=True, full_html=True, config={"displaylogo": False}).encode("utf-8")
+
+
+def checkpoint_name(model_name: str, path: Path | None) -> str:
+    """What the trace's ``checkpoint`` field says: the directory as the CLI's --checkpoint takes it, relative to the
+    project (pretrained/en-de), never the server's own file system; an upload by its name in the app."""
+    if path is not None and path.resolve().is_relative_to(ROOT):
+        return path.resolve().relative_to(ROOT).as_posix()
+    return model_name
+
+
+def trace_json(translation: Translation, tokenizer: TextTokenizer, checkpoint: str) -> bytes:
+    """The whole translation (pieces, steps, n-best, every attention map) as model.serving.serialize writes it for
+    the CLI's --json: the same schema, field for field. ``checkpoint``: the model's name as a CLI user would give it."""
+    data = translation_to_dict(translation, tokenizer, checkpoint=checkpoint)
     return json.dumps(data, ensure_ascii=False).encode("utf-8")

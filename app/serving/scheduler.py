@@ -156,7 +156,7 @@ class Slot:
         self.held = True
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self.held:
             self.held = False
             self._slots.release(self._heavy)
@@ -388,6 +388,19 @@ def translate_request(request: Request, on_wait: OnWait | None = None,
             return _decode(request, job, on_wait, should_stop)
         finally:
             IN_FLIGHT.finish(request, job)
+
+
+def translate_detached(ckpt: Checkpoint, request: Request) -> Translation:
+    """``request`` translated with ``ckpt`` outside any browser session (a download built on its own thread, which can
+    read neither the session's uploads nor its page): the shared cache first, else a decode holding one of the
+    process's slots like any other, waiting without a note."""
+    cached = store().get(request)
+    if cached is not None:
+        return cached
+    with SLOTS.slot(on_wait=lambda *_: None):
+        result = translate(ckpt.model, ckpt.tokenizer, request.text, request.decode_config, lexicon=ckpt.copy_lexicon)
+    store().put(request, result)
+    return result
 
 
 def is_heavy(plan: Plan) -> bool:

@@ -4,50 +4,84 @@ Next / previous with the buttons or the keys a presentation clicker sends (→ /
 number is in the URL (?slide=5). Each slide is one figure, a few lines and collapsed speaker notes, made to fit
 a 1280x720 projector without scrolling. A slide's figure is cached per sentence and model for every session: a
 class following the lecturer's link shares one computation per slide.
+"Download the lecture (HTML)" gives every slide on the sentence as one file that needs no server and no network
+(app.views.lecture_file), built on the server only when clicked.
 """
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
 
-from app.browser import bind_keys
+from app.browser import bind_keys, viewport
 from app.charts.style import capped, plotly_config, presented
 from app.lecture.slides import SLIDES
 from app.page import COULD_NOT_TRANSLATE, TRANSLATE_PAGE, require_checkpoint, sentence_caption, show_failure
 from app.presenter import is_on
 from app.serving.scheduler import Request, ServerBusy, current_request, translate_request
-from app.views.slide_figures import Deck, SlideUnavailable, build
+from app.views.lecture_file import download_ui
+from app.views.slide_figures import WINDOW_STRIDE, Deck, SlideUnavailable, build
 from model.serving.inference import InputError, Translation
 
-SLIDE_HEIGHT = 520  # px: with the slide's title row, fits a 720-px-high screen
+# What a slide's page takes around its figure, measured in Chromium (tests/e2e/test_text_layout.py): the width
+# beside the figure's column (sidebar, paddings; the text column takes 3 of 10) and the height above and below it
+# (page padding, the title row, the sentence's caption).
+SIDEBAR_PX, PAGE_PAD_PX, PRESENTER_PAD_PX = 300, 160, 48
+FIGURE_SHARE, COLUMN_GAP_PX = 0.7, 24
+CHROME_PX = {False: 250, True: 190}  # by presenter mode
+MIN_SLIDE_HEIGHT = 400
 KEYS = {"ArrowRight": "lecture_next", "PageDown": "lecture_next", "ArrowLeft": "lecture_prev",
-        "PageUp": "lecture_prev"}
+        "PageUp": "lecture_prev", "ArrowDown": "lecture_window_down", "ArrowUp": "lecture_window_up"}
 
 
 def _go(delta: int) -> None:
     st.session_state["slide"] = min(max(int(st.session_state.get("slide", 1)) + delta, 1), len(SLIDES))
 
 
+def window_start(index: int) -> int:
+    """The first row of slide ``index``'s window: where the lecturer moved it on this slide, 0 on any other (a
+    slide reached by any way, keys, buttons, the browser's Back, shows its map from the top)."""
+    held = st.session_state.get("slide_window")
+    return held[1] if isinstance(held, tuple) and len(held) == 2 and held[0] == index else 0
+
+
+def _move_window(index: int, delta: int) -> None:
+    """Move the window over a map too long for the slide by ``delta`` rows (the maker keeps it inside the map)."""
+    st.session_state["slide_window"] = (index, max(0, window_start(index) + delta))
+
+
+def slide_room(viewport: tuple[int, int], presenter: bool) -> tuple[int, int]:
+    """(width, height) in px of a slide's figure in a browser window of ``viewport``: the figure column and the
+    free height under the slide's title row, so that a larger screen gets a larger figure with more labels."""
+    width, height = viewport
+    main = width - (PRESENTER_PAD_PX if presenter else SIDEBAR_PX + PAGE_PAD_PX)
+    return int(main * FIGURE_SHARE - COLUMN_GAP_PX), max(MIN_SLIDE_HEIGHT, height - CHROME_PX[presenter])
+
+
 @st.cache_data(max_entries=256, show_spinner="Drawing the slide…")
 def slide_content(model_name: str, text: str, max_len: int, length_penalty: float, index: int, presenter: bool,
-                  _deck: Deck) -> tuple[go.Figure, dict]:
-    """The figure (sized for a slide, restyled in presenter mode) and the facts of slide ``index``; the other
-    arguments say which sentence, model and settings ``_deck`` holds."""
+                  room: tuple[int, int], window: int, _deck: Deck) -> tuple[go.Figure, dict]:
+    """The figure (sized for a slide of ``room`` px, restyled in presenter mode) and the facts of slide ``index``;
+    the other arguments say which sentence, model, settings and window (its first row) ``_deck`` holds."""
     fig, facts = build(SLIDES[index], _deck)
-    return (presented(fig, SLIDE_HEIGHT) if presenter else capped(fig, SLIDE_HEIGHT)), facts
+    return (presented(fig, room[1]) if presenter else capped(fig, room[1])), facts
 
 
-def deck_for(request: Request, translation: Translation) -> Deck:
+def deck_for(request: Request, translation: Translation, room: tuple[int, int], presenter: bool,
+             window: int = 0) -> Deck:
     """The current sentence's deck; the extra sentences a slide needs go through the shared translation cache."""
     def translate(text: str, beam_size: int) -> Translation:
         return translate_request(Request(model_name=request.model_name, text=text, beam_size=beam_size,
                                          max_len=request.max_len, length_penalty=request.length_penalty))
-    return Deck(model_name=request.model_name, ckpt=require_checkpoint(), translation=translation,
-                translate=translate)
+    ckpt = require_checkpoint()
+    assert ckpt is not None  # main() returned early otherwise
+    return Deck(model_name=request.model_name, ckpt=ckpt, translation=translation, translate=translate,
+                width_px=room[0], height_px=room[1], presenter=presenter, window=window)
 
 
-def controls_ui(index: int, title: str) -> None:
-    """Previous / next buttons around the slide's number and title; the clicker keys press them."""
+def controls_ui(index: int, title: str, facts: dict | None = None) -> None:
+    """Previous / next buttons around the slide's number and title; the clicker keys press them. ↓ / ↑ move a
+    map's window where the slide's ``facts`` say it shows one (else the keys scroll the page as usual)."""
+    window = bool((facts or {}).get("window"))
     c_prev, c_title, c_next = st.columns([1.3, 8, 1.3], vertical_alignment="center")
     c_prev.button("◀ Previous", key="lecture_prev", on_click=_go, args=(-1,), disabled=index == 0, width="stretch")
     c_next.button("Next ▶", key="lecture_next", on_click=_go, args=(1,), disabled=index == len(SLIDES) - 1,
@@ -57,14 +91,21 @@ def controls_ui(index: int, title: str) -> None:
                      f"Slide {index + 1} / {len(SLIDES)}</span>"
                      f"<span style='font-size:1.6em;font-weight:600;line-height:1.2'>{title}</span></div>",
                      unsafe_allow_html=True)
-    bind_keys(KEYS)
+    with st.container(key="lecture_window_keys"):  # pressed by ↓ / ↑ only: a slide's map too long for the screen
+        st.button("Window down", key="lecture_window_down", on_click=_move_window,
+                  args=(index, WINDOW_STRIDE), disabled=not window)
+        st.button("Window up", key="lecture_window_up", on_click=_move_window,
+                  args=(index, -WINDOW_STRIDE), disabled=not window or window_start(index) == 0)
+    bind_keys(KEYS, hide=("lecture_window_keys",))
 
 
 def slide_ui(index: int, request: Request, translation: Translation) -> None:
     slide = SLIDES[index]
+    room = slide_room(viewport(), is_on())
+    window = window_start(index)
     try:
         fig, facts = slide_content(request.model_name, request.text, request.max_len, request.length_penalty, index,
-                                   is_on(), deck_for(request, translation))
+                                   is_on(), room, window, deck_for(request, translation, room, is_on(), window))
     except Exception as exc:  # a failing slide must not end the lecture: the next one may work
         controls_ui(index, slide.title.split(":")[0])
         if isinstance(exc, SlideUnavailable):
@@ -73,7 +114,8 @@ def slide_ui(index: int, request: Request, translation: Translation) -> None:
             show_failure(exc, f"lecture slide {index + 1} for {request!r}",
                          "This slide could not be drawn (the details are in the server log). Go on to the next one.")
         return
-    controls_ui(index, slide.title.format_map(facts))
+    st.session_state["slide_window"] = (index, int(facts.get("window_start", 0)))  # inside the map: ↑ acts at once
+    controls_ui(index, slide.title.format_map(facts), facts)
     c_fig, c_text = st.columns([7, 3], gap="medium")
     c_fig.plotly_chart(fig, key="lecture_figure", width="stretch", theme=None,
                        config=plotly_config(f"slide_{index + 1}", st.session_state["image_format"]))
@@ -82,7 +124,10 @@ def slide_ui(index: int, request: Request, translation: Translation) -> None:
         if slide.notes:
             with st.expander("Speaker notes"):
                 st.markdown(slide.notes.format_map(facts))
-        st.caption("Keys: **→** / **←** (a clicker's PageDown / PageUp) next / previous slide.")
+        st.caption("Keys: **→** / **←** (a clicker's PageDown / PageUp) next / previous slide."
+                   + (f" {facts['window']}" if facts.get("window") else ""))
+        if (ckpt := require_checkpoint()) is not None:
+            download_ui(request, ckpt, translation)  # the whole lecture as one offline file (app.views.lecture_file)
     sentence_caption(translation)
 
 
