@@ -21,7 +21,7 @@ from model.network.config import DecodeConfig
 from model.network.trace import Head, HeadMask, PerKind
 from model.network.transformer import Transformer
 from model.serving.inference import StopSignal, Translation, check_stop, prepare_source, translate
-from model.tokenization.joint import Tokenizer
+from model.tokenization.kinds import TextTokenizer
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def teacher_forced_pair(model: Transformer, source_ids: Sequence[int], output_id
     return teacher_forced(model, source_ids, output_ids, mask)
 
 
-def ablate(model: Transformer, tokenizer: Tokenizer, original: Translation, heads: Iterable[Head],
+def ablate(model: Transformer, tokenizer: TextTokenizer, original: Translation, heads: Iterable[Head],
            config: DecodeConfig, should_stop: StopSignal | None = None) -> Ablation:
     """Decode ``original``'s sentence again with ``heads`` off (model.serving.inference.translate with a head mask)
     and measure what the heads did for the original output."""
@@ -101,7 +101,7 @@ def changed_pieces(a: Sequence[str], b: Sequence[str]) -> tuple[list[bool], list
     return changed_a, changed_b
 
 
-def importance_over_sentences(model: Transformer, tokenizer: Tokenizer, texts: Sequence[str],
+def importance_over_sentences(model: Transformer, tokenizer: TextTokenizer, texts: Sequence[str],
                               config: DecodeConfig = DecodeConfig(), should_stop: StopSignal | None = None
                               ) -> PerKind[torch.Tensor]:
     """Head importance (explain.heads.head_importance) summed over several sentences, each on its own

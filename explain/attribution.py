@@ -21,7 +21,7 @@ import torch
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
-from model.network.attention import Capture
+from model.network.attention import Capture, MultiHeadAttention
 from model.network.masks import padding_mask
 from model.network.trace import KINDS, AttentionTrace, PerKind
 from model.network.transformer import Transformer, shifted_right
@@ -127,7 +127,7 @@ class NormBased:
     heads: PerKind[torch.Tensor]
 
 
-def attention_modules(model: Transformer, kind: str) -> list[torch.nn.Module]:
+def attention_modules(model: Transformer, kind: str) -> list[MultiHeadAttention]:
     """The MultiHeadAttention modules of one kind, layer by layer."""
     if kind == "enc_self":
         return [layer.self_attn for layer in model.encoder.layers]
@@ -164,8 +164,10 @@ def norm_based(model: Transformer, source_ids: Sequence[int], decoder_input_ids:
             parts["value"][kind].append(norms)
             parts["head"][kind].append(alpha * norms[:, None, :])  # [H, Q, K]
             parts["heads"][kind].append(torch.einsum("hqk,hkd->qkd", alpha, f).norm(dim=-1))  # [Q, K]
-    stacked = {name: PerKind.build(lambda kind, kinds=kinds: torch.stack(kinds[kind]).cpu())
-               for name, kinds in parts.items()}
+
+    def stack(kinds: dict[str, list[torch.Tensor]]) -> PerKind[torch.Tensor]:
+        return PerKind.build(lambda kind: torch.stack(kinds[kind]).cpu())
+    stacked = {name: stack(kinds) for name, kinds in parts.items()}
     return NormBased(weights=stacked["weights"], value_norms=stacked["value"], per_head=stacked["head"],
                      heads=stacked["heads"])
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from model.network.attention import Capture
+from model.network.attention import Capture, MultiHeadAttention
 from model.network.masks import padding_mask
 from model.network.trace import KINDS, Head, HeadMask, PerKind
 from model.network.transformer import Transformer, shifted_right
@@ -167,7 +167,7 @@ class _Unmasked:
     key_value: dict[nn.Module, tuple[torch.Tensor, torch.Tensor]]
     hidden: torch.Tensor
 
-    def without(self, attention: nn.Module, heads: range) -> torch.Tensor:
+    def without(self, attention: MultiHeadAttention, heads: range) -> torch.Tensor:
         """The attention output with each of ``heads`` switched off alone [len(heads), L, D]: a head mask zeroes
         head h's context before W^O, which takes away exactly context_h W^O_h^T (the bias stays)."""
         d_model, n_heads = attention.w_o.weight.shape[0], attention.n_heads
@@ -179,12 +179,14 @@ class _Unmasked:
 def _unmasked_pass(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> _Unmasked:
     """Run the unmasked teacher-forced pass once and keep what every row of the table joins from."""
     hidden, trace = model.teacher_forced_hidden(src, tgt, Capture.INTERNALS)
+    assert trace is not None and trace.internals is not None  # the "internals" capture level keeps them
     kept = _Unmasked({}, {}, {}, {}, hidden)
     modules = {"enc_self": [layer.self_attn for layer in model.encoder.layers],
                "dec_self": [layer.self_attn for layer in model.decoder.layers],
                "cross": [layer.cross_attn for layer in model.decoder.layers]}
     for kind, attentions in modules.items():
         for attention, it in zip(attentions, trace.internals[kind], strict=True):
+            assert it.residual_input is not None  # every Transformer layer sets it (layers.with_residual)
             kept.sublayer_input[attention] = it.residual_input  # [1, L, D]
             kept.output[attention], kept.context[attention] = it.output, it.context
             kept.key_value[attention] = it.k, it.v  # [1, H, K, d_k] each: a cross-attention's are the memory's
@@ -267,7 +269,7 @@ def _staircase(model: Transformer, unmasked: _Unmasked, masks: tuple[torch.Tenso
         labels.append(("enc_self", layer))
     own_kv = None if x is None else model.memory_key_values(model.encoder.final_norm(x))  # per layer [R_enc, H, S, d_k]
     y, self_done = None, False  # [R, T, D], the enc_self rows first
-    if own_kv is not None:  # enc_self rows read the unmasked decoder input, so layer 1's self-attention is the
+    if x is not None:  # enc_self rows read the unmasked decoder input, so layer 1's self-attention is the
         y, self_done = unmasked.sublayer_input[model.decoder.layers[0].cross_attn].expand(len(x), -1, -1), True
     for layer, dec in enumerate(model.decoder.layers):  # unmasked one: they join at its cross-attention
         self_join = cross_join = None
@@ -283,7 +285,7 @@ def _staircase(model: Transformer, unmasked: _Unmasked, masks: tuple[torch.Tenso
         rows = (0 if y is None else y.size(0)) + (g if self_join else 0)  # the rows that reach cross-attention
         own = 0 if own_kv is None else own_kv[layer][0].size(0)
         k, v = k.expand(rows - own, -1, -1, -1), v.expand(rows - own, -1, -1, -1)
-        if own:  # the enc_self rows read their own memory
+        if own_kv is not None and own:  # the enc_self rows read their own memory
             k, v = torch.cat([own_kv[layer][0], k]), torch.cat([own_kv[layer][1], v])
         y = dec.forward_joined(y, (k, v), tgt_mask, src_mask, self_done=self_done, self_join=self_join,
                                cross_join=cross_join)

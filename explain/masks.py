@@ -16,11 +16,11 @@ from model.network.positional import MAX_POSITIONS
 from model.network.trace import AttentionTrace
 from model.network.transformer import Transformer, shifted_right
 from model.serving.inference import pad_batch, prepare_source, translate
-from model.tokenization.joint import Tokenizer
+from model.tokenization.kinds import TextTokenizer
 
 
 @torch.inference_mode()
-def padded_batch_trace(model: Transformer, tokenizer: Tokenizer, texts: list[str],
+def padded_batch_trace(model: Transformer, tokenizer: TextTokenizer, texts: list[str],
                        targets: list[list[int]] | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor, AttentionTrace]:
     """Pad ``texts`` into one batch and run the teacher-forced forward with every attention map.

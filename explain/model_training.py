@@ -47,11 +47,11 @@ def parameter_counts(model: Transformer) -> list[tuple[str, int]]:
         rows += [(f"Encoder layer {i} · self-attention", count_parameters(layer.self_attn)),
                  (f"Encoder layer {i} · feed-forward", count_parameters(layer.feed_forward)),
                  (f"Encoder layer {i} · {norms}", count_parameters(layer.sublayers))]
-    for i, layer in enumerate(model.decoder.layers, 1):
-        rows += [(f"Decoder layer {i} · masked self-attention", count_parameters(layer.self_attn)),
-                 (f"Decoder layer {i} · cross-attention", count_parameters(layer.cross_attn)),
-                 (f"Decoder layer {i} · feed-forward", count_parameters(layer.feed_forward)),
-                 (f"Decoder layer {i} · {norms}", count_parameters(layer.sublayers))]
+    for i, dec_layer in enumerate(model.decoder.layers, 1):
+        rows += [(f"Decoder layer {i} · masked self-attention", count_parameters(dec_layer.self_attn)),
+                 (f"Decoder layer {i} · cross-attention", count_parameters(dec_layer.cross_attn)),
+                 (f"Decoder layer {i} · feed-forward", count_parameters(dec_layer.feed_forward)),
+                 (f"Decoder layer {i} · {norms}", count_parameters(dec_layer.sublayers))]
     relative = sum(count_parameters(stack.relative_bias) for stack in (model.encoder, model.decoder)
                    if stack.relative_bias is not None)
     if relative:

@@ -70,6 +70,8 @@ def relative_bias_by_offset(model: Transformer, side: str, reach: int) -> tuple[
     later key: its positive offsets read the bucket of 0, and its causal mask hides them anyway."""
     stack = model.encoder if side == "encoder" else model.decoder
     bias = stack.relative_bias  # model.network.relative_position.RelativePositionBias
+    if bias is None:
+        raise ValueError(f"the {side} stack has no relative position bias (positional_layout is not 'relative')")
     offsets = torch.arange(-reach, reach + 1, device=bias.table.weight.device)  # [2R+1]
     buckets = relative_buckets(offsets, bias.bidirectional, bias.n_buckets, bias.max_distance)  # [2R+1]
     return offsets.cpu(), bias.table(buckets).T.cpu()  # [H, 2R+1]

@@ -7,7 +7,9 @@ and which pixels a token can have read after each block (its receptive field).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import torch
@@ -17,7 +19,7 @@ from explain.attribution import rollout
 from model.network.attention import Capture
 from model.network.positional import sinusoidal_encoding
 from model.network.trace import AttentionTrace
-from model.vision.swin import Swin
+from model.vision.swin import Swin, SwinBlock
 from model.vision.vit import ViT
 from model.vision.windows import reach, tokens_to_window
 
@@ -118,7 +120,7 @@ def bias_offsets(model: Swin) -> list[torch.Tensor]:
     is the bias a query adds to a key dy rows below and dx columns right of it."""
     tables = []
     for stage in model.stages:
-        for block in stage:
+        for block in cast(Iterable[SwinBlock], stage):
             table = block.attention.bias_table.detach()  # [(2M-1)^2, H]
             side = 2 * block.window - 1
             tables.append(table.T.reshape(-1, side, side))
@@ -137,7 +139,7 @@ def receptive_fields(model: Swin, row: int, col: int) -> list[torch.Tensor]:
     maps = []
     for s, stage in enumerate(model.stages):
         r = c.resolutions[s]
-        for block in stage:
+        for block in cast(Iterable[SwinBlock], stage):
             covers = (reach(r, block.window, block.shift).float() @ covers.float()) > 0  # [L, S*S]
             scale = side // r
             maps.append(covers[(row // scale) * r + col // scale].view(side, side))

@@ -31,7 +31,8 @@ def split_sentences(text: str, lang: str = "en", most: int | None = None) -> lis
     """The sentences of ``text`` in order, stripped; [] for blank text. ``lang`` "de" reads "17." as an ordinal;
     with ``most``, the text after the ``most - 1``-th end stays whole in the last sentence."""
     text = text.strip()
-    sentences, start = [], 0
+    sentences: list[str] = []
+    start = 0
     for match in _BOUNDARY.finditer(text):
         candidate = text[start:match.start(1)].strip()
         if not _can_start(match.group(2), after_dots=candidate.rstrip(_CLOSERS).endswith("...")):
