@@ -9,5 +9,6 @@
     attribution     rollout, attention flow, norms and gradient x input (Heads)
     integrated_gradients  integrated gradients and gradient x input of one step, plain or contrastive (Decoding)
     checkpoints     one sentence read by snapshots from earlier in training (Heads)
+    head_map        every head placed by how alike it attends, named by what it does; queries and keys (Heads)
     vision          what a ViT and a Swin read from one digit (Vision)
 """

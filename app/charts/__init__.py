@@ -10,6 +10,7 @@
     mechanics   every stage of one attention head with real numbers; the score functions
     one_query   one query of one head through q·k, ÷√d_k and the softmax to the winning key
     heads       head importance and token-by-token matrices for the Heads page
+    head_map    every head placed by how alike it attends; one head's queries and keys in a plane
     training    parameter counts, the architecture diagram, schedule and label smoothing
     vision      a digit cut into patches or windows, attention laid over the image
 """

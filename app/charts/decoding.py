@@ -179,9 +179,11 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
     written = written_labels(nodes, width_px)
     nodes = nodes.assign(piece=plotly_text(nodes.piece))
     by_id = nodes.set_index("id")
-    for name, select, color, width in (("edge", lambda f: ~f.nbest, "rgba(150,150,150,0.45)", 1.2),
-                                       ("n-best edge", lambda f: f.nbest & ~f.best, "#2171b5", 2.5),
-                                       ("best edge", lambda f: f.best, "#d62728", 4.0)):
+    edges: tuple[tuple[str, Callable[[pd.DataFrame], Any], str, float], ...] = (
+        ("edge", lambda f: ~f.nbest, "rgba(150,150,150,0.45)", 1.2),
+        ("n-best edge", lambda f: f.nbest & ~f.best, "#2171b5", 2.5),
+        ("best edge", lambda f: f.best, "#d62728", 4.0))
+    for name, select, color, width in edges:
         xs, ys = [], []
         for _, n in nodes[select(nodes) & (nodes.parent >= 0)].iterrows():
             p = by_id.loc[n.parent]
@@ -250,6 +252,31 @@ def beam_tree_figure(nodes: pd.DataFrame, *, title: str, current_step: int | Non
     # the title (two lines) above the best path's pieces, whose height automargin does not add to the title's
     return styled(fig, title, height or max(460, 62 * n_rank + 300)).update_layout(
         margin_t=round(90 + above), title=dict(yref="container", y=1.0, yanchor="top", pad_t=36))
+
+
+STATUS_COLORS = {"kept": "#2171b5", "finished": "#fdae6b", "pruned": "#bdbdbd"}
+
+
+def pruned_figure(labels: Sequence[str], log_probs: Sequence[float], statuses: Sequence[str], selected: int,
+                  cut: float | None, *, title: str) -> go.Figure:
+    """One beam-search step's candidates, best first (top): each a dot at its cumulative log-prob, coloured by what
+    became of it (kept, finished, pruned), the ``selected`` one red and named; ``cut`` (the last kept one's log-prob)
+    a dashed line: the beam keeps what is right of it."""
+    values = np.asarray(log_probs, dtype=np.float64)
+    rows = np.arange(len(labels))
+    text = plotly_text(labels)
+    colors = [CHOSEN_COLOR if i == selected else STATUS_COLORS.get(s, OTHER_COLOR) for i, s in enumerate(statuses)]
+    fig = go.Figure(go.Scatter(
+        x=values, y=rows, mode="markers", marker=dict(size=14, color=colors, line=dict(width=1, color="#333")),
+        customdata=np.array([[t, s] for t, s in zip(text, statuses, strict=True)], dtype=object),
+        hovertemplate="<b>%{customdata[0]}</b><br>cumulative log-prob %{x:.3f}<br>%{customdata[1]}<extra></extra>",
+        name="candidates", showlegend=False))
+    if cut is not None:
+        fig.add_vline(x=cut, line=dict(color="#555", dash="dash", width=1.5))
+    fig.update_xaxes(automargin=True, title_text="cumulative log-prob (right: more probable)", gridcolor="#eee")
+    fig.update_yaxes(automargin=True, title_text=None, tickmode="array", tickvals=list(rows),
+                     ticktext=[f"{t}  ({s})" for t, s in zip(text, statuses, strict=True)], autorange="reversed")
+    return styled(fig, title, max(300, 34 * len(labels) + 140))
 
 
 def nbest_frame(hypotheses: Sequence[tuple[str, int, float, float, float, bool]]) -> pd.DataFrame:

@@ -5,4 +5,5 @@
     attribution  section 2: rollout, norm-based attention and gradient x input
     compare      section 3: the same head on two sentences side by side
     learning     section 4: watch attention learn, through the model's snapshots
+    head_map     section 5: the map of all heads by how alike they attend, and one head's queries and keys
 """

@@ -107,6 +107,20 @@ SLIDES: tuple[Slide, ...] = (
                  "Step {step} of {n_steps}, where the model was least sure: red is the piece it chose."),
           figure="topk",
           notes="The Decoding page walks every step (keys ← and →) with the attention rows behind each choice."),
+    Slide(title="Why this piece and not that one?",
+          lines=("At step {step}, where the model was least sure, it wrote *{chosen}* (p = {p_chosen:.2f}), not "
+                 "*{runner_up}* (p = {p_runner_up:.2f}). Which source pieces made the difference?",
+                 "Top: where that step looked (cross-attention). Bottom: what moved the choice (integrated "
+                 "gradients); red pushes towards *{chosen}*, blue towards *{runner_up}*.",
+                 "Most attended: *{most_attended}* · pushing most: *{most_pushing}* · attention and attribution need "
+                 "not agree."),
+          figure="contrastive",
+          notes="Integrated gradients (Sundararajan et al., 2017) of f = log p({chosen}) − log p({runner_up}) over the "
+                "source's token vectors, from the baseline ({ig_baseline}) in {ig_steps} Gauss-Legendre steps: the "
+                "attributions sum to {ig_total:.2f} against f(x) − f(baseline) = {ig_delta:.2f} (completeness gap "
+                "{ig_gap:+.2f}). Attention shows where a step looked, attribution what changed its output; they need "
+                "not agree (Jain and Wallace, 2019). The Decoding page asks the same at any step, against any piece "
+                "of its top-k, and for any hypothesis beam search pruned."),
     Slide(title="Beam search: the {beam} best prefixes",
           lines=("Beam search keeps the {beam} most probable partial translations at every step and may find a "
                  "better whole sentence.",

@@ -17,6 +17,7 @@ from app.page import plot, to_numpy
 from app.serving.cancel import session_stop_signal
 from app.serving.scheduler import heavy_slot
 from explain.integrated_gradients import BASELINE, DEFAULT_STEPS, gradient_x_input, integrated_gradients
+from model.network.transformer import Transformer
 from model.serving.budget import BudgetError, GradientPlan, plan_gradients
 
 log = logging.getLogger("attention_explorer")
@@ -47,7 +48,12 @@ def price(model_name: str, source_len: int, prefix_len: int, steps: int) -> Grad
 def contrast(model_name: str, source_ids: tuple[int, ...], prefix_ids: tuple[int, ...], chosen: int, alternative: int,
              plan: GradientPlan) -> Contrast:
     """Both attributions, in one of the server's heavy slots; Cancelled when the session leaves or reruns."""
-    model = load_model(model_name).model
+    return attribute(load_model(model_name).model, source_ids, prefix_ids, chosen, alternative, plan)
+
+
+def attribute(model: Transformer, source_ids: tuple[int, ...], prefix_ids: tuple[int, ...], chosen: int,
+              alternative: int, plan: GradientPlan) -> Contrast:
+    """``contrast`` on a model in hand (the lecture's deck holds its own)."""
     with heavy_slot():
         ig = integrated_gradients(model, source_ids, prefix_ids, chosen, alternative, steps=plan.steps,
                                   batch_rows=plan.batch_rows, should_stop=session_stop_signal())

@@ -3,6 +3,7 @@ The step is in the URL (?step=3) and steps with the keys ← / → (a presentati
 from __future__ import annotations
 
 import logging
+import math
 from functools import partial
 
 import streamlit as st
@@ -15,6 +16,7 @@ from app.charts.decoding import (
     beam_tree_figure,
     beam_tree_nodes,
     nbest_frame,
+    pruned_figure,
     sampling_figure,
     topk_figure,
 )
@@ -240,6 +242,97 @@ def beam_ui(translation: Translation, tokenizer: TextTokenizer, request: Request
     st.dataframe(nbest_frame(rows), key="nbest", width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in ("log-prob", "length penalty lp", "score = log-prob / lp")})
+    pruned_ui(translation, tokenizer, request, t, chosen)
+
+
+def pruned_candidates(translation: Translation) -> list[tuple[int, int]]:
+    """(step, index into that step's candidates) of every candidate the search pruned, in step order (not the pieces
+    a rule made impossible, at -inf: nothing outscored those)."""
+    return [(s.step, i) for s in translation.result.steps for i, c in enumerate(s.candidates)
+            if c.status == "pruned" and math.isfinite(c.log_prob)]
+
+
+def node_label(tokenizer: TextTokenizer, step: DecodeStep, c: Candidate, words: int = 3) -> str:
+    """"…the last pieces of its prefix → its piece"."""
+    prefix = tokenizer.pieces(step.prefixes[c.row].tolist())[-words:]
+    return f"…{' '.join(prefix)} → {tokenizer.id_to_piece(c.token)}"
+
+
+def _open_pruned(translation: Translation, pruned: list[tuple[int, int]]) -> None:
+    """The pruned hypothesis picked in the list becomes the node inspected (its step and node), as a click does."""
+    index = st.session_state.get("pruned_pick")
+    if isinstance(index, int) and 0 <= index < len(pruned):
+        t, node = pruned[index]
+        st.session_state["step"], st.session_state["beam_node"] = t + 1, node
+        st.session_state["_beam_node_for"] = (current_request(), t)
+
+
+def pruned_ui(translation: Translation, tokenizer: TextTokenizer, request: Request, t: int, chosen: Candidate) -> None:
+    """Why a hypothesis was pruned: pick one (here or by clicking its grey × in the tree); the step where it fell out,
+    its score against the ones kept, and why the piece kept after the same prefix and not it."""
+    pruned = pruned_candidates(translation)
+    if not pruned:
+        return
+    steps = translation.result.steps
+    here = next((i for i, (s, node) in enumerate(pruned)
+                 if s == t and steps[s].candidates[node] == chosen), None)
+    st.session_state["pruned_pick"] = here  # the node inspected, when it is a pruned one
+
+    def describe(i: int) -> str:
+        step, node = steps[pruned[i][0]], pruned[i][1]
+        c = step.candidates[node]
+        return f"step {step.step + 1}: {node_label(tokenizer, step, c)}  (log-prob {c.log_prob:.2f})"
+    st.markdown("**Why was a hypothesis pruned?** Pick one (or click a grey × in the tree).")
+    st.selectbox("Pruned hypothesis", list(range(len(pruned))), key="pruned_pick", placeholder="a pruned hypothesis…",
+                 on_change=_open_pruned, args=(translation, pruned), format_func=describe)
+    if here is not None:
+        why_pruned_ui(translation, tokenizer, request, steps[t], pruned[here][1])
+
+
+def why_pruned_ui(translation: Translation, tokenizer: TextTokenizer, request: Request, step: DecodeStep,
+                  node: int) -> None:
+    """The step where candidate ``node`` of ``step`` fell out: every candidate of the step by cumulative log-prob, and
+    the contrast between the piece kept after the same prefix and this one (app.views.contrastive)."""
+    c = step.candidates[node]
+    beam = translation.decode.beam_size
+    kept = [k for k in step.candidates if k.status == "kept"]
+    cut = kept[-1].log_prob if kept else None
+    labels = [node_label(tokenizer, step, k) for k in step.candidates]
+    fig = pruned_figure(labels, [k.log_prob for k in step.candidates], [k.status for k in step.candidates], node,
+                        cut, title=f"Step {step.step + 1}: the {len(step.candidates)} continuations looked at"
+                                   "<br><sup>red: the pruned one · dashed: the last one kept</sup>")
+    st.plotly_chart(presentable(fig), key="pruned_step", width="stretch", theme=None,
+                    config=plotly_config("pruned_step", st.session_state["image_format"]))
+    piece = md(tokenizer.id_to_piece(c.token))
+    if c.token == load_model(request.model_name).config.eos_id:
+        why = (f"An ending </s> finishes a hypothesis only among the best {beam} of the step; this one ranked "
+               f"{node + 1}.")
+    elif cut is not None:
+        why = (f"The beam keeps the best {beam} that do not end; the last one kept had {cut:.3f}, "
+               f"{cut - c.log_prob:.3f} more than this one.")
+    else:
+        why = "No continuation was kept at this step."
+    st.caption(f"**{md(labels[node])}** fell out at step {step.step + 1}: it ranked {node + 1} of the "
+               f"{len(step.candidates)} continuations looked at, with cumulative log-prob {c.log_prob:.3f}. {why}")
+    if keeps_ran(translation):
+        st.caption("Keeping names and numbers: each bank of hypotheses is a beam of its own, so a bank's cut may lie "
+                   "elsewhere than the line above.")
+    sibling = next((k for k in step.candidates if k.row == c.row and k.status in ("kept", "finished")), None)
+    if sibling is None:
+        st.info("No piece after this prefix was kept: the whole prefix fell out at this step, outscored by the "
+                "continuations of the other hypotheses. There is no kept piece after the same prefix to set it "
+                "against.", icon=":material/content_cut:")
+        return
+    prefix_ids = tuple(step.prefixes[c.row].tolist())
+    own = float(step.prefix_scores[c.row])
+    kept_piece = md(tokenizer.id_to_piece(sibling.token))
+    st.markdown(f"**Why {kept_piece} and not {piece}?** After the same prefix the search kept {kept_piece} "
+                f"(cumulative log-prob {sibling.log_prob:.3f}): the two differ by exactly f = log p({kept_piece}) − "
+                f"log p({piece}) = {sibling.log_prob - c.log_prob:.3f} at this step, which the attributions below "
+                "split over the source pieces and the pieces read so far.")
+    contrastive_ui(request.model_name, tuple(translation.source.ids), list(translation.source.pieces), prefix_ids,
+                   tokenizer.pieces(list(prefix_ids)), sibling.token,
+                   [(c.token, tokenizer.id_to_piece(c.token), math.exp(c.log_prob - own))], key="decoding_pruned")
 
 
 def why_ui(translation: Translation, tokenizer: TextTokenizer, request: Request, step: DecodeStep, chosen: Candidate

@@ -1,11 +1,12 @@
 """Page: Heads and attribution — go beyond looking at the weights. Switch heads off and decode again (Michel et
 al., 2019), attribute every output piece to the source through the layers three ways (attention rollout,
 norm-based attention, gradient x input; plus rollout and flow through the encoder), compare the attention of two
-sentences, and watch attention learn: the same sentence read by snapshots from earlier in the model's training.
+sentences, watch attention learn: the same sentence read by snapshots from earlier in the model's training, and map
+every head by how alike they attend over the example sentences, with one head's queries and keys in one plane.
 
 Every number comes from explain/ (ablation, attribution, heads, checkpoints) on the current sentence; the
 sections only pick what to show and average heads for display. Each section is a module of app/heads/ (switch_off,
-attribution, compare, learning); this page draws the title and the section picker and calls the chosen one.
+attribution, compare, learning, head_map); this page draws the title and the section picker and calls the chosen one.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import streamlit as st
 
 from app.heads.attribution import attribution_section
 from app.heads.compare import compare_section
+from app.heads.head_map import head_map_section
 from app.heads.learning import checkpoints_section
 from app.heads.switch_off import ablation_section
 from app.page import concept_page, keep_valid
@@ -20,7 +22,7 @@ from app.serving.scheduler import current_request
 from model.checkpoints.files import Checkpoint
 from model.serving.inference import Translation
 
-SECTIONS = ("Switch heads off", "Attribution", "Compare two sentences", "Watch attention learn")
+SECTIONS = ("Switch heads off", "Attribution", "Compare two sentences", "Watch attention learn", "Map of all heads")
 REVERSE_EXPECT = (
     "**What to expect on the reversal model.** The output is the input backwards, so output piece *t* must read "
     "source piece *S − 2 − t* (before </s>): its cross-attention should be the **anti-diagonal**, and the "
@@ -47,8 +49,10 @@ def render(_: Checkpoint, translation: Translation) -> None:
         attribution_section(translation, request)
     elif section == SECTIONS[2]:
         compare_section(request)
-    else:
+    elif section == SECTIONS[3]:
         checkpoints_section(translation, request)
+    else:
+        head_map_section(request)
 
 
 concept_page("Heads and attribution", INTRO, render)

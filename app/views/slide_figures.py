@@ -24,7 +24,17 @@ from app.charts.attention import (
     model_view_figure,
     strongest_heads,
 )
-from app.charts.axes import COLORBAR_PX, GLYPH_EM, SLIDE_PX, TICK_SIZE, piece_ticks, plotly_text, token_axes
+from app.charts.axes import (
+    COLORBAR_PX,
+    GLYPH_EM,
+    SLIDE_PX,
+    TICK_SIZE,
+    mark_pieces,
+    piece_ticks,
+    plotly_text,
+    token_axes,
+)
+from app.charts.contrastive import attention_beside_attribution
 from app.charts.decoding import TreeCandidate, beam_tree_figure, beam_tree_nodes, topk_figure
 from app.charts.heads import checkpoints_figure, importance_figure
 from app.charts.masks import mask_grid
@@ -38,14 +48,17 @@ from app.models.examples import languages
 from app.models.registry import load_snapshot, snapshots_of
 from app.models.training_log import cooldown_lines
 from app.page import to_numpy
+from app.views.contrastive import attribute
 from explain.checkpoints import read_output
 from explain.heads import head_importance
+from explain.integrated_gradients import BASELINE, DEFAULT_STEPS
 from explain.mechanics import attention_internals
 from explain.model_training import smoothed_targets
 from explain.positional import embedding_parts
 from model.checkpoints.files import Checkpoint
 from model.network.trace import KIND_LABELS, Kind
 from model.network.transformer import shifted_right
+from model.serving.budget import BudgetError, plan_gradients
 from model.serving.inference import Translation
 from model.tokenization.pieces import word_groups, word_labels
 from training.schedule import noam_lr, training_segments
@@ -73,6 +86,7 @@ class Deck:
     width_px: float = SLIDE_PX  # the slide's figure column, as the browser reports it (app.views.lecture)
     height_px: int = SLIDE_HEIGHT  # the slide's free height under its title row
     presenter: bool = False  # projector-size text: 18-px labels, 24-px rows
+    window: int = 0  # the first row of a long map's window, which the lecturer moves with ↓ / ↑ (app.views.lecture)
 
     @property
     def font(self) -> int:
@@ -121,7 +135,12 @@ def embeddings(deck: Deck, parts: tuple[str, ...]) -> Made:
     source = deck.translation.source
     values = embedding_parts(deck.ckpt.model, list(source.ids))
     fig = positional_charts.embedding_parts({name: to_numpy(values[name]) for name in parts}, list(source.pieces))
-    return fig, {}
+    fig.update_layout(height=min(fig.layout.height, deck.height_px))
+    # a row per piece, under the panels' titles and over the dimension axis: a window where they do not all fit
+    return windowed(fig, len(source.pieces), int((deck.height_px - EMBEDDING_FRAME_PX) // (deck.font + 6)), deck)
+
+
+EMBEDDING_FRAME_PX = 170  # the embedding panels' titles (two lines), the window's line and the dimension axis
 
 
 def stages(deck: Deck, kind: str, layer: int, head: int) -> Made:
@@ -151,19 +170,62 @@ def model_view(deck: Deck, kind: Kind) -> Made:
                              title=f"{KIND_LABELS[kind]}: every layer (rows) and head (columns)"), {}
 
 
-def _rows_fit(queries: list[str], keys: list[str], deck: Deck, frame: float = TITLE_PX) -> bool:
-    """Whether a map's query rows and key columns all fit the slide at this mode's text size, every piece named
-    without shrinking: rows of text stacked in the free height (less the key pieces turned below the map), keys
-    side by side (turned as far as needed) in the width left by the colour bar and the row labels."""
+def _row_room(queries: list[str], keys: list[str], deck: Deck, frame: float = TITLE_PX) -> int:
+    """How many of a map's query rows fit the slide at this mode's text size, every piece named without
+    shrinking: rows of text stacked in the free height (less the key pieces turned below the map), keys side by
+    side (turned as far as needed) in the width left by the colour bar and the row labels; 0 where the keys do
+    not fit side by side."""
     font, row_px = deck.font, deck.font + 6
     room = deck.width_px - COLORBAR_PX - GLYPH_EM * font * max(map(len, queries), default=1)
     angle, size = piece_ticks(keys, room, font)
     below = (font + 8 if angle == 0 else GLYPH_EM * font * max(map(len, keys), default=1) * (1 if angle == -90
                                                                                           else 0.72))
-    return size == font and len(queries) * row_px + frame + below <= deck.height_px
+    return int((deck.height_px - frame - below) // row_px) if size == font else 0
 
 
-def fitting_view(deck: Deck, translation: Translation, kind: str) -> AttentionView:
+def _rows_fit(queries: list[str], keys: list[str], deck: Deck, frame: float = TITLE_PX) -> bool:
+    """Whether every query row and key column of a map fits the slide (_row_room)."""
+    return len(queries) <= _row_room(queries, keys, deck, frame)
+
+
+MIN_WINDOW = 4  # rows a slide's window shows at the least, even on a very small screen
+WINDOW_STRIDE = 4  # rows one press of ↓ / ↑ moves a slide's window (app.views.lecture)
+
+
+def window_of(n: int, room: int, start: int) -> tuple[int, int]:
+    """The rows [first, end) of ``n`` that a slide shows when ``room`` rows fit: all of them, or a window of
+    ``room`` rows from ``start``, kept inside the map. A window instead of every k-th row: each row shown is
+    named."""
+    if n <= room:
+        return 0, n
+    room = min(n, max(room, MIN_WINDOW))
+    first = min(max(start, 0), n - room)
+    return first, first + room
+
+
+def windowed(fig: go.Figure, n: int, room: int, deck: Deck) -> tuple[go.Figure, dict]:
+    """``fig`` (a map of ``n`` rows on its y axes, first row on top) showing the window of rows the lecturer moved
+    to when not all ``room`` fit, its subtitle saying which; the facts "window" (a line for the slide, "" when
+    every row shows) and "window_start"."""
+    first, end = window_of(n, room, deck.window)
+    if end - first == n:
+        return fig, {"window": "", "window_start": 0}
+    fig.update_yaxes(range=[end - 0.5, first - 0.5], autorange=False)
+    for name in [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")]:
+        if fig.layout[name].showticklabels is not False:
+            mark_pieces(fig, name, end - first)
+    where = f"rows {first + 1}–{end} of {n}"
+    title = fig.layout.title.text or ""
+    if not title:  # a figure without a title of its own (subplot titles under it): the line alone, room made
+        fig.update_layout(title_text=f"<sup>{where}</sup>", margin_t=(fig.layout.margin.t or 50) + 20)
+    else:
+        fig.update_layout(title_text=title.replace("</sup>", f" · {where}</sup>") if "</sup>" in title
+                          else f"{title}<br><sup>{where}</sup>")
+    return fig, {"window": f"The map shows {where}: **↓** / **↑** move the window over the sentence.",
+                 "window_start": first}
+
+
+def fitting_view(deck: Deck, translation: Translation, kind: Kind) -> AttentionView:
     """The pieces of ``kind`` where every one of them fits the slide, else its words (pieces merged into words, as
     the explorer's Words toggle does): a slide names every row and column it draws."""
     view = attention_view(translation, kind)
@@ -174,7 +236,7 @@ def _in_words(view: AttentionView) -> str:
     return " · words (pieces merged)" if "word" in view.query_title + view.key_title else ""
 
 
-def head_view(deck: Deck, kind: str, layer: int) -> Made:
+def head_view(deck: Deck, kind: Kind, layer: int) -> Made:
     view, layer = attention_view(deck.translation, kind), _layer(deck, kind, layer)
     rows = max(len(view.query_labels), len(view.key_labels))
     if rows * (deck.font + 10) + HEAD_VIEW_FRAME_PX > deck.height_px:  # a column of pieces, 16 px (presenter 21)
@@ -182,14 +244,15 @@ def head_view(deck: Deck, kind: str, layer: int) -> Made:
     heads = list(range(view.weights.shape[1]))
     shown = strongest_heads(view.weights[layer])
     fig = head_view_figure(view.weights[layer], heads, view.query_labels, view.key_labels, shown=shown,
-                           title=f"{KIND_LABELS[kind]} · layer {layer + 1} · heads "
-                                 f"{' and '.join(str(h + 1) for h in shown)}, the most focused{_in_words(view)}",
+                           title=f"{KIND_LABELS[kind]}<br><sup>layer {layer + 1} · heads "
+                                 f"{' and '.join(str(h + 1) for h in shown)}, the most focused{_in_words(view)}"
+                                 "</sup>",  # one line would run past the figure at the presenter's 26 px
                            min_weight=default_min_weight(max(len(view.query_labels), len(view.key_labels))),
                            query_title=view.query_title.split(" (")[0], key_title=view.key_title.split(" (")[0])
     return fig.update_layout(height=deck.height_px), {}
 
 
-def mask(deck: Deck, kind: str) -> Made:
+def mask(deck: Deck, kind: Kind) -> Made:
     t = deck.translation
     view = fitting_view(deck, t, kind)
     grid = view.mask if view.mask is not None else np.ones((len(view.query_labels), len(view.key_labels)), bool)
@@ -200,21 +263,23 @@ def mask(deck: Deck, kind: str) -> Made:
     return fig.update_layout(height=deck.height_px), {}
 
 
-def heatmap(deck: Deck, kind: str, layer: int, head: int) -> Made:
+def heatmap(deck: Deck, kind: Kind, layer: int, head: int) -> Made:
     view, layer = fitting_view(deck, deck.translation, kind), _layer(deck, kind, layer)
-    return _heatmap(view, kind, layer, head, deck), {}
+    return windowed(_heatmap(view, kind, layer, head, deck), len(view.query_labels),
+                    _row_room(view.query_labels, view.key_labels, deck), deck)
 
 
-def _heatmap(view: AttentionView, kind: str, layer: int, head: int, deck: Deck,
+def _heatmap(view: AttentionView, kind: Kind, layer: int, head: int, deck: Deck,
              marked: Sequence[int] = ()) -> go.Figure:
     """A slide's attention map; the key columns in ``marked`` are named in red with a ✗ (source words dropped)."""
     keys = [f"✗ {k}" if j in marked else k for j, k in enumerate(view.key_labels)]
     fig = heatmap_figure(head_matrix(view, layer, head), view.query_labels, keys,
                          title=f"{KIND_LABELS[kind]}<br><sup>layer {layer + 1} · {head_label(head)}"
                                f"{_in_words(view)}</sup>",
-                         query_title=view.query_title, key_title=view.key_title, predicts=view.predicts,
-                         mask=view.mask, width_px=deck.width_px * PRESENTER_TICK_FONT / deck.font,
-                         height=deck.height_px)
+                         # the row title in two lines: in one it ran past a short map into the subtitle
+                         query_title=view.query_title.replace(" (", "<br>(", 1), key_title=view.key_title,
+                         predicts=view.predicts, mask=view.mask,
+                         width_px=deck.width_px * PRESENTER_TICK_FONT / deck.font, height=deck.height_px)
     if marked:
         fig.update_xaxes(ticktext=[f"<span style='color:#d62728'>{t}</span>" if j in marked else t
                                    for j, t in enumerate(fig.layout.xaxis.ticktext)], selector=dict(side="bottom"))
@@ -223,14 +288,69 @@ def _heatmap(view: AttentionView, kind: str, layer: int, head: int, deck: Deck,
 
 def topk(deck: Deck) -> Made:
     steps = deck.translation.result.steps
-    top = [float(to_numpy(s.topk_probs[0])[0]) for s in steps]
-    t = int(np.argmin(top))  # greedy takes the top piece: the least sure step has the smallest top probability
+    t = least_sure_step(deck.translation)  # greedy takes the top piece: the least sure step's is the least probable
     step, tokenizer = steps[t], deck.ckpt.tokenizer
     ids = step.topk_ids[0].tolist()
     chosen = deck.translation.result.best.tokens[t]
     fig = topk_figure(tokenizer.pieces(ids), to_numpy(step.topk_probs[0]), [i == chosen for i in ids],
                       title=f"Top {len(ids)} next pieces at step {t + 1}")
     return fig, {"step": t + 1, "n_steps": len(steps)}
+
+
+def least_sure_step(translation: Translation) -> int:
+    """The greedy step whose most probable piece had the smallest probability: where the model was least sure."""
+    top = [float(to_numpy(s.topk_probs[0])[0]) for s in translation.result.steps]
+    return int(np.argmin(top))
+
+
+CONTRAST_FRAME_PX = 60  # what the lower panel's axis title and the margins add to the width the pieces need
+
+
+def contrastive(deck: Deck) -> Made:
+    """The contrastive question on the current sentence: at the least sure step, why the chosen piece and not the
+    runner-up, as integrated gradients over the source (app.views.contrastive.attribute, priced by
+    plan_gradients like the Decoding page's) beneath that step's cross-attention row (last layer, mean over heads).
+    Pieces become words (attributions and attention summed over a word's pieces) where the pieces do not fit."""
+    t, tokenizer = deck.translation, deck.ckpt.tokenizer
+    index = least_sure_step(t)
+    step = t.result.steps[index]
+    chosen = t.result.best.tokens[index]
+    ids, probs = step.topk_ids[0].tolist(), to_numpy(step.topk_probs[0])
+    others = [(i, float(p)) for i, p in zip(ids, probs, strict=True) if i != chosen]
+    if not others:
+        raise SlideUnavailable("This step's top pieces hold no other piece to compare the chosen one with.")
+    runner, runner_p = others[0]
+    source, prefix = tuple(t.source.ids), tuple(step.prefixes[0].tolist())
+    try:
+        plan = plan_gradients(deck.ckpt.config, len(source), len(prefix), DEFAULT_STEPS)
+    except BudgetError as exc:
+        raise SlideUnavailable(str(exc)) from exc
+    result = attribute(deck.ckpt.model, source, prefix, chosen, runner, plan)
+    layer, cross = t.trace.n_layers["cross"] - 1, step.cross
+    assert cross is not None  # the app decodes with attention (Capture.WEIGHTS)
+    attention = select_head(to_numpy(cross[layer, 0]), -1)  # [S]: this step's row, mean over heads
+    pieces, attributed = list(t.source.pieces), np.asarray(result.ig_source, dtype=np.float64)
+    room = deck.width_px - CONTRAST_FRAME_PX - GLYPH_EM * deck.font * len("attribution")
+    angle, size = piece_ticks(pieces, room, deck.font)
+    in_words = size < deck.font
+    if in_words:  # a word's attribution and the attention it receives: the sums over its pieces
+        groups = word_groups(pieces)
+        attention = np.array([attention[g].sum() for g in groups])
+        attributed = np.array([attributed[g].sum() for g in groups])
+        pieces = word_labels(pieces, groups)
+        angle, size = piece_ticks(pieces, room, deck.font)
+    name, other = tokenizer.id_to_piece(chosen), tokenizer.id_to_piece(runner)
+    quoted = plotly_text([name, other])
+    fig = attention_beside_attribution(
+        pieces, attention, attributed, tick_angle=angle, tick_size=size, height=deck.height_px,
+        title=f"Why “{quoted[0]}” and not “{quoted[1]}”?<br><sup>step {index + 1} · attention: last layer, mean "
+              f"over heads{' · words' if in_words else ''}</sup>")
+    top_attention, top_push = int(np.argmax(attention)), int(np.argmax(attributed))
+    return fig, {"step": index + 1, "chosen": md(name, 40), "runner_up": md(other, 40),
+                 "p_chosen": runner_p * math.exp(result.value),  # log p(chosen) - log p(runner-up) = f
+                 "p_runner_up": runner_p, "most_attended": md(pieces[top_attention], 40),
+                 "most_pushing": md(pieces[top_push], 40), "ig_steps": result.steps, "ig_total": result.total,
+                 "ig_delta": result.value - result.baseline_value, "ig_gap": result.gap, "ig_baseline": BASELINE}
 
 
 def beam_tree(deck: Deck, beam: int) -> Made:
@@ -337,15 +457,49 @@ def learning(deck: Deck) -> Made:
                  select_head(to_numpy(t.trace.weights("cross")[-1, 0]), -1)))
     rows, cols = list(t.target_pieces), list(t.source.pieces)
     panel_px = deck.width_px / len(maps)
+    unit = "piece"
     if not _rows_fit(rows, cols, Deck(**{**deck.__dict__, "width_px": panel_px + COLORBAR_PX})):
-        rows, cols, maps = _words_of(rows, cols, maps)
-    fig = checkpoints_figure(maps, rows, cols, row_title="piece written", col_title="source piece",
-                             width_px=deck.width_px * PRESENTER_TICK_FONT / deck.font,
-                             title="Last layer's cross-attention in training<br><sup>mean over heads</sup>")
+        (rows, cols, maps), unit = _words_of(rows, cols, maps), "word"
+    # its builder lays out 14-px text, which presenter mode enlarges: the width it has at that size
+    fig = checkpoints_figure(maps, rows, cols, row_title=f"{unit} written", col_title=f"source {unit}",
+                             width_px=deck.width_px * TICK_SIZE / deck.font,
+                             title="Last layer's cross-attention in training<br><sup>mean over heads</sup>",
+                             wrap=False)  # one row of maps on a slide, a window over them where they do not fit
     fig.update_layout(height=deck.height_px)
+    fig, window = _panels_windowed(fig, maps[-1][1], rows, cols, deck)
     epochs = [str(meta.get("epochs", "?")) for _, meta in snapshots.values()]
     earlier = "epoch " + epochs[0] if len(epochs) == 1 else "epochs " + ", ".join(epochs[:-1]) + " and " + epochs[-1]
-    return fig, {"first": maps[0][0], "earlier": earlier, "final": f"epoch {final}" if final else "its last epoch"}
+    return fig, {"first": maps[0][0], "earlier": earlier, "final": f"epoch {final}" if final else "its last epoch",
+                 **window}
+
+
+SUBPLOT_TITLES_PX = 60  # a strip of maps' panel titles, two lines ("epoch 43 (this model)") at the most
+
+
+def _panels_windowed(fig: go.Figure, final: np.ndarray, rows: list[str], cols: list[str], deck: Deck
+                     ) -> tuple[go.Figure, dict]:
+    """A strip of maps (app.charts.heads.checkpoints_figure) with a window where its pieces do not fit the slide:
+    the rows the lecturer moved to (windowed), and the source columns those rows of ``final`` [rows, cols] (the
+    finished model's map) weigh most, as many side by side as a panel holds, every one named."""
+    panels = sum(1 for name in fig.layout.to_plotly_json() if name.startswith("xaxis"))
+    label_px = GLYPH_EM * deck.font * max(map(len, rows), default=1)
+    panel_px = (deck.width_px - COLORBAR_PX - label_px) * (1 - 0.03 * (panels - 1)) / max(panels, 1)
+    n_cols = max(MIN_WINDOW, min(len(cols), int(panel_px // (deck.font + 4))))  # one line of text each, turned
+    below = GLYPH_EM * deck.font * max(map(len, cols), default=1)
+    room = int((deck.height_px - TITLE_PX - SUBPLOT_TITLES_PX - below) // (deck.font + 6))
+    fig, facts = windowed(fig, len(rows), room, deck)
+    if n_cols < len(cols):
+        first, end = window_of(len(rows), room, deck.window)
+        mass = np.convolve(np.asarray(final)[first:end].sum(axis=0), np.ones(n_cols), mode="valid")  # [windows]
+        c = int(mass.argmax())
+        angle, size = piece_ticks(cols[c:c + n_cols], panel_px, deck.font)
+        fig.update_xaxes(range=[c - 0.5, c + n_cols - 0.5], autorange=False, tickangle=angle, tickfont_size=size)
+        for name in [k for k in fig.layout.to_plotly_json() if k.startswith("xaxis")]:
+            mark_pieces(fig, name, n_cols)
+        where = f"source {c + 1}–{c + n_cols} of {len(cols)}"
+        fig.update_layout(title_text=fig.layout.title.text.replace("</sup>", f" · {where}</sup>"))
+        facts = {**facts, "window": (facts["window"] or "") + f" Columns: {where}, those these rows read most."}
+    return fig, facts
 
 
 def card_limitation(deck: Deck) -> str:
@@ -390,6 +544,7 @@ def failure(deck: Deck) -> Made:
 MAKERS: dict[str, Callable[..., Made]] = {
     "architecture": architecture, "embeddings": embeddings, "stages": stages, "model_view": model_view,
     "head_view": head_view, "mask": mask, "heatmap": heatmap, "topk": topk, "beam_tree": beam_tree,
-    "importance": importance, "lr": lr, "label_smoothing": label_smoothing, "learning": learning,
+    "importance": importance, "contrastive": contrastive, "lr": lr, "label_smoothing": label_smoothing,
+    "learning": learning,
     "failure": failure,
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from model.decoding.constrained_beam import MAX_BANKS
@@ -257,3 +258,47 @@ def plan_gradients(model: ModelConfig, source_len: int, prefix_len: int, steps: 
                      f"{gradient_cost(model, source_len, prefix_len, asked, rows).seconds:,.0f} s of compute (limit "
                      f"{budget.max_seconds:,.0f} s).")
     return GradientPlan(steps=steps, batch_rows=rows, cost=cost, notes=tuple(notes))
+
+
+def head_map_cost(model: ModelConfig, sentences: Sequence[tuple[int, int]]) -> DecodeCost:
+    """Price the map of all heads (explain.head_map) over example sentences of (source positions, length limit) each:
+    a greedy decode of each (decode_cost, one after another, so the largest one's memory) and one teacher-forced
+    forward keeping every internal. Memory: what the map keeps of every sentence (per layer the weights and every
+    head's queries and keys, float32) and the largest sentence's forward internals (about 4 times that) or decode."""
+    H, Le, Ld, d, ff = model.n_heads, model.n_encoder_layers, model.n_decoder_layers, model.d_model, model.d_ff
+    seconds, kept, largest = 0.0, 0, 0
+    for S, T in sentences:
+        decode = decode_cost(model, S, DecodeConfig(max_len=T))
+        per_sentence = Le * (H * S * S + 2 * S * d) + Ld * (H * (T * T + T * S) + 3 * T * d + S * d)
+        forward = (2 * S * Le * (4 * d * d + 2 * d * ff) + 4 * Le * S * S * d + 2 * T * Ld * (6 * d * d + 2 * d * ff)
+                   + 4 * S * Ld * d * d + 4 * Ld * T * (T + S) * d + 2 * T * d * model.vocab_size)
+        seconds += decode.seconds + forward / FLOPS_PER_S + STEP_OVERHEAD_S
+        kept += FLOAT_BYTES * per_sentence
+        largest = max(largest, decode.bytes, 4 * FLOAT_BYTES * per_sentence)
+    return DecodeCost(bytes=kept + largest + 4096, seconds=seconds, json_bytes=0)
+
+
+@dataclass(frozen=True)
+class HeadMapPlan:
+    """How many of the example sentences (the first ``sentences``) the map reads, its cost, and a note when fewer
+    than offered fit the budget."""
+
+    sentences: int
+    cost: DecodeCost
+    notes: tuple[str, ...] = ()
+
+
+def plan_head_map(model: ModelConfig, sentences: Sequence[tuple[int, int]],
+                  budget: Budget = DEFAULT_BUDGET) -> HeadMapPlan:
+    """Fit the head map into ``budget`` before any work: the last example sentences are left out while the cost is
+    over it. BudgetError when not even the first one fits (or there is none)."""
+    count = len(sentences)
+    while count > 0 and head_map_cost(model, sentences[:count]).over(budget):
+        count -= 1
+    if count == 0:
+        why = " and ".join(head_map_cost(model, sentences[:1]).over(budget)) if sentences else "no sentence"
+        raise BudgetError(f"The map of all heads does not fit the server's budget ({why}).")
+    notes = () if count == len(sentences) else (
+        f"Example sentences {len(sentences)} → {count}: all of them would need "
+        f"{' and '.join(head_map_cost(model, sentences).over(budget))}.",)
+    return HeadMapPlan(sentences=count, cost=head_map_cost(model, sentences[:count]), notes=notes)

@@ -9,6 +9,8 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from hypothesis import given
+from hypothesis import strategies as hst
 
 from app.charts.style import PRESENTER_COLORSCALE, PRESENTER_TICK_FONT, WEIGHT_COLORSCALE, presented, rows_height
 from app.checks.escape import md
@@ -33,14 +35,14 @@ def forget_translations():
 
 
 def test_the_tour_is_an_ordered_list_of_slide_definitions():
-    assert 12 <= len(SLIDES) <= 16
+    assert 12 <= len(SLIDES) <= 17  # a tour of about an hour
     assert SLIDES[0].figure == "architecture" and SLIDES[-1].figure == "failure"
     for slide in SLIDES:
         assert slide.figure in MAKERS, slide.title
         assert 2 <= len(slide.lines) <= 3 and all(len(line) <= 200 for line in slide.lines), slide.title
     figures = [s.figure for s in SLIDES]
-    for concept in ("embeddings", "stages", "model_view", "mask", "heatmap", "topk", "beam_tree", "importance", "lr",
-                    "label_smoothing"):
+    for concept in ("embeddings", "stages", "model_view", "mask", "heatmap", "topk", "contrastive", "beam_tree",
+                    "importance", "lr", "label_smoothing"):
         assert concept in figures
 
 
@@ -126,7 +128,7 @@ def test_the_page_steps_through_the_tour(app_test, figures):
     at.button(key="lecture_next").click().run()
     assert "Slide 2 / " in counter(at) and at.query_params["slide"] == "2"
     at.button(key="lecture_prev").click().run()
-    assert "Slide 1 / " in counter(at) and "slide" not in at.query_params
+    assert "Slide 1 / " in counter(at) and at.query_params["slide"] == "1"  # always named: Back can return to it
 
 
 def test_the_last_slide_stops_and_every_slide_draws_on_the_page(app_test, figures):
@@ -202,3 +204,83 @@ def test_the_schedule_slide_explains_a_continued_runs_jumps_and_says_nothing_for
     assert "over epochs 130-132" in notes and "up to step 22,670." in notes and "over epochs 133-134" in notes
     _, facts = build(slide, decks(shipped, "reverse"))
     assert facts["restarts"] == "" and facts["cooldowns"] == ""
+
+
+def test_the_contrastive_slide_sets_the_models_attribution_beneath_its_attention(shipped, decks):
+    """At the greedy step where the model was least sure: integrated gradients of log p(chosen) - log p(runner-up)
+    over the source (the Decoding page's, 32 steps), beneath that step's cross-attention row (last layer, mean over
+    heads), both the model's own numbers; its facts quote the two pieces and the step."""
+    from app.charts.axes import plotly_text
+    from explain.integrated_gradients import integrated_gradients
+
+    deck = decks(shipped, "en-de")
+    slide = next(s for s in SLIDES if s.figure == "contrastive")
+    fig, facts = build(slide, deck)
+    steps = deck.translation.result.steps
+    t = int(np.argmin([float(s.topk_probs[0, 0]) for s in steps]))
+    chosen = deck.translation.result.best.tokens[t]
+    runner = next(int(i) for i in steps[t].topk_ids[0].tolist() if int(i) != chosen)
+    ig = integrated_gradients(deck.ckpt.model, deck.translation.source.ids, tuple(steps[t].prefixes[0].tolist()),
+                              chosen, runner, steps=32)
+    np.testing.assert_allclose(fig.data[1].y, ig.source.double().numpy(), atol=1e-5)
+    np.testing.assert_allclose(fig.data[0].y, steps[t].cross[-1, 0].mean(0).numpy(), atol=1e-6)
+    tokenizer = deck.ckpt.tokenizer
+    assert facts["step"] == t + 1 and facts["chosen"] == md(tokenizer.id_to_piece(chosen), 40)
+    assert facts["runner_up"] == md(tokenizer.id_to_piece(runner), 40)
+    assert facts["ig_gap"] == pytest.approx(ig.gap, abs=1e-4)
+    assert list(fig.layout.xaxis2.ticktext) == plotly_text(deck.translation.source.pieces)  # every piece named
+
+
+# --- a window over a long sentence --------------------------------------------------------------------------------
+
+LONG_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."  # 33 output pieces
+
+
+@given(n=hst.integers(1, 200), room=hst.integers(0, 200), start=hst.integers(-50, 400))
+def test_a_window_shows_every_row_that_fits_and_stays_inside_the_map(n, room, start):
+    from app.views.slide_figures import MIN_WINDOW, window_of
+
+    first, end = window_of(n, room, start)
+    assert 0 <= first < end <= n
+    assert end - first == (n if n <= room else min(n, max(room, MIN_WINDOW)))
+    assert first == (0 if n <= room else min(max(start, 0), n - (end - first)))
+
+
+def test_a_map_too_long_for_the_slide_shows_a_window_the_lecturer_moves(shipped):
+    """Slide 8 of a 33-piece sentence at 1280x720 in presenter mode: even its 14 words do not fit 530 px, so it shows
+    a window of rows, each one named, and says which; moving the window shows later rows, never past the end."""
+    from app.views.lecture import slide_room
+
+    ckpt = shipped("en-de")
+
+    def run(text, beam_size):
+        return translate(ckpt.model, ckpt.tokenizer, text, DecodeConfig(beam_size=beam_size))
+    width, height = slide_room((1280, 720), True)
+    deck = Deck(model_name="en-de", ckpt=ckpt, translation=run(LONG_SENTENCE, 1), translate=run, width_px=width,
+                height_px=height, presenter=True)
+    slide = next(s for s in SLIDES if s.figure == "heatmap" and s.args["kind"] == "dec_self")
+    shown = []
+    for window in (0, 4, 999):
+        fig, facts = build(slide, Deck(**{**deck.__dict__, "window": window}))
+        top, bottom = sorted(fig.layout.yaxis.range)
+        rows = [t for v, t in zip(fig.layout.yaxis.tickvals, fig.layout.yaxis.ticktext, strict=True)
+                if top < v < bottom]
+        n = len(fig.layout.yaxis.tickvals)
+        assert rows and len(rows) == fig.layout.meta["pieces"]["yaxis"] < n and all(r.strip() for r in rows)
+        assert f"rows {facts['window_start'] + 1}–{facts['window_start'] + len(rows)} of {n}" in fig.layout.title.text
+        assert "↓" in facts["window"] and (len(rows) + 6) * 18 <= presented(fig, height).layout.height
+        shown.append(facts["window_start"])
+    assert shown[0] == 0 < shown[1] == 4 < shown[2] == n - len(rows)  # the last window ends at the last row
+
+
+def test_the_arrow_keys_move_the_window_of_a_long_map(app_test, figures):
+    at = app_test(LECTURE, model_name="en-de", text=LONG_SENTENCE, slide=8, presenter=True)
+    assert not at.exception and "Slide 8 / " in counter(at)
+    assert any("ArrowDown" in h.proto.body and "lecture_window_down" in h.proto.body for h in at.get("html"))
+    before = figures(at)["lecture_figure"]["layout"]["yaxis"]["range"]
+    at.button(key="lecture_window_down").click().run()
+    after = figures(at)["lecture_figure"]["layout"]["yaxis"]["range"]
+    assert min(after) == min(before) + 4 and not at.exception
+    assert any("move the window" in c.value for c in at.caption)
+    at.button(key="lecture_next").click().run()  # the next slide starts at its top
+    assert at.button(key="lecture_window_down").disabled or "rows 1–" in str(figures(at)["lecture_figure"])
