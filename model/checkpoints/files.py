@@ -105,9 +105,9 @@ def update_meta(directory: str | Path, **entries: Any) -> None:
 
 
 def _read_file(path: Path, limit: int) -> bytes:
-    """The bytes of one checkpoint file, refused when missing or larger than ``limit``."""
+    """The bytes of one checkpoint file, refused when missing, not a regular file or larger than ``limit``."""
     if not path.is_file():
-        raise CheckpointError(f"{path.name} is missing in {path.parent}")
+        raise not_a_file(path)
     try:
         size = path.stat().st_size
         if size > limit:
@@ -230,7 +230,19 @@ def read_weights(data: bytes, model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.float() if v.is_floating_point() else v for k, v in weights.items()}
 
 
+def not_a_file(path: Path) -> CheckpointError:
+    """Why ``path`` cannot be read as a file: missing, or there but a device, pipe, folder or broken link (a link to
+    /dev/zero is not "missing")."""
+    if path.is_symlink() and not path.exists():
+        return CheckpointError(f"{path.name} is a link to nothing in {path.parent}")
+    if path.exists():
+        return CheckpointError(f"{path.name} is not a regular file (a device, pipe or folder) in {path.parent}")
+    return CheckpointError(f"{path.name} is missing in {path.parent}")
+
+
 def _missing_weights(directory: Path) -> CheckpointError:
+    if (directory / WEIGHTS).is_symlink() or (directory / WEIGHTS).exists():
+        return not_a_file(directory / WEIGHTS)
     pickles = sorted(p.name for p in directory.iterdir() if p.suffix.lower() in PICKLE_SUFFIXES)[:3]
     verb = "is" if len(pickles) == 1 else "are"
     hint = (f" ({', '.join(pickles)} {verb} not read: only safetensors weights are loaded, a pickle can run code)"

@@ -97,9 +97,17 @@ def kept_number(word: str) -> bool:
 
 
 def words_to_keep(text: str, lexicon: CopyLexicon) -> list[str]:
-    """The phrases of ``text`` a translation should write verbatim, in order, at most MAX_PHRASES. A name that
-    opens a sentence is kept only when the corpus copies it or another name follows it ("Aisha Rahman will"), since
-    any word opening a sentence is capitalised ("Vegetarians give up meat")."""
+    """The phrases of ``text`` a translation should write verbatim, in order, at most MAX_PHRASES (keep_spans says
+    which words each is made of)."""
+    unique = dict.fromkeys(text[p[0][0]:p[-1][1]] for p in keep_spans(text, lexicon))
+    return list(unique)[:MAX_PHRASES]
+
+
+def keep_spans(text: str, lexicon: CopyLexicon) -> list[list[tuple[int, int]]]:
+    """Every phrase of ``text`` to keep, in order, uncapped and repeats included, as the (start, end) of its words:
+    so a phrase too long to keep whole can be kept in parts cut between its words. A name that opens a sentence is
+    kept only when the corpus copies it or another name follows it ("Aisha Rahman will"), since any word opening a
+    sentence is capitalised ("Vegetarians give up meat")."""
     matches = list(WORD.finditer(text))
     phrases: list[list[re.Match]] = []
     for i, match in enumerate(matches):
@@ -125,8 +133,7 @@ def words_to_keep(text: str, lexicon: CopyLexicon) -> list[str]:
             phrases[-1].append(match)  # next to the last kept word, or to a title: one phrase
         else:
             phrases.append([match])
-    unique = dict.fromkeys(text[p[0].start():p[-1].end()] for p in phrases)
-    return list(unique)[:MAX_PHRASES]
+    return [[match.span() for match in phrase] for phrase in phrases]
 
 
 def _after_title(text: str, start: int) -> bool:

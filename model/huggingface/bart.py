@@ -99,8 +99,9 @@ def _refuse_unsupported(hf: dict[str, Any]) -> None:
                               "with its target language's code: set decoder_start_token_id to it)")
     forced = get("forced_eos_token_id")
     if forced is not None and forced != get("eos_token_id"):
-        raise CheckpointError(f"{HF_CONFIG}: unsupported, forced_eos_token_id {str(forced)[:20]} is not the "
-                              f"eos_token_id {str(get('eos_token_id'))[:20]}")
+        raise CheckpointError(f"{hf_folder.key_file(hf, 'forced_eos_token_id')}: unsupported, forced_eos_token_id "
+                              f"{hf_folder.shown_value(forced)} is not the eos_token_id "
+                              f"{hf_folder.shown_value(get('eos_token_id'))} of {HF_CONFIG}")
 
 
 def bart_config(hf: dict[str, Any], unk_id: int, final_logits_bias: bool, tokenizer: str = "hf") -> ModelConfig:

@@ -15,7 +15,15 @@ from pathlib import Path
 
 from model.checkpoints.header import CheckpointError
 from model.huggingface.bart import convert_bart
-from model.huggingface.folder import HF_CONFIG, Conversion, Progress, hub_cache, read_json, resolve_folder
+from model.huggingface.folder import (
+    HF_CONFIG,
+    Conversion,
+    Progress,
+    check_folder_files,
+    hub_cache,
+    read_json,
+    resolve_folder,
+)
 from model.huggingface.marian import convert_marian
 from model.huggingface.t5 import convert_t5
 
@@ -42,4 +50,6 @@ def convert(folder: str | Path, out: str | Path, progress: Progress | None = Non
     """Convert the folder with its family's converter (refused with a one-line CheckpointError otherwise), telling
     ``progress`` (when given) each of model.huggingface.folder.STAGES as it starts."""
     folder = resolve_folder(folder)
+    if folder.is_dir():
+        check_folder_files(folder)  # before config.json is read for its model_type
     return CONVERTERS[model_type(folder)](folder, out, progress=progress)

@@ -3,7 +3,10 @@
 Nothing is downloaded: the folder is one the user already has, and transformers is not needed. The weights are read
 from model.safetensors (or its shards, model.safetensors.index.json) when present, else from pytorch_model.bin, a
 pickle, loaded only with torch.load(weights_only=True), whose restricted unpickler rebuilds tensors and refuses any
-other object. Every refusal is a one-line CheckpointError naming the file and the reason. The family converters
+other object. Every file of the folder must resolve to a regular file inside it (a snapshot of Hugging Face's cache:
+inside its model's folder there, whose blobs its files link to), checked before any is read: a link to /etc/passwd,
+/proc/self/environ or /dev/zero is refused. Every refusal is a one-line CheckpointError naming the file and the
+reason. The family converters
 (model.huggingface.marian, model.huggingface.bart, model.huggingface.t5) say what their config means and which of their
 tensors go where, and tell an
 optional progress callback each of STAGES as it starts (a large model takes minutes). cached_models lists what
@@ -13,9 +16,11 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -23,7 +28,7 @@ from typing import Any
 import torch
 from safetensors import SafetensorError, safe_open
 
-from model.checkpoints.files import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, save_checkpoint
+from model.checkpoints.files import MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES, not_a_file, save_checkpoint
 from model.checkpoints.header import MAX_WEIGHTS_BYTES, CheckpointError
 from model.checkpoints.shapes import expected_shapes
 from model.checkpoints.shards import INDEX, SINGLE, ShardError, has_weights, read_index
@@ -91,9 +96,49 @@ def report(progress: Progress | None, stage: str) -> None:
         progress(stage)
 
 
+MAX_FOLDER_ENTRIES = 10_000  # files and folders checked in a folder to convert (a model has a dozen)
+
+
+def allowed_root(folder: Path) -> Path:
+    """The real folder a folder's files may lie in: for a snapshot in Hugging Face's cache the model's folder there
+    (models--owner--name, whose snapshots link to its blobs/), else the folder itself."""
+    real = folder.resolve()
+    if len(real.parts) >= 3 and real.parts[-2] == "snapshots" and real.parts[-3].startswith(CACHE_PREFIX):
+        return real.parent.parent
+    return real
+
+
+def check_inside(path: Path, folder: Path, root: Path) -> None:
+    """``path`` (in ``folder``) must resolve to a regular file or folder inside ``root``: a link to /etc/passwd,
+    /proc/self/environ or /dev/zero is refused in one line naming the file, before anything is read from it."""
+    name = path.relative_to(folder).as_posix()[:100] if path.is_relative_to(folder) else path.name[:100]
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        raise CheckpointError(f"{name} is a link that cannot be resolved (a loop?): refused") from None
+    if not real.is_relative_to(root):
+        raise CheckpointError(f"{name} is a link to a file outside the folder: refused (copy the file into it)")
+    if real.exists() and not (real.is_file() or real.is_dir()):
+        raise CheckpointError(f"{name} is not a regular file (a device, pipe or socket): refused")
+
+
+def check_folder_files(folder: Path) -> None:
+    """Every file and folder under ``folder`` (links not followed), checked by check_inside against its allowed_root,
+    before a converter reads any of them."""
+    root, seen = allowed_root(folder), 0
+    for top, folders, files in os.walk(folder, followlinks=False):
+        for name in (*folders, *files):
+            seen += 1
+            if seen > MAX_FOLDER_ENTRIES:
+                raise CheckpointError(f"{folder.name[:100]} holds more than {MAX_FOLDER_ENTRIES:,} files: not a model "
+                                      "folder")
+            check_inside(Path(top) / name, folder, root)
+
+
 def read_bytes(path: Path, limit: int) -> bytes:
+    check_inside(path, path.parent, allowed_root(path.parent))
     if not path.is_file():
-        raise CheckpointError(f"{path.name} is missing in {path.parent}")
+        raise not_a_file(path)
     size = path.stat().st_size
     if size > limit:
         raise CheckpointError(f"{path.name} has {format_bytes(size)}, more than the limit of {format_bytes(limit)}")
@@ -123,12 +168,30 @@ def _load_pickle(path: Path) -> dict[str, torch.Tensor]:
     try:
         state = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # UnpicklingError for a forbidden object, RuntimeError/EOFError for a corrupt file
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise CheckpointError(f"{path.name} cannot be loaded with torch.load(weights_only=True) ({reason})") from None
+        raise pickle_refusal(path.name, exc) from None
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                               for k, v in state.items()):
         raise CheckpointError(f"{path.name} is not a state dict (names -> tensors)")
     return state
+
+
+UNSAFE_GLOBAL = re.compile(r"GLOBAL ([\w.]{1,80})")  # what torch's restricted unpickler names in its refusal
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def pickle_refusal(name: str, exc: Exception) -> CheckpointError:
+    """One line for a pickle torch.load(weights_only=True) refused, in our words: torch's own message advises loading
+    the file with weights_only=False, which must never be done with a file from someone else."""
+    text = ANSI.sub("", str(exc))
+    if isinstance(exc, pickle.UnpicklingError):
+        found = UNSAFE_GLOBAL.search(text)
+        named = f" ({found.group(1)})" if found else ""
+        return CheckpointError(f"{name} holds an object other than tensors{named}: refused, never run (a pickle can "
+                               f"run code); convert the model's {HF_SAFETENSORS} instead")
+    reason = (text.strip().split(". ")[0].splitlines() or [""])[0][:120]
+    if not reason or "weights_only" in reason:
+        reason = type(exc).__name__
+    return CheckpointError(f"{name} is not a readable PyTorch weights file ({reason})")
 
 
 def read_weights(folder: Path) -> tuple[dict[str, torch.Tensor], str]:
@@ -140,6 +203,8 @@ def read_weights(folder: Path) -> tuple[dict[str, torch.Tensor], str]:
         return _read_shards(folder), INDEX
     path = folder / HF_SAFETENSORS
     if not path.is_file():
+        if path.is_symlink() or path.exists():  # a link to /dev/zero, a pipe: there, but not a file
+            raise not_a_file(path)
         if not (folder / HF_PICKLE).is_file():
             raise CheckpointError(f"{HF_SAFETENSORS} (or {HF_PICKLE}) is missing in {folder}")
         return _load_pickle(folder / HF_PICKLE), HF_PICKLE
@@ -235,6 +300,7 @@ def open_folder(folder: str | Path, out: str | Path, what: str = "Hugging Face")
         raise CheckpointError(f"{what} folder not found: {folder} (nor a model of that name in Hugging Face's cache, "
                               f"{hub_cache()})")
     check_output(out)
+    check_folder_files(folder)
     return folder, out, with_generation_config(folder, read_json(folder / HF_CONFIG))
 
 
@@ -346,7 +412,27 @@ def with_generation_config(folder: Path, hf: dict[str, Any]) -> dict[str, Any]:
         return hf
     generation = read_json(path)
     start = generation.get("decoder_start_token_id", hf.get("decoder_start_token_id"))
-    return {**hf, "decoder_start_token_id": start, **{key: generation.get(key) for key in GENERATION_KEYS[1:]}}
+    taken = (*(GENERATION_KEYS[:1] if "decoder_start_token_id" in generation else ()), *GENERATION_KEYS[1:])
+    return {**hf, "decoder_start_token_id": start, **{key: generation.get(key) for key in GENERATION_KEYS[1:]},
+            FROM_GENERATION_CONFIG: taken}
+
+
+FROM_GENERATION_CONFIG = "(keys read from generation_config.json)"  # not a config key: says which file a key is from
+
+
+def key_file(hf: dict[str, Any], key: str) -> str:
+    """The file a key of with_generation_config's dict came from, for a message: generation_config.json or
+    config.json."""
+    return HF_GENERATION_CONFIG if key in hf.get(FROM_GENERATION_CONFIG, ()) else HF_CONFIG
+
+
+def shown_value(value: Any) -> str:
+    """A config value as a message shows it: short, and a huge number as its magnitude (10**30 as "1e+30", never cut
+    to its first digits)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**12:
+        return format(Decimal(value), ".3g")  # exact for any size, where float() overflows past 1e308
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 24 else text[:21] + "..."
 
 
 def generation_meta(hf: dict[str, Any]) -> dict[str, Any]:

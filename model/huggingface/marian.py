@@ -73,8 +73,9 @@ def _refuse_unsupported(hf: dict[str, Any]) -> None:
     forced, eos = hf.get("forced_eos_token_id", HF_DEFAULTS["forced_eos_token_id"]), hf.get("eos_token_id", 0)
     eos = eos[0] if isinstance(eos, list) and len(eos) == 1 else eos  # as marian_config reads it
     if forced is not None and forced != eos:
-        raise CheckpointError(f"{HF_CONFIG}: unsupported, forced_eos_token_id {str(forced)[:20]} is not the "
-                              f"eos_token_id {str(eos)[:20]}")
+        raise CheckpointError(f"{hf_folder.key_file(hf, 'forced_eos_token_id')}: unsupported, forced_eos_token_id "
+                              f"{hf_folder.shown_value(forced)} is not the eos_token_id {hf_folder.shown_value(eos)} "
+                              f"of {HF_CONFIG}")
     if hf.get("activation_function", HF_DEFAULTS["activation_function"]) not in ACTIVATIONS:
         raise CheckpointError(f"{HF_CONFIG}: unsupported activation_function "
                               f"{str(hf.get('activation_function'))[:40]!r} (relu, swish/silu or gelu)")
@@ -90,8 +91,9 @@ def marian_config(hf: dict[str, Any], unk_id: int, final_logits_bias: bool) -> M
     eos, pad, start = get("eos_token_id"), get("pad_token_id"), get("decoder_start_token_id")
     eos = eos[0] if isinstance(eos, list) and len(eos) == 1 else eos
     if start != pad:
-        raise CheckpointError(f"{HF_CONFIG}: unsupported, decoder_start_token_id {start} is not the pad id {pad} "
-                              "(Marian starts the decoder with <pad>)")
+        raise CheckpointError(f"{hf_folder.key_file(hf, 'decoder_start_token_id')}: unsupported, "
+                              f"decoder_start_token_id {hf_folder.shown_value(start)} is not the pad id "
+                              f"{hf_folder.shown_value(pad)} (Marian starts the decoder with <pad>)")
     try:
         return ModelConfig(
             vocab_size=get("vocab_size"), d_model=get("d_model"), n_heads=get("encoder_attention_heads"),

@@ -58,8 +58,9 @@ def t5_config(hf: dict[str, Any], unk_id: int, tied: bool = True) -> ModelConfig
                               f"({', '.join(FEED_FORWARD)})")
     forced = get("forced_eos_token_id")
     if forced is not None and forced != get("eos_token_id"):
-        raise CheckpointError(f"{HF_CONFIG}: unsupported, forced_eos_token_id {str(forced)[:20]} is not the "
-                              f"eos_token_id {str(get('eos_token_id'))[:20]}")
+        raise CheckpointError(f"{hf_folder.key_file(hf, 'forced_eos_token_id')}: unsupported, forced_eos_token_id "
+                              f"{hf_folder.shown_value(forced)} is not the eos_token_id "
+                              f"{hf_folder.shown_value(get('eos_token_id'))} of {HF_CONFIG}")
     gated, activation = FEED_FORWARD[get("feed_forward_proj")]
     rescale = hf.get("scale_decoder_outputs", get("tie_word_embeddings") is not False) is True
     start, pad = get("decoder_start_token_id"), get("pad_token_id")

@@ -2,13 +2,36 @@
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import tokenizers
 
+from model.tokenization.bounded import unsafe_parts
 from model.tokenization.pieces import LANGUAGE_CODE, WORD_START, TokenizerError
 
 HF_TOKENIZER_FILE = "tokenizer.json"  # a Hugging Face fast tokenizer, as save_pretrained writes it
+
+
+def is_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Rust panic inside the tokenizers package: pyo3_runtime.PanicException, a BaseException
+    (so ``except Exception`` lets it through) that no module exports to name in an ``except`` clause."""
+    return type(exc).__name__ == "PanicException" and type(exc).__module__ == "pyo3_runtime"
+
+
+@contextmanager
+def library_errors(doing: str) -> Iterator[None]:
+    """Any error the tokenizers package raises inside the block, a Rust panic included, as a one-line TokenizerError
+    naming the file and what failed (``doing``); KeyboardInterrupt, SystemExit and the like pass through."""
+    try:
+        yield
+    except TokenizerError:
+        raise
+    except BaseException as exc:
+        if not (isinstance(exc, Exception) or is_panic(exc)):
+            raise
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
+        raise TokenizerError(f"{HF_TOKENIZER_FILE}: {doing} ({reason})") from None
 
 
 class HFTokenizer:
@@ -23,11 +46,16 @@ class HFTokenizer:
 
     def __init__(self, tokenizer_json: bytes, *, pad_id: int, bos_id: int, eos_id: int, unk_id: int | None = None
                  ) -> None:
-        try:
+        with library_errors("not a tokenizers file"):  # UnicodeDecodeError, or the Rust side's bare Exception
             self.tk = tokenizers.Tokenizer.from_str(tokenizer_json.decode("utf-8"))
-        except Exception as exc:  # UnicodeDecodeError, or the bare Exception the Rust side raises on a bad file
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
-            raise TokenizerError(f"{HF_TOKENIZER_FILE}: not a tokenizers file ({reason})") from None
+        model_type = type(self.tk.model).__name__
+        longest = max(map(len, self.tk.get_vocab(with_added_tokens=False)), default=0) if model_type == "Unigram" else 0
+        refused = unsafe_parts(model_type, {
+            name: None if part is None else part.__getstate__().decode("utf-8")
+            for name, part in (("normalizer", self.tk.normalizer), ("pre_tokenizer", self.tk.pre_tokenizer),
+                               ("decoder", self.tk.decoder))}, longest)
+        if refused:
+            raise TokenizerError(f"{HF_TOKENIZER_FILE}: {refused}")
         if unk_id is None:  # a converter's: the file's own <unk> piece (the config names none)
             unk_id = self.tk.token_to_id("<unk>")
             if unk_id is None:
@@ -46,8 +74,9 @@ class HFTokenizer:
 
     def _wrapping(self) -> tuple[list[int], list[int]]:
         """The ids the file's post-processor puts before and after a source's pieces."""
-        plain = self.tk.encode("a", add_special_tokens=False).ids
-        wrapped = self.tk.encode("a", add_special_tokens=True).ids
+        with library_errors("cannot encode a probe"):
+            plain = self.tk.encode("a", add_special_tokens=False).ids
+            wrapped = self.tk.encode("a", add_special_tokens=True).ids
         for i in range(len(wrapped) - len(plain) + 1):
             if wrapped[i:i + len(plain)] == plain:
                 return wrapped[:i], wrapped[i + len(plain):]
@@ -59,7 +88,8 @@ class HFTokenizer:
 
     def encode(self, text: str) -> list[int]:
         """Ids of the text's pieces, without the specials that wrap a source."""
-        return self.tk.encode(text, add_special_tokens=False).ids
+        with library_errors("cannot encode the text"):
+            return self.tk.encode(text, add_special_tokens=False).ids
 
     def encode_source(self, text: str, max_len: int | None = None) -> list[int]:
         return self.source_ids(self.encode(text), max_len)
@@ -71,8 +101,9 @@ class HFTokenizer:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of ids, the specials left out (as generate()'s output is decoded with skip_special_tokens)."""
-        return self.tk.decode([int(i) for i in ids if int(i) not in self.special_ids],
-                              skip_special_tokens=True).strip()
+        kept = [int(i) for i in ids if int(i) not in self.special_ids]
+        with library_errors("cannot decode the pieces"):
+            return self.tk.decode(kept, skip_special_tokens=True).strip()
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         return [self.id_to_piece(i) for i in ids]
@@ -84,7 +115,8 @@ class HFTokenizer:
             return f"<{i}>"  # an id past the tokenizer's vocabulary (an embedding row it never emits)
         if not self.byte_level or i in self.special_ids:
             return piece
-        text = self.tk.decode([i], skip_special_tokens=False)
+        with library_errors("cannot decode a piece"):
+            text = self.tk.decode([i], skip_special_tokens=False)
         if "\ufffd" in text:  # part of a character: its bytes
             raw = bytes(BYTE_LEVEL_DECODE.get(ch, 63) for ch in piece)
             return "".join(f"<0x{b:02X}>" for b in raw)

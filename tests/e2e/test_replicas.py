@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -43,33 +44,98 @@ def established_ports() -> set[int]:
     return ports
 
 
-@pytest.fixture(scope="module")
-def replicas(tmp_path_factory):
+@dataclass(frozen=True)
+class Replicas:
+    """deploy/replicas.sh running: the script's process, nginx's URL and pid, each replica's pid and port."""
+
+    script: subprocess.Popen
+    url: str
+    nginx: int
+    pids: list[int]
+    ports: tuple[int, ...]
+    log: Path
+
+
+def start_replicas(folder: Path, count: int = 2) -> Replicas:
+    """deploy/replicas.sh with ``count`` replicas on free ports, once nginx answers (its log in ``folder``); the
+    script leads a process group of its own, so a test can find whatever it left behind."""
     if not shutil.which("nginx"):
         pytest.fail("nginx is missing: install it with `apt-get install nginx` (.ci/run does)")
-    port, base = free_port(), 20000 + free_port() % 20000  # the replicas on base + 1 and base + 2
-    log = (tmp_path_factory.mktemp("replicas") / "replicas.log").open("w+")
-    process = subprocess.Popen(["bash", "deploy/replicas.sh", "2", str(port)], cwd=ROOT, stdout=log,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    port, base = free_port(), 20000 + free_port() % 20000  # the replicas on base + 1, base + 2, ...
+    path = folder / "replicas.log"
+    process = subprocess.Popen(["bash", "deploy/replicas.sh", str(count), str(port)], cwd=ROOT,
+                               stdout=path.open("w"), stderr=subprocess.STDOUT, text=True, start_new_session=True,
                                env={**os.environ, "PYTHON": sys.executable, "REPLICA_BASE_PORT": str(base)})
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
+    while True:
+        match = re.search(r"pids ([\d,]+),.*\(nginx pid (\d+)\)", path.read_text())
+        try:
+            if match and urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            os.killpg(process.pid, signal.SIGKILL)
+            pytest.fail(f"the replicas did not come up:\n{path.read_text()}")
+        time.sleep(0.5)
+    return Replicas(script=process, url=url, nginx=int(match.group(2)),
+                    pids=[int(p) for p in match.group(1).split(",")],
+                    ports=tuple(base + i for i in range(1, count + 1)), log=path)
+
+
+def group_members(group: int) -> list[int]:
+    """Every live process of a process group (from /proc: no tool needed); zombies count as gone."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        if fields[0] != "Z" and int(fields[2]) == group:
+            members.append(int(stat.parent.name))
+    return members
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory):
+    running = start_replicas(tmp_path_factory.mktemp("replicas"))
     try:
-        while True:
-            log.seek(0)
-            match = re.search(r"pids ([\d,]+),", log.read())
-            try:
-                if match and urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"the replicas did not come up:\n{log.read()}")
-            time.sleep(0.5)
-        yield url, [int(p) for p in match.group(1).split(",")], (base + 1, base + 2)
+        yield running.url, running.pids, running.ports
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(30)
+        os.killpg(running.script.pid, signal.SIGTERM)
+        running.script.wait(30)
+
+
+STOPPED_WITHIN_S = 10
+
+
+@pytest.mark.parametrize("how", ["TERM", "INT", "HUP", "nginx exits"])
+def test_the_script_stops_every_replica_and_nginx(tmp_path, how):
+    """A signal to the script alone (not its process group), or nginx ending by itself: within 10 s every port is
+    closed and every process the script started is gone, the script included."""
+    running = start_replicas(tmp_path)
+    ports = (int(urllib.parse.urlparse(running.url).port or 0), *running.ports)
+    try:
+        assert all(listening(port) for port in ports)
+        if how == "nginx exits":
+            os.kill(running.nginx, signal.SIGTERM)
+        else:
+            running.script.send_signal(getattr(signal, f"SIG{how}"))
+        deadline = time.monotonic() + STOPPED_WITHIN_S
+        while (group_members(running.script.pid) or running.script.poll() is None) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = group_members(running.script.pid)
+        assert running.script.poll() is not None and not left, (
+            f"still running after {STOPPED_WITHIN_S} s: {left}\n{running.log.read_text()}")
+        assert not any(listening(port) for port in ports)
+    finally:
+        if group_members(running.script.pid):
+            os.killpg(running.script.pid, signal.SIGKILL)
 
 
 def test_a_session_survives_the_death_of_its_replica(browser, replicas):

@@ -244,10 +244,26 @@ def test_a_pickle_is_read_only_with_weights_only_and_safetensors_is_preferred(fo
     assert torch.equal(load_checkpoint(tmp_path / "bin").model.final_logits_bias, state["final_logits_bias"][0])
     marker = tmp_path / "pwned"
     torch.save({"model.shared.weight": Plant(marker)}, folder / "pytorch_model.bin")
-    refused(folder, tmp_path / "evil", "pytorch_model.bin cannot be loaded with torch.load(weights_only=True)", capsys)
-    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(Plant(marker)))
-    refused(folder, tmp_path / "evil", "pytorch_model.bin cannot be loaded with torch.load(weights_only=True)", capsys)
+    never_run = ("pytorch_model.bin holds an object other than tensors (io.open): refused, never run (a pickle can run "
+                 "code); convert the model's model.safetensors instead")
+    refused(folder, tmp_path / "evil", never_run, capsys)
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(Plant(marker)))  # an old-style pickle: no name given
+    refused(folder, tmp_path / "evil", "pytorch_model.bin holds an object other than tensors: refused, never run",
+            capsys)
     assert not marker.exists()
+
+
+def test_a_refused_pickle_never_passes_on_the_advice_to_load_it_unsafely(folder, tmp_path):
+    """torch's refusal says weights_only=False would load the file: the very thing never to do with someone else's
+    pickle. Ours names the object and the safe way instead."""
+    (folder / "model.safetensors").unlink()
+    torch.save({"model.shared.weight": Plant(tmp_path / "pwned")}, folder / "pytorch_model.bin")
+    with pytest.raises(CheckpointError) as info:
+        convert_marian(folder, tmp_path / "evil")
+    assert "weights_only" not in str(info.value) and "trust" not in str(info.value) and "\x1b" not in str(info.value)
+    (folder / "pytorch_model.bin").write_bytes(b"PK\x03\x04 not a zip archive")
+    with pytest.raises(CheckpointError, match=r"^pytorch_model\.bin is not a readable PyTorch weights file \(Pytorch"):
+        convert_marian(folder, tmp_path / "corrupt")
 
 
 @pytest.mark.parametrize("change, message", [
