@@ -22,7 +22,7 @@ from typing import NoReturn
 
 import streamlit.logger
 
-MAX_SENTENCES = 5  # sentences in one file: each adds 16 figures (about 0.6 MB and a few seconds)
+MAX_SENTENCES = 5  # sentences in one file: each adds one figure per slide (about 0.6 MB and a few seconds)
 
 
 class Parser(argparse.ArgumentParser):
