@@ -146,8 +146,10 @@ def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     m = (p + q) / 2
 
     def kl(a: np.ndarray) -> np.ndarray:
-        safe = np.where(a > 0, a, 1.0) / np.where(m > 0, m, 1.0)
-        return np.where(a > 0, a * np.log(safe), 0.0).sum(-1)
+        # only where a > 0 (then m >= a / 2 > 0, so a / m <= 2); elsewhere the term is 0 and never divided
+        a = np.broadcast_to(a, m.shape)
+        ratio = np.divide(a, m, out=np.ones_like(m), where=a > 0)
+        return np.where(a > 0, a * np.log(ratio), 0.0).sum(-1)
     return np.clip((kl(p) + kl(q)) / 2, 0.0, LN2)
 
 
