@@ -6,7 +6,8 @@ The root holds the plumbing every page shares; the subpackages group the rest by
     state      session-state keys, their defaults and the URL query parameters that mirror them
     sidebar    the sidebar every page shares
     presenter  presenter mode: the app on a lecture hall's projector
-    browser    the little JavaScript the app runs in the page (keys, the copy box)
+    browser    the little JavaScript the app runs in the page (keys, the copy box, one history entry per view)
+    canvas     a drawing canvas (mouse, pen or finger) whose strokes come back to the server
     explorer   the attention explorer: kind, layer and head of a finished translation
     downloads  what a user takes away: the matrix as CSV or JSON, a figure as HTML, the translation as JSON
     export     command line: python -m app.export lecture writes the lecture as one offline HTML file

@@ -1,5 +1,5 @@
-"""The little JavaScript the app runs in the page: keyboard shortcuts that press Streamlit buttons, and a box
-with a link to the current view.
+"""The little JavaScript the app runs in the page: keyboard shortcuts that press Streamlit buttons, a box with a
+link to the current view, and one history entry per view.
 
 Both are st.html with unsafe_allow_javascript (no iframe, so they reach the page itself) and our own constant
 scripts; user text only enters as escaped attribute values. Not streamlit-shortcuts 1.2.2: in a Streamlit 1.67
@@ -77,6 +77,33 @@ if (!window.__aeLink) {
 # box keeps its place, invisibly), before it the page has nothing drawn to sit under.
 SKELETON_CSS = ("<style data-ae-skeletons>[data-testid=stSkeleton]{visibility:hidden}"
                 "[data-testid=stElementContainer]:has(style[data-ae-skeletons]){display:none}</style>")
+
+
+# One browser-history entry per view, so that Back returns to the previous slide or page at once. Streamlit pushes an
+# entry for a page opened from its menu (without a query) and then another when the app writes that page's query
+# (app.state.sync_url): the second push becomes a replace, as long as the entry it follows has no query and the same
+# page. Installed once per tab.
+_HISTORY_SCRIPT = """<div data-ae-history></div>
+<style>[data-testid=stElementContainer]:has([data-ae-history]){display:none}</style>
+<script>
+if (!window.__aeHistory) {
+  window.__aeHistory = true;
+  const push = window.history.pushState.bind(window.history);
+  window.history.pushState = (state, title, url) => {
+    const next = new URL(url, window.location.href);
+    if (!window.location.search && next.pathname === window.location.pathname) {
+      window.history.replaceState(state, title, url);
+    } else {
+      push(state, title, url);
+    }
+  };
+}
+</script>"""
+
+
+def one_entry_per_view() -> None:
+    """Install the history rule above (call on every page: it is installed once per tab)."""
+    st.html(_HISTORY_SCRIPT, unsafe_allow_javascript=True)
 
 
 def hide_loading_skeletons() -> None:

@@ -5,19 +5,21 @@ Empty or unreadable text becomes a hint with a link, a broken model an error mes
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from app.charts.axes import columns_for
 from app.charts.style import plotly_config
 from app.checks.escape import md
 from app.models.registry import load_model
 from app.presenter import presentable
 from app.serving.scheduler import ServerBusy, current_request, translate_request
 from model.checkpoints.files import Checkpoint
+from model.serving.doubt import doubt_of
 from model.serving.inference import InputError, Translation
 
 TRANSLATE_PAGE = "app/views/translate.py"
@@ -47,6 +49,17 @@ def plot(fig: go.Figure, key: str) -> None:
     chosen format (``key`` is also the file name)."""
     st.plotly_chart(presentable(fig), key=key, width="stretch", theme=None,  # theme=None: keep the project template
                     config=plotly_config(key, st.session_state["image_format"]))
+
+
+def figure_columns(n: int, keys: Sequence[str], rows: Sequence[str] = (), colorbar: bool = True) -> tuple[list, int]:
+    """Places for ``n`` matrices of ``keys`` (columns) by ``rows``, and the page columns each stands in (what its
+    builder's ``columns`` is told): side by side where every piece keeps its label (app.charts.axes.columns_for),
+    else fewer to a row, one under another at the least."""
+    per_row = columns_for(n, keys, rows, colorbar)
+    places: list = []
+    for first in range(0, n, per_row):
+        places += list(st.columns(per_row))[: n - first] if per_row > 1 else [st.container()]
+    return places, per_row
 
 
 def keep_valid(key: str, options: list) -> None:
@@ -105,11 +118,18 @@ def concept_page(title: str, intro: str, body: Callable[[Checkpoint, Translation
     body(ckpt, translation)
 
 
-def sentence_caption(translation: Translation) -> None:
-    """One line naming the sentence on screen, with a link to change it."""
+def sentence_caption(translation: Translation, change: Callable[[], None] | None = None) -> None:
+    """One line naming the sentence on screen, with a link to change it (or, where given, ``change`` draws what
+    changes it in that place: the lecture's sentence box)."""
     left, right = st.columns([7, 2], vertical_alignment="center")  # the link's label whole at 1280 px
+    doubt = None if translation.forced else doubt_of(translation.result, translation.target_pieces)
+    unsure = (f" · :orange[**The model is unsure of this translation** (its pieces average "
+              f"{doubt.typical_prob:.0%}): a guess.]") if doubt is not None and doubt.doubtful else ""
     left.caption(f"Current sentence: **{md(translation.source.text)}** → **{md(translation.text)}**  "
                  f"({len(translation.source.ids)} source pieces, {len(translation.target_ids)} output pieces, "
-                 f"model *{st.session_state['model_name']}*)")
+                 f"model *{st.session_state['model_name']}*){unsure}")
     with right:
-        st.page_link(TRANSLATE_PAGE, label="Change sentence", icon=":material/translate:")
+        if change is not None:
+            change()
+        else:
+            st.page_link(TRANSLATE_PAGE, label="Change sentence", icon=":material/translate:")

@@ -1,8 +1,10 @@
 """Presenter mode: the app on a lecture hall's projector (often 1280x720 or 1024x768). Large text, the sidebar
 folded away, and figures restyled (app.charts.style.presented) and no taller than the screen.
 
-The sidebar is folded by pressing its own fold button, once, on the run where presenter mode turns on (and
-unfolded when it turns off), so the lecturer can still open it to switch presenter mode off. Not
+The sidebar is folded by pressing its own fold button, once, on the run where presenter mode turns on and on the
+first run of every page it then opens (Back, Forward, a link, the page menu), and unfolded when it turns off, so the
+lecturer can still open it to switch presenter mode off. No focus frame is drawn around what a mouse clicked (a
+keyboard's focus still shows). Not
 st.set_page_config(initial_sidebar_state=...): it may be called on any run, but the browser (Chromium, Streamlit
 1.67) obeys it only until the sidebar has been folded or opened by hand once, a choice it keeps in localStorage.
 """
@@ -20,11 +22,12 @@ PRESENTER_CSS = """<style>
 .stMainBlockContainer h3 {font-size: 1.7rem}
 .stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer label {font-size: 1.3rem}
 .stMainBlockContainer [data-testid=stCaptionContainer] p {font-size: 1.1rem}
+:focus:not(:focus-visible) {outline: none !important; box-shadow: none !important}
 </style>"""
 
 # Presses the sidebar's fold (FOLD = true) or open button until the sidebar is in that state: the button toggles,
 # so it is pressed only while the state is wrong, and at most once a second (the sidebar slides for a moment).
-_SIDEBAR_SCRIPT = """<div data-ae-sidebar></div>
+_SIDEBAR_SCRIPT = """<div data-ae-sidebar="NONCE"></div>
 <style>[data-testid=stElementContainer]:has([data-ae-sidebar]){display:none}</style>
 <script>
 (() => {
@@ -50,13 +53,19 @@ def is_on() -> bool:
 
 
 def apply_presenter() -> None:
-    """Enlarge the page's text in presenter mode, and fold (unfold) the sidebar on the run it turns on (off)."""
+    """Enlarge the page's text in presenter mode, and fold (unfold) the sidebar on the run it turns on (off) and,
+    while it is on, on a page's first run."""
     on, before = is_on(), st.session_state.get("_presenter_applied", False)
+    page, last_page = st.session_state.get("_page", ""), st.session_state.get("_presenter_page")
     if on:
         st.html(PRESENTER_CSS)
-    if on != before:
-        st.html(_SIDEBAR_SCRIPT.replace("FOLD", "true" if on else "false"), unsafe_allow_javascript=True)
+    if on != before or (on and page != last_page):
+        count = int(st.session_state.get("_sidebar_scripts", 0)) + 1  # a new element, so its script runs again
+        st.session_state["_sidebar_scripts"] = count
+        st.html(_SIDEBAR_SCRIPT.replace("FOLD", "true" if on else "false").replace("NONCE", str(count)),
+                unsafe_allow_javascript=True)
     st.session_state["_presenter_applied"] = on
+    st.session_state["_presenter_page"] = page
 
 
 def presentable(fig: go.Figure, max_height: int = PRESENTER_MAX_HEIGHT) -> go.Figure:

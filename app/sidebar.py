@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.browser import link_box
+from app.browser import link_box, one_entry_per_view
 from app.checks.escape import md
 from app.models.converter import convert_ui
 from app.models.examples import first_sentence, is_example, leading_token, with_token
@@ -89,4 +89,5 @@ def render_sidebar() -> None:
         st.caption("Link to this view (page, sentence, settings, head):")
         link_box(share_link())
     apply_presenter()
+    one_entry_per_view()  # Back returns to the previous slide or page in one step (app.state.follow_history)
     link_notice()

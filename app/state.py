@@ -6,7 +6,8 @@ layer, head, view, step, word level, presenter mode and lecture slide.
 (a ValueError names the problem), how a value is written, and on which pages it belongs in the link. A link
 is read once, on a session's first run; an unknown or invalid parameter is dropped with a notice, never an
 exception. After that the URL follows the state (``sync_url``), writing only values that differ from the
-defaults.
+defaults, all at once: each change of view is one entry of the browser's history. Back and Forward bring a URL the
+app did not write; the next run takes the view from it (``follow_history``), presenter mode excepted.
 """
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode, urlparse
 
 import streamlit as st
 
 from app.checks.escape import md
 from app.checks.paragraphs import MAX_SENTENCES
+from app.lecture.prepared import MAX_PREPARED_CHARS
 from app.lecture.slides import SLIDES
 from app.models.registry import MODELS, converted_models, default_length_penalty, load_model
 from app.models.uploads import UPLOAD_PREFIX
@@ -33,7 +36,7 @@ VIEWS = ("Heatmap", "Head view", "Model view")  # the explorer's views, named in
 MAX_BEAM = 8
 MAX_SEED = 999_999
 
-DEFAULTS = {
+DEFAULTS: dict[str, Any] = {
     "model_name": "en-de",
     "text": "My brother has bought a new house in the city.",  # en-de gets it right, verb last (app.models.examples)
     "sentence": 0,  # which sentence of a pasted paragraph is translated and shown (app.checks.paragraphs), from 0
@@ -54,6 +57,7 @@ DEFAULTS = {
     "step": 1,  # decoding step on the Decoding page, from 1
     "slide": 1,  # lecture slide, from 1
     "presenter": False,
+    "prepared": "",  # the lecturer's prepared sentences, one per line (app.lecture.prepared), switched with a key
     "image_format": "png",
     "target_lang": None,  # a multilingual model's target language code (mBART-50, M2M100, NLLB); None: one language
 }
@@ -69,14 +73,14 @@ class LinkLimits:
     languages: tuple[str, ...] = ()  # the target-language codes a multilingual model forces first
 
 
-Parser = Callable[[str, LinkLimits, dict], object]  # (text, limits, values parsed so far) -> value
+Parser = Callable[[str, LinkLimits, dict], Any]  # (text, limits, values parsed so far) -> value
 
 
 @dataclass(frozen=True)
 class UrlParam:
     key: str  # the session-state key it sets
     parse: Parser  # raises ValueError with a short reason
-    show: Callable[[object], str]
+    show: Callable[[Any], str]
     pages: tuple[str, ...] | None = None  # url paths of the pages whose links carry it (None: every page)
 
 
@@ -90,7 +94,7 @@ def _integer(text: str, low: int, high: int, what: str) -> int:
     return value
 
 
-def _flag(text: str, *_) -> bool:
+def _flag(text: str, *_: object) -> bool:
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):
         return True
@@ -99,13 +103,13 @@ def _flag(text: str, *_) -> bool:
     raise ValueError("not 1 or 0")
 
 
-def _model(text: str, limits: LinkLimits, _) -> str:
+def _model(text: str, limits: LinkLimits, _: object) -> str:
     if text not in limits.models:
         raise ValueError(f"no such model here (choose {', '.join(limits.models)})")
     return text
 
 
-def _text(text: str, *_) -> str:
+def _text(text: str, *_: object) -> str:
     if len(text) > MAX_INPUT_CHARS:
         raise ValueError(f"longer than {MAX_INPUT_CHARS} characters")
     return text
@@ -122,11 +126,11 @@ def _number(text: str, low: float, high: float, step: float) -> float:
     return round(round(value / step) * step, 6)
 
 
-def _penalty(text: str, *_) -> float:
+def _penalty(text: str, *_: object) -> float:
     return _number(text, 0.0, 2.0, 0.1)
 
 
-def _kind(text: str, *_) -> str:
+def _kind(text: str, *_: object) -> str:
     if text not in KINDS:
         raise ValueError(f"not one of {', '.join(KINDS)}")
     return text
@@ -138,13 +142,13 @@ def _layer(text: str, limits: LinkLimits, parsed: dict) -> int:
     return _integer(text, 1, high, "layers") - 1
 
 
-def _head(text: str, limits: LinkLimits, _) -> int:
+def _head(text: str, limits: LinkLimits, _: object) -> int:
     if text.strip().lower() == "mean":
         return -1
     return _integer(text, 1, limits.n_heads or 64, "heads, or mean") - 1
 
 
-def _target_language(text: str, limits: LinkLimits, _) -> str:
+def _target_language(text: str, limits: LinkLimits, _: object) -> str:
     if not limits.languages:
         raise ValueError("this model translates into one language")
     if text not in limits.languages:
@@ -152,11 +156,17 @@ def _target_language(text: str, limits: LinkLimits, _) -> str:
     return text
 
 
-def _view(text: str, *_) -> str:
+def _view(text: str, *_: object) -> str:
     for view in VIEWS:
         if text.strip().lower() == view_slug(view):
             return view
     raise ValueError(f"not one of {', '.join(view_slug(v) for v in VIEWS)}")
+
+
+def _prepared(text: str, *_: object) -> str:
+    if len(text) > MAX_PREPARED_CHARS:
+        raise ValueError(f"longer than {MAX_PREPARED_CHARS} characters")
+    return text
 
 
 def view_slug(view: str) -> str:
@@ -187,20 +197,22 @@ URL_PARAMS: dict[str, UrlParam] = {  # parsed in this order: the model first, th
     "slide": UrlParam(key="slide", parse=lambda t, *_: _integer(t, 1, len(SLIDES), "slides"), show=str,
                       pages=("lecture",)),
     "presenter": UrlParam(key="presenter", parse=_flag, show=lambda v: "1" if v else "0"),
+    "prepared": UrlParam(key="prepared", parse=_prepared, show=str, pages=("lecture",)),
     "to": UrlParam(key="target_lang", parse=_target_language, show=str),
 }
+ALWAYS_WRITTEN = ("slide",)  # a lecture's URL is never bare, so that Back to slide 1 is a URL to follow
 ALIASES = {"model_name": "model"}  # links made before the table existed
 
 
 def parse_link(params: Mapping[str, str], limits_of: Callable[[str], LinkLimits]
-               ) -> tuple[dict[str, object], list[str]]:
+               ) -> tuple[dict[str, Any], list[str]]:
     """The session values a link's query parameters set, and one note per parameter it ignores.
 
     ``limits_of(model)`` gives what the values are checked against for the link's model. Never raises."""
     given = {ALIASES.get(name, name): value for name, value in params.items()}
     notes = [f"{_short(name)}: unknown" for name in given if name not in URL_PARAMS]
-    values: dict[str, object] = {}
-    parsed: dict[str, object] = {}
+    values: dict[str, Any] = {}
+    parsed: dict[str, Any] = {}
     limits = None
     for name, param in URL_PARAMS.items():
         if limits is None and name != "model":
@@ -251,6 +263,31 @@ def init_state() -> None:
     st.session_state["_initialised"] = True
     if first and len(st.query_params):
         _apply_link()
+    elif not first:
+        follow_history()
+
+
+KEPT_ON_HISTORY = ("presenter",)  # Back and Forward never switch presenter mode off (or on)
+
+
+def follow_history() -> None:
+    """When the browser's Back or Forward brought a URL the app did not write, show the view it names: each of this
+    page's parameters as the URL has it, or its default where the URL leaves it out. A URL without a query keeps
+    the view as it is: the page menu opens a page without one (and a lecture's URL always names its slide)."""
+    written, page = st.session_state.get("_url_written"), st.session_state.get("_page", "")
+    now = {name: st.query_params[name] for name in st.query_params if name in URL_PARAMS}
+    if written is None or not now or now == written:
+        return
+    values, notes = parse_link(now, model_limits)
+    if notes:
+        log.info("history entry parameters ignored: %r", notes)
+    model = values.get("model_name", DEFAULTS["model_name"])
+    for param in URL_PARAMS.values():
+        if param.key in KEPT_ON_HISTORY or (param.pages is not None and page not in param.pages):
+            continue
+        default = default_length_penalty(str(model)) if param.key == "length_penalty" else DEFAULTS[param.key]
+        st.session_state[param.key] = values.get(param.key, default)
+    st.session_state["_url_written"] = now
 
 
 def _apply_link() -> None:
@@ -296,20 +333,19 @@ def link_params(page: str | None = None) -> dict[str, str]:
         value = st.session_state.get(param.key, default)
         if name == "model" and str(value).startswith(UPLOAD_PREFIX):
             continue  # an uploaded checkpoint belongs to its session: no link can open it
-        if value != default:
+        if value != default or name in ALWAYS_WRITTEN:
             result[name] = param.show(value)
     return result
 
 
 def sync_url() -> None:
-    """Write the current view into the URL (only changed parameters are sent); safe inside a fragment."""
+    """Write the current view into the URL, in one message when it changed (the browser makes it one history entry,
+    which Back returns to); safe inside a fragment."""
     wanted = link_params()
-    for name in URL_PARAMS:
-        if name in wanted:
-            if st.query_params.get(name) != wanted[name]:
-                st.query_params[name] = wanted[name]
-        elif name in st.query_params:
-            del st.query_params[name]
+    now = {name: st.query_params[name] for name in st.query_params if name in URL_PARAMS}
+    if now != wanted:
+        st.query_params.from_dict(wanted)
+    st.session_state["_url_written"] = wanted
 
 
 def share_link() -> str:

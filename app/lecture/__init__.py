@@ -1,4 +1,5 @@
 """The lecture: a guided tour of the paper on the current sentence (the page is app/views/lecture.py).
 
-    slides  one Slide per step, in lecture order: title, figure maker, speaker notes
+    slides    one Slide per step, in lecture order: title, figure maker, speaker notes
+    prepared  the lecturer's prepared sentences (up to five, one per line) and which one comes next
 """

@@ -14,10 +14,12 @@ import streamlit as st
 
 from app.browser import bind_keys, viewport
 from app.charts.style import capped, plotly_config, presented
+from app.lecture.prepared import MAX_PREPARED, MAX_PREPARED_CHARS, next_sentence, prepared_sentences
 from app.lecture.slides import SLIDES
 from app.page import COULD_NOT_TRANSLATE, TRANSLATE_PAGE, require_checkpoint, sentence_caption, show_failure
 from app.presenter import is_on
-from app.serving.scheduler import Request, ServerBusy, current_request, translate_request
+from app.serving.scheduler import MAX_INPUT_CHARS, Request, ServerBusy, current_request, translate_request
+from app.state import sync_url
 from app.views.lecture_file import download_ui
 from app.views.slide_figures import WINDOW_STRIDE, Deck, SlideUnavailable, build
 from model.serving.inference import InputError, Translation
@@ -31,6 +33,58 @@ CHROME_PX = {False: 250, True: 190}  # by presenter mode
 MIN_SLIDE_HEIGHT = 400
 KEYS = {"ArrowRight": "lecture_next", "PageDown": "lecture_next", "ArrowLeft": "lecture_prev",
         "PageUp": "lecture_prev", "ArrowDown": "lecture_window_down", "ArrowUp": "lecture_window_up"}
+
+
+# The lecturer's sentences: S the next prepared one, 1-5 that one (hidden buttons, pressed by the keys only).
+SENTENCE_KEYS = {"s": "lecture_sentence_next", "S": "lecture_sentence_next",
+                 **{str(n): f"lecture_sentence_{n}" for n in range(1, MAX_PREPARED + 1)}}
+SENTENCE_KEYS_NOTE = "**S** next prepared sentence, **1**–**5** that one"
+
+
+def _use_sentence(text: str | None) -> None:
+    """Explain ``text`` from now on (the slide stays); a blank one changes nothing."""
+    if text and text.strip():
+        st.session_state["text"] = text.strip()
+        st.session_state["sentence"] = 0  # its first sentence, if it is a paragraph
+
+
+def _typed() -> None:
+    _use_sentence(st.session_state.get("lecture_text", ""))
+
+
+def _prepared(number: int | None) -> None:
+    """Switch to prepared sentence ``number`` (from 1), or with None to the one after the current sentence."""
+    sentences = prepared_sentences(str(st.session_state.get("prepared", "")))
+    if number is None:
+        _use_sentence(next_sentence(sentences, str(st.session_state.get("text", ""))))
+    elif number <= len(sentences):
+        _use_sentence(sentences[number - 1])
+
+
+def sentence_box() -> None:
+    """The sentence the tour explains, typed here (Enter shows it), and the hidden buttons of the sentence keys."""
+    st.session_state["lecture_text"] = st.session_state.get("text", "")
+    st.text_input("Sentence", key="lecture_text", max_chars=MAX_INPUT_CHARS, on_change=_typed,
+                  label_visibility="collapsed", placeholder="Type a sentence, press Enter",
+                  help="The sentence every slide explains. Enter translates it; the slide stays.")
+    with st.container(key="lecture_sentence_keys"):  # pressed by the keys S and 1-5 only
+        st.button("Next prepared sentence", key="lecture_sentence_next", on_click=_prepared, args=(None,))
+        for number in range(1, MAX_PREPARED + 1):
+            st.button(f"Prepared sentence {number}", key=f"lecture_sentence_{number}", on_click=_prepared,
+                      args=(number,))
+    bind_keys(SENTENCE_KEYS, hide=("lecture_sentence_keys",))
+
+
+def prepared_ui() -> None:
+    """The prepared sentences, one per line, in a folded box (they travel in the lecture's link)."""
+    sentences = prepared_sentences(str(st.session_state.get("prepared", "")))
+    with st.expander(f"Prepared sentences ({len(sentences)} of {MAX_PREPARED})"):
+        st.text_area("One sentence per line", key="prepared", max_chars=MAX_PREPARED_CHARS, height=130,
+                     help=f"Up to {MAX_PREPARED}: during the tour, S switches to the next one and 1–5 to that one. "
+                          "They are part of this page's link: prepare them once, open the link in the hall.")
+        lines = [line for line in str(st.session_state.get("prepared", "")).splitlines() if line.strip()]
+        if len(lines) > MAX_PREPARED:
+            st.caption(f"Only the first {MAX_PREPARED} lines are used.")
 
 
 def _go(delta: int) -> None:
@@ -81,7 +135,7 @@ def deck_for(request: Request, translation: Translation, room: tuple[int, int], 
 def controls_ui(index: int, title: str, facts: dict | None = None) -> None:
     """Previous / next buttons around the slide's number and title; the clicker keys press them. ↓ / ↑ move a
     map's window where the slide's ``facts`` say it shows one (else the keys scroll the page as usual)."""
-    window = bool((facts or {}).get("window"))
+    window = bool((facts or {}).get("window_keys"))
     c_prev, c_title, c_next = st.columns([1.3, 8, 1.3], vertical_alignment="center")
     c_prev.button("◀ Previous", key="lecture_prev", on_click=_go, args=(-1,), disabled=index == 0, width="stretch")
     c_next.button("Next ▶", key="lecture_next", on_click=_go, args=(1,), disabled=index == len(SLIDES) - 1,
@@ -124,11 +178,12 @@ def slide_ui(index: int, request: Request, translation: Translation) -> None:
         if slide.notes:
             with st.expander("Speaker notes"):
                 st.markdown(slide.notes.format_map(facts))
-        st.caption("Keys: **→** / **←** (a clicker's PageDown / PageUp) next / previous slide."
-                   + (f" {facts['window']}" if facts.get("window") else ""))
+        st.caption("Keys: **→** / **←** (a clicker's PageDown / PageUp) next / previous slide; "
+                   f"{SENTENCE_KEYS_NOTE}." + (f" {facts['window']}" if facts.get("window") else ""))
+        prepared_ui()
         if (ckpt := require_checkpoint()) is not None:
             download_ui(request, ckpt, translation)  # the whole lecture as one offline file (app.views.lecture_file)
-    sentence_caption(translation)
+    sentence_caption(translation, change=sentence_box)
 
 
 def main() -> None:
@@ -139,11 +194,14 @@ def main() -> None:
     current = current_request()
     request = Request(model_name=current.model_name, text=current.text, beam_size=1, max_len=current.max_len,
                       length_penalty=current.length_penalty)  # the tour explains greedy decoding first
+    sync_url()  # the link carries the sentence before it is translated: a reload meanwhile brings it back
     try:
         translation = translate_request(request)
     except InputError as exc:
         controls_ui(index, "The tour needs a sentence")
-        st.info(f"{exc} The tour explains the sentence you type on the Translate page.", icon=":material/edit:")
+        st.info(f"{exc} Type one here (Enter shows it), or on the Translate page.", icon=":material/edit:")
+        sentence_box()
+        prepared_ui()
         st.page_link(TRANSLATE_PAGE, label="Go to the Translate page", icon=":material/translate:")
         return
     except Exception as exc:

@@ -449,6 +449,7 @@ def main() -> None:
     first_view = "last_request" not in st.session_state
     try:
         if translation is None and clicked:
+            sync_url()  # the link carries the sentence from the click on: a reload mid-decode brings it back
             translation = stream_translation(ckpt, request, slow)
         elif translation is None and (from_link or (shared and first_view)):
             translation = translate_request(request)

@@ -1,15 +1,20 @@
 """Page: Vision — the attention of the text pages, applied to image patches: a ViT and a Swin Transformer, both
-trained by this project on 8x8 handwritten digits (pretrained/vit-digits, pretrained/swin-digits)."""
+trained by this project on 8x8 handwritten digits (pretrained/vit-digits, pretrained/swin-digits). A digit is one of
+the held-out test digits or one drawn on a canvas (app.canvas), made into an 8x8 image the way the training digits
+were (model.vision.drawing)."""
 from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
+from app.canvas import drawing_canvas, point_count
 from app.charts import vision as charts
 from app.charts.style import plotly_config
+from app.checks.escape import md
 from app.explorer import point_customdata, select_head
 from app.page import log, plot, to_numpy
 from app.presenter import presentable
@@ -25,7 +30,11 @@ from explain.vision import (
 )
 from model.checkpoints.header import CheckpointError
 from model.vision.checkpoint import VisionCheckpoint, load_vision
-from model.vision.digits import MAX_INK, Digits, load_digits
+from model.vision.config import SwinConfig, ViTConfig
+from model.vision.digits import Digits, load_digits
+from model.vision.drawing import DrawingError, drawing_to_digit
+from model.vision.swin import Swin
+from model.vision.vit import ViT
 from model.vision.windows import region_labels, token_windows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +45,7 @@ MIN_INK_CELLS = 3  # fewer inked cells than this are no digit: the prediction is
 # This page's widget state, kept while another section or page is on screen (Streamlit forgets the state of a
 # widget that a run does not draw); the values are the defaults.
 DEFAULTS = {"vision_source": SOURCES[0], "vision_index": 0, "vision_model": "ViT", "vision_head": -1,
-            "vision_query": 0, "vision_block": 1, "vision_swin_head": -1, "vision_swin_pixel": 11,
-            **{f"vision_draw_{r}": [] for r in range(SIDE)}}
+            "vision_query": 0, "vision_block": 1, "vision_swin_head": -1, "vision_swin_pixel": 11}
 
 
 def keep_state() -> None:
@@ -66,24 +74,6 @@ def _random_digit() -> None:
     st.session_state["vision_index"] = int(np.random.default_rng().integers(len(test_set()[1])))
 
 
-def _set_drawing(image: np.ndarray | None) -> None:
-    for r in range(SIDE):
-        st.session_state[f"vision_draw_{r}"] = [] if image is None else [c for c in range(SIDE) if image[r, c] >= 8]
-
-
-def _blank(column: int) -> str:
-    """An empty-looking cell label, distinct per column (identical labels confuse the widget's selection)."""
-    return "\u2003" + "\u200b" * column
-
-
-def drawn_image() -> np.ndarray:
-    image = np.zeros((SIDE, SIDE), dtype=np.uint8)
-    for r in range(SIDE):
-        for c in st.session_state.get(f"vision_draw_{r}") or []:
-            image[r, c] = MAX_INK
-    return image
-
-
 def choose_digit() -> tuple[np.ndarray, int | None]:
     """The digit on screen (uint8 [8, 8], ink 0..16) and its true label (None for a drawing)."""
     images, labels = test_set()
@@ -94,19 +84,18 @@ def choose_digit() -> tuple[np.ndarray, int | None]:
                             help=f"One of the {len(labels)} held-out test digits: neither model saw them in training.")
         right.button("Random", key="vision_random", on_click=_random_digit, icon=":material/casino:")
         return images[index], int(labels[index])
-    st.caption("Click cells to toggle ink (each row is one line of the 8x8 image), then press **Classify this "
-               "drawing**: the models run once for the whole drawing, not after every cell. Real digits fill the "
-               "grid: draw large and centred.")
-    with st.form("vision_drawing", border=False, enter_to_submit=False):
-        for r in range(SIDE):
-            st.pills(f"row {r}", list(range(SIDE)), key=f"vision_draw_{r}", selection_mode="multi",
-                     format_func=_blank, label_visibility="collapsed")
-        st.form_submit_button("Classify this drawing", type="primary", icon=":material/draw:")
-    a, b = st.columns(2)
-    a.button("Start from the chosen test digit", key="vision_copy",
-             on_click=_set_drawing, args=(images[st.session_state.get("vision_index", 0)],))
-    b.button("Clear", key="vision_clear", on_click=_set_drawing, args=(None,))
-    return drawn_image(), None
+    left, right = st.columns([2, 3], vertical_alignment="top")
+    with left:
+        strokes = drawing_canvas("vision_canvas")
+    right.markdown("Draw one digit with the mouse, a pen or a finger, large or small, anywhere in the square. It is "
+                   "read 0.6 s after the pen lifts, the way the training digits were made: scaled by its bounding "
+                   "box to fill a 32x32 bitmap, then the ink of each 4x4 block counted (an 8x8 image, values 0-16). "
+                   "**Undo** takes back the last stroke, **Clear** starts again.")
+    try:
+        return drawing_to_digit(strokes), None
+    except DrawingError as exc:  # only a hand-made request sends this: the canvas keeps within the bounds
+        right.warning(f"This drawing cannot be read: {md(str(exc))}.", icon=":material/draw:")
+        return np.zeros((SIDE, SIDE), dtype=np.uint8), None
 
 
 def _pick(chart_key: str, target: str, offset: int) -> None:
@@ -119,7 +108,7 @@ def _pick(chart_key: str, target: str, offset: int) -> None:
             return
 
 
-def clickable(fig, key: str, target: str, offset: int = 0) -> None:
+def clickable(fig: go.Figure, key: str, target: str, offset: int = 0) -> None:
     """Like app.page.plot, but a click on cell i sets ``target`` to i + offset in session_state."""
     st.plotly_chart(presentable(fig), key=key, width="stretch", theme=None,
                     on_select=partial(_pick, key, target, offset), selection_mode="points",
@@ -129,6 +118,7 @@ def clickable(fig, key: str, target: str, offset: int = 0) -> None:
 # --- ViT -------------------------------------------------------------------------------------------------
 
 def vit_section(ckpt: VisionCheckpoint, image: np.ndarray, label: int | None) -> None:
+    assert isinstance(ckpt.model, ViT) and isinstance(ckpt.config, ViTConfig)  # render() chose it for a ViT
     config = ckpt.config
     p, g = config.patch_size, config.grid
     reading = read_vit(ckpt.model, image)
@@ -196,6 +186,7 @@ def vit_section(ckpt: VisionCheckpoint, image: np.ndarray, label: int | None) ->
 # --- Swin ------------------------------------------------------------------------------------------------
 
 def swin_section(ckpt: VisionCheckpoint, image: np.ndarray, label: int | None) -> None:
+    assert isinstance(ckpt.model, Swin) and isinstance(ckpt.config, SwinConfig)  # render() chose it for a Swin
     config = ckpt.config
     reading = read_swin(ckpt.model, image)
     r, m, s = config.resolutions[0], config.windows[0], config.shifts[0]
@@ -276,15 +267,26 @@ def render() -> None:
     if label is None and int((image > 0).sum()) < MIN_INK_CELLS:
         st.warning(f"{'Nothing is' if not image.any() else 'Almost nothing is'} drawn. A classifier always names one "
                    "of its ten digits, even for a blank grid: the prediction and the attention below say nothing "
-                   "about a digit. Draw one (or start from a test digit).", icon=":material/draw:")
+                   "about a digit. Draw one in the square above.", icon=":material/draw:")
     name = st.segmented_control("Model", list(VISION_MODELS), key="vision_model", selection_mode="single",
                                 required=True)
+    if name is None:  # not reached: required, and keep_state() set the session state
+        name = str(DEFAULTS["vision_model"])
     try:
         ckpt = vision_model(name)
     except (CheckpointError, OSError):
         log.exception("loading the %s model failed", name)
         st.error(f"The {name} model could not be loaded from {VISION_MODELS[name].relative_to(ROOT)}.")
         return
+    if label is None and int((image > 0).sum()) >= MIN_INK_CELLS:
+        model = ckpt.model
+        reading = read_vit(model, image) if isinstance(model, ViT) else read_swin(model, image)
+        probabilities = to_numpy(reading.probabilities)
+        read = int(probabilities.argmax())
+        points = point_count(st.session_state.get("vision_canvas_strokes", []))
+        st.markdown(f"<div data-testid='digitRead' data-points='{points}' style='font-size:1.4rem'>The {name} reads "
+                    "your drawing as "
+                    f"<b>{read}</b> ({probabilities[read]:.0%}).</div>", unsafe_allow_html=True)
     accuracy = ckpt.meta.get("test_accuracy")
     if accuracy is not None:
         st.caption(f"{name}: test accuracy {accuracy:.1%} on the {ckpt.meta.get('test_total', 359)} held-out digits "

@@ -4,5 +4,6 @@
     budget       what a decode will cost, known before it starts, and the settings that fit a budget
     inference    text in, Translation out: pieces, steps, n-best and every attention weight
     batch_queue  concurrent greedy requests decoded as one batch (a lecture hall's sessions)
+    doubt        how sure the model was of its own output, per piece, and the note when it was not
     serialize    a Translation as JSON-ready data (the CLI's --json and the app's download)
 """

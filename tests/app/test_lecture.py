@@ -271,6 +271,10 @@ def test_a_map_too_long_for_the_slide_shows_a_window_the_lecturer_moves(shipped)
         assert "↓" in facts["window"] and (len(rows) + 6) * 18 <= presented(fig, height).layout.height
         shown.append(facts["window_start"])
     assert shown[0] == 0 < shown[1] == 4 < shown[2] == n - len(rows)  # the last window ends at the last row
+    # the lecture file has no keys to move a window: every row at once, the figure as tall as they need
+    fig, facts = build(slide, Deck(**{**deck.__dict__, "window": None}))
+    assert fig.layout.meta["pieces"]["yaxis"] == n and not facts["window"] and not facts["window_keys"]
+    assert presented(fig, height).layout.height >= n * 24
 
 
 def test_the_arrow_keys_move_the_window_of_a_long_map(app_test, figures):

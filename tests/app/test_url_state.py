@@ -93,7 +93,7 @@ def test_every_url_param_names_a_default_and_writes_what_it_reads():
     examples = {"model": "reverse", "text": "a b", "beam": "2", "max_len": "9", "penalty": "0.3", "kind": "dec_self",
                 "layer": "2", "head": "mean", "view": "model-view", "words": "1", "step": "4", "slide": "2",
                 "presenter": "1", "sample": "1", "temperature": "0.7", "topk": "5", "topp": "0.85", "seed": "42",
-                "sentence": "3", "to": "de_DE", "keep": "1"}
+                "sentence": "3", "to": "de_DE", "keep": "1", "prepared": "a b\nc d"}
     assert set(examples) == set(URL_PARAMS)
     for name, param in URL_PARAMS.items():
         assert param.key in DEFAULTS

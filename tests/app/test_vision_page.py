@@ -10,6 +10,8 @@ import torch
 from explain.vision import attention_on_grid, read_swin, read_vit
 from model.vision.checkpoint import load_vision
 from model.vision.digits import load_digits
+from model.vision.drawing import drawing_to_digit
+from tests.digit_strokes import variant
 
 PAGE = "app/views/vision.py"
 PRETRAINED = Path(__file__).resolve().parents[2] / "pretrained"
@@ -86,24 +88,45 @@ def test_swin_page_draws_the_mask_and_the_window_attention_of_the_model(app_test
     np.testing.assert_allclose(window3_head2, expected, atol=1e-6)
 
 
-def test_a_drawn_digit_is_classified(app_test, figures, vision):
-    at = app_test(PAGE, vision_source="Draw your own",
-                  **{f"vision_draw_{r}": cols for r, cols in enumerate([[2, 3, 4, 5], [2, 5], [5], [4], [3], [3],
-                                                                         [3], []])})
+def _read(at) -> str:
+    found = [m.value for m in at.markdown if "data-testid='digitRead'" in m.value]
+    assert len(found) == 1
+    return found[0]
+
+
+@pytest.mark.parametrize("model", ["ViT", "Swin"])
+def test_a_drawn_digit_is_made_like_the_training_digits_and_read(app_test, figures, vision, model):
+    """The canvas's strokes (as the browser sends them, kept in session state) become the 8x8 image of
+    model.vision.drawing, and the line under the model's name says what the model reads."""
+    strokes = variant(7, 0, 280.0)
+    at = app_test(PAGE, vision_source="Draw your own", vision_canvas_strokes=strokes, vision_model=model)
     assert not at.exception
-    image = _trace(figures(at)["vit_patches"], "ink")["z"]
-    assert image.sum() == 16 * 11 and image[0, 2] == 16
-    probs = figures(at)["vit_probabilities"]["data"][0]["y"]
-    expected = vision["vit-digits"].model(torch.from_numpy(image.astype(np.uint8))[None]).softmax(-1)[0]
-    np.testing.assert_allclose(probs, expected.detach().numpy(), atol=1e-6)
+    expected_image = drawing_to_digit(strokes)
+    ckpt = vision["vit-digits" if model == "ViT" else "swin-digits"]
+    probs = ckpt.model(torch.from_numpy(expected_image)[None]).softmax(-1)[0].detach().numpy()
+    assert f"The {model} reads your drawing as <b>{int(probs.argmax())}</b> ({probs.max():.0%})" in _read(at)
+    if model == "ViT":
+        image = _trace(figures(at)["vit_patches"], "ink")["z"]
+        np.testing.assert_array_equal(image, expected_image)
+        np.testing.assert_allclose(figures(at)["vit_probabilities"]["data"][0]["y"], probs, atol=1e-6)
 
 
 def test_an_empty_drawing_is_classified_with_a_caveat_and_a_real_one_without(app_test):
     at = app_test(PAGE, vision_source="Draw your own")
     assert not at.exception
     assert any("Nothing is drawn" in w.value and "say nothing" in w.value for w in at.warning)
-    at = app_test(PAGE, vision_source="Draw your own", vision_draw_2=[3, 4], vision_draw_3=[4], vision_draw_4=[4])
+    assert not [m for m in at.markdown if "digitRead" in m.value]  # no reading of a blank square
+    at = app_test(PAGE, vision_source="Draw your own", vision_canvas_strokes=variant(1, 0, 280.0))
     assert not any("drawn. A classifier" in w.value for w in at.warning)
+
+
+def test_a_hand_made_drawing_beyond_the_bounds_is_one_clear_warning(app_test):
+    at = app_test(PAGE, vision_source="Draw your own", vision_canvas_strokes=[[[0.0, 0.0]]] * 65)
+    assert not at.exception
+    assert any("This drawing cannot be read: a drawing has at most 64 strokes" in w.value for w in at.warning)
+    at = app_test(PAGE, vision_source="Draw your own", vision_canvas_strokes=[[["x", None]]])
+    assert not at.exception
+    assert any("This drawing cannot be read" in w.value for w in at.warning)
 
 
 def test_the_chosen_pixel_follows_into_stage_two(app_test, figures, vision, test_images):

@@ -27,7 +27,7 @@ def test_the_estimate_bounds_what_a_decode_holds_and_writes(tiny_model, tokenize
     _, plan = planned(tiny_model, tokenizer, text, decode)
     result = translate(tiny_model, tokenizer, text, decode)
     held = result.nbytes
-    written = len(json.dumps(translation_to_dict(result, tokenizer), ensure_ascii=False).encode())
+    written = len(json.dumps(translation_to_dict(result, tokenizer, checkpoint="tiny"), ensure_ascii=False).encode())
     assert held <= plan.cost.bytes and written <= plan.cost.json_bytes
     if len(result.result.steps) == plan.decode.max_len and beam == 1:
         assert plan.cost.bytes <= 1.5 * held + 65536
