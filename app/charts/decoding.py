@@ -16,7 +16,17 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .axes import COLUMN_PX, GLYPH_EM, TICK_SIZE, mark_pieces, nice_step, piece_ticks, plotly_text
+from .axes import (
+    COLUMN_PX,
+    GLYPH_EM,
+    ROW_AXIS_PX,
+    TICK_SIZE,
+    mark_pieces,
+    nice_step,
+    piece_ticks,
+    plotly_text,
+    token_axes,
+)
 from .style import PRESENTER_TICK_FONT, styled
 
 CHOSEN_COLOR, OTHER_COLOR = "#d62728", "#9ecae1"
@@ -77,16 +87,17 @@ def sampling_figure(pieces: Sequence[str], before: np.ndarray, after: np.ndarray
 
 
 def attention_row_figure(weights: np.ndarray, key_labels: Sequence[str], *, title: str, key_title: str,
-                         query_label: str) -> go.Figure:
-    """One query's attention over its keys as bars: weights [K]; bars at 0..K-1 labelled with the pieces."""
+                         query_label: str, width_px: float = COLUMN_PX[1] * 0.6) -> go.Figure:
+    """One query's attention over its keys as bars: weights [K]; bars at 0..K-1 labelled with the pieces, turned as
+    far as a figure ``width_px`` wide needs (3 of 5 of the page by default, the Decoding page's column)."""
     weights = np.asarray(weights, dtype=np.float64)
     fig = go.Figure(go.Bar(
         x=list(range(len(key_labels))), y=weights, marker_color=ROW_COLOR, customdata=plotly_text(key_labels),
         hovertemplate=f"query <b>{plotly_text([query_label])[0]}</b><br>key <b>%{{customdata}}</b><br>"
                       "weight %{y:.3f}<extra></extra>",
         name="weight"))
-    fig.update_xaxes(automargin=True, title_text=key_title, tickmode="array", tickvals=list(range(len(key_labels))),
-                     ticktext=plotly_text(key_labels))
+    # Plotly's own turning (30°) left long pieces of a 33-piece sentence into each other at 1920x1080
+    token_axes(fig, list(key_labels), None, key_title, x_px=width_px - ROW_AXIS_PX)
     fig.update_yaxes(automargin=True, title_text="attention weight", range=[0, 1.02], gridcolor="#eee")
     fig.update_layout(bargap=0.15, showlegend=False)
     return styled(fig, title, 340)

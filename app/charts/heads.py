@@ -8,14 +8,31 @@ numeric positions with the pieces as tick text, so %{x} / %{y} in a hover print 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.charts.axes import COLORBAR_PX, COLUMN_PX, TICK_SIZE, matrix_height, plot_px, plotly_text, token_axes
-from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, PRESENTER_TICK_FONT, WEIGHT_COLORSCALE, styled
+from app.charts.axes import (
+    COLORBAR_PX,
+    COLUMN_PX,
+    PIECE_ROOM_PX,
+    ROW_AXIS_PX,
+    TICK_SIZE,
+    matrix_height,
+    plot_px,
+    plotly_text,
+    token_axes,
+)
+from app.charts.style import (
+    DIVERGING_COLORSCALE,
+    HEAD_COLORS,
+    PRESENTER_TICK_FONT,
+    WEIGHT_COLORSCALE,
+    mark_height,
+    styled,
+)
 
 OFF_COLOR = "#d62728"  # a switched-off head, a changed piece
 ROW_COLOR = "#e6550d"  # the selected output piece's row
@@ -81,51 +98,84 @@ def matrix_figure(z: np.ndarray, row_labels: Sequence[str], col_labels: Sequence
     return styled(fig, title, matrix_height(n_rows, base=200, per_row=26, cap=900))
 
 
+PANEL_ROW_GAP_PX = 190  # between two rows of panels: the upper row's turned pieces and key title, then the titles
+
+
+def per_row(n: int, col_labels: Sequence[str], row_labels: Sequence[str], panel_px: Callable[[int], float]) -> int:
+    """How many of ``n`` panels stand side by side, each panel ``panel_px(k)`` wide when k do, with every column
+    piece named in a label of its own (the first panel also holds the row pieces): all for a short sentence, fewer
+    to a row for a long one, rather than fewer labels."""
+    rows_px = 0.6 * TICK_SIZE * max(map(len, map(str, row_labels)), default=0)
+    return next((k for k in range(n, 1, -1)
+                 if (panel_px(k) - rows_px) / max(len(col_labels), 1) >= PIECE_ROOM_PX), 1)
+
+
+def _grid(n: int, k: int, one_row_px: int, names: list[str], gap: float) -> tuple[go.Figure, int]:
+    """Subplots for ``n`` panels, ``k`` to a row (each row sharing its y axis), and the figure's height: rows of
+    ``one_row_px`` apart by PANEL_ROW_GAP_PX."""
+    rows = -(-n // k)
+    height = one_row_px * rows + PANEL_ROW_GAP_PX * (rows - 1)
+    fig = make_subplots(rows=rows, cols=k, shared_yaxes=True, horizontal_spacing=gap, subplot_titles=names,
+                        vertical_spacing=PANEL_ROW_GAP_PX / height if rows > 1 else 0.0)
+    for spare in range(n, rows * k):  # the last row's empty cells: no axes of their own
+        fig.update_xaxes(visible=False, row=rows, col=spare % k + 1)
+        fig.update_yaxes(visible=False, row=rows, col=spare % k + 1)
+    return (mark_height(fig, height) if rows > 1 else fig), height
+
+
 def panels_figure(panels: Sequence[tuple[str, np.ndarray, bool, float | None]], row_labels: Sequence[str],
                   col_labels: Sequence[str], *, title: str, row_title: str, col_title: str,
                   highlight_row: int | None = None) -> go.Figure:
-    """Matrices of one sentence side by side on shared axes (the row pieces printed once): ``panels`` are
+    """Matrices of one sentence side by side on shared axes (the row pieces printed once a row): ``panels`` are
     (name, z [rows, cols], signed, zmax) as in matrix_figure, each with its own colour bar right of it and the
-    panel's name as the value in its hover."""
+    panel's name as the value in its hover. A long sentence puts fewer panels to a row (per_row)."""
     n = len(panels)
     gap = 0.09
-    fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=gap,
-                        subplot_titles=[name for name, *_ in panels])
-    width = (1.0 - gap * (n - 1)) / n
-    for c, (name, z, signed, zmax) in enumerate(panels, 1):
+    k = per_row(n, col_labels, row_labels, lambda k: COLUMN_PX[1] * (1.0 - gap * (k - 1)) / k - COLORBAR_PX / 2)
+    fig, height = _grid(n, k, matrix_height(len(row_labels), base=230, per_row=24, cap=900),
+                        [name for name, *_ in panels], gap)
+    width = (1.0 - gap * (k - 1)) / k
+    for i, (name, z, signed, zmax) in enumerate(panels):
+        c, where = i + 1, dict(row=i // k + 1, col=i % k + 1)
         z = np.asarray(z, dtype=np.float32)
         bound = zmax if zmax is not None else _bound(z)
         scale = dict(cmid=0.0, cmin=-bound, cmax=bound, colorscale=DIVERGING_COLORSCALE) if signed else \
             dict(cmin=0.0, cmax=bound, colorscale=WEIGHT_COLORSCALE)
         axis = "coloraxis" if c == 1 else f"coloraxis{c}"
-        right = (c - 1) * (width + gap) + width
-        fig.update_layout({axis: dict(colorbar=dict(x=right + 0.005, xanchor="left", thickness=10, len=0.9,
+        right = (where["col"] - 1) * (width + gap) + width
+        low, high = fig.get_subplot(**where).yaxis.domain
+        fig.update_layout({axis: dict(colorbar=dict(x=right + 0.005, xanchor="left", thickness=10,
+                                                    y=(low + high) / 2, yanchor="middle", len=0.9 * (high - low),
                                                     tickfont=dict(size=11)), **scale)})
         fig.add_trace(go.Heatmap(
             z=z, coloraxis=axis, xgap=1, ygap=1, name=name,
             hovertemplate=f"{row_title}: <b>%{{y}}</b> (position %{{y:d}})<br>{col_title}: <b>%{{x}}</b> "
-                          f"(position %{{x:d}})<br>{name}: <b>%{{z:.4f}}</b><extra></extra>"), row=1, col=c)
-        token_axes(fig, list(col_labels), list(row_labels) if c == 1 else None, col_title,
-                   row_title if c == 1 else None, row=1, col=c, x_px=COLUMN_PX[1] * width - COLORBAR_PX / 2)
+                          f"(position %{{x:d}})<br>{name}: <b>%{{z:.4f}}</b><extra></extra>"), **where)
+        first = where["col"] == 1
+        token_axes(fig, list(col_labels), list(row_labels) if first else None, col_title,
+                   row_title if first else None, **where, x_px=COLUMN_PX[1] * width - COLORBAR_PX / 2)
         if highlight_row is not None:
             fig.add_shape(type="rect", x0=-0.5, x1=len(col_labels) - 0.5, y0=highlight_row - 0.5,
                           y1=highlight_row + 0.5, line=dict(color=ROW_COLOR, width=3), fillcolor="rgba(0,0,0,0)",
-                          row=1, col=c)
+                          **where)
     fig.update_yaxes(range=[len(row_labels) - 0.5, -0.5], showgrid=False, zeroline=False)
-    for c in range(2, n + 1):
-        fig.update_yaxes(ticks="", showticklabels=False, row=1, col=c)
-    return styled(fig, title, matrix_height(len(row_labels), base=230, per_row=24, cap=900))
+    for c in range(2, k + 1):
+        fig.update_yaxes(ticks="", showticklabels=False, col=c)
+    return styled(fig, title, height)
 
 
 def checkpoints_figure(maps: Sequence[tuple[str, np.ndarray]], row_labels: Sequence[str],
                        col_labels: Sequence[str], *, title: str, row_title: str, col_title: str,
-                       width_px: float = COLUMN_PX[1]) -> go.Figure:
+                       width_px: float = COLUMN_PX[1], wrap: bool = True) -> go.Figure:
     """One map per checkpoint [rows, cols] side by side on shared axes and ONE weight scale (0 to 1), so that a
     flat early map and a sharp late one are compared by eye: ``maps`` are (checkpoint name, weights); the pieces
-    are thinned for panels of a figure ``width_px`` wide."""
+    are turned or made smaller for panels of a figure ``width_px`` wide, and with ``wrap`` a long sentence puts
+    fewer maps to a row (per_row; a slide instead shows a window of them, app.views.slide_figures)."""
     n = len(maps)
     gap = 0.03
-    panel_px = (width_px - COLORBAR_PX) * (1.0 - gap * (n - 1)) / n
+    k = per_row(n, col_labels, row_labels, lambda k: (width_px - COLORBAR_PX) * (1.0 - gap * (k - 1)) / k) \
+        if wrap else n
+    panel_px = (width_px - COLORBAR_PX) * (1.0 - gap * (k - 1)) / k
     chars = max(1, int(panel_px / (0.6 * PRESENTER_TICK_FONT)))  # what a line of a panel's title holds
     # A name wider than its panel breaks before its remark ("epoch 43<br>(this model)"); a column title wider than
     # a panel is said once, under the figure's title, instead of under every panel into its neighbours.
@@ -134,23 +184,28 @@ def checkpoints_figure(maps: Sequence[tuple[str, np.ndarray]], row_labels: Seque
     if once:
         title = (title.replace("</sup>", f" · columns: {col_title}s</sup>") if "</sup>" in title
                  else f"{title}<br><sup>columns: {col_title}s</sup>")
-    fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=gap, subplot_titles=names)
-    for c, (name, z) in enumerate(maps, 1):
+    fig, height = _grid(n, k, matrix_height(len(row_labels), base=230, per_row=24, cap=900), names, gap)
+    for i, (name, z) in enumerate(maps):
+        where = dict(row=i // k + 1, col=i % k + 1)
+        first = where["col"] == 1
         fig.add_trace(go.Heatmap(
             z=np.asarray(z, dtype=np.float32), coloraxis="coloraxis", xgap=1, ygap=1, name=name,
             hovertemplate=f"{plotly_text([name])[0]}<br>{row_title}: <b>%{{y}}</b> (position %{{y:d}})<br>{col_title}: "
                           f"<b>%{{x}}</b> (position %{{x:d}})<br>weight: <b>%{{z:.4f}}</b><extra></extra>"),
-            row=1, col=c)
-        # Every panel thinned as the first, whose query labels take part of its width: one look across the strip.
-        token_axes(fig, list(col_labels), list(row_labels) if c == 1 else None, None if once else col_title,
-                   row_title if c == 1 else None, row=1, col=c,
-                   x_px=panel_px if c == 1 else panel_px - 0.6 * TICK_SIZE * max(map(len, map(str, row_labels))))
+            **where)
+        # Every panel laid out as the first, whose query labels take part of its width: one look across the strip.
+        token_axes(fig, list(col_labels), list(row_labels) if first else None, None if once else col_title,
+                   row_title if first else None, **where,
+                   x_px=panel_px if first else panel_px - 0.6 * TICK_SIZE * max(map(len, map(str, row_labels))))
     fig.update_layout(coloraxis=dict(cmin=0.0, cmax=1.0, colorscale=WEIGHT_COLORSCALE,
                                      colorbar=dict(title=dict(text="weight"), thickness=12)))
     fig.update_yaxes(range=[len(row_labels) - 0.5, -0.5], showgrid=False, zeroline=False)
-    for c in range(2, n + 1):
-        fig.update_yaxes(ticks="", showticklabels=False, row=1, col=c)
-    return styled(fig, title, matrix_height(len(row_labels), base=230, per_row=24, cap=900))
+    for c in range(2, k + 1):
+        fig.update_yaxes(ticks="", showticklabels=False, col=c)
+    styled(fig, title, height)
+    if any("<br>" in name for name in names):  # a panel title of two lines reaches up into the figure's title
+        fig.update_layout(margin_t=(fig.layout.margin.t or 50) + 24)
+    return fig
 
 
 def spread_figure(steps: Sequence[int], names: Sequence[str], spread: np.ndarray, uniform: float, *, title: str,
@@ -206,13 +261,15 @@ def share_bars(shares: dict[str, np.ndarray], labels: Sequence[str], *, title: s
     return styled(fig, title, 420)
 
 
-def norm_bars(norms: np.ndarray, labels: Sequence[str], *, title: str, key_title: str) -> go.Figure:
-    """||f(x_j)|| per key [K]: the length of the vector each attention weight multiplies."""
+def norm_bars(norms: np.ndarray, labels: Sequence[str], *, title: str, key_title: str,
+              width_px: float = COLUMN_PX[1] * 0.6) -> go.Figure:
+    """||f(x_j)|| per key [K]: the length of the vector each attention weight multiplies, in a figure ``width_px``
+    wide (3 of 5 of the page by default), every key named."""
     fig = go.Figure(go.Bar(
         x=np.arange(len(labels), dtype=np.int16), y=np.asarray(norms, dtype=np.float32), name="norm",
         marker_color=HEAD_COLORS[2],
         hovertemplate=f"{key_title} <b>%{{x}}</b> (position %{{x:d}})<br>||f(x)||: <b>%{{y:.3f}}</b><extra></extra>"))
-    token_axes(fig, list(labels), None, key_title)
+    token_axes(fig, list(labels), None, key_title, x_px=width_px - ROW_AXIS_PX)  # less the value axis
     fig.update_yaxes(title_text="||f(x_j)||", rangemode="tozero")
     return styled(fig, title, 340)
 

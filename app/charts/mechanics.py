@@ -11,6 +11,8 @@ from plotly.subplots import make_subplots
 from app.charts.axes import (
     COLORBAR_PX,
     COLUMN_PX,
+    PIECE_ROOM_PX,
+    ROW_AXIS_PX,
     fits_text,
     indexed_labels,
     matrix_height,
@@ -19,7 +21,7 @@ from app.charts.axes import (
     token_axes,
 )
 from app.charts.masks import masked_weights
-from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, MASKED_COLOR, styled
+from app.charts.style import DIVERGING_COLORSCALE, HEAD_COLORS, MASKED_COLOR, mark_height, styled
 
 HIGHLIGHT = "#e6550d"
 SCALED_COLOR, UNSCALED_COLOR = "#1f77b4", "#d62728"
@@ -79,10 +81,13 @@ def stage_bars(stages: list[tuple[str, np.ndarray]], key_labels: list[str], mask
     From panel ``masked_from`` on, masked keys show "−∞" instead of a bar (and exactly 0 in the weights).
     """
     mask_row = np.asarray(mask_row, dtype=bool)
-    fig = make_subplots(rows=1, cols=len(stages), subplot_titles=[name for name, _ in stages],
-                        horizontal_spacing=0.05)
+    per_row = _stages_per_row(len(stages), len(key_labels))
+    n_rows = -(-len(stages) // per_row)
+    fig = make_subplots(rows=n_rows, cols=per_row, subplot_titles=[name for name, _ in stages],
+                        horizontal_spacing=0.05, vertical_spacing=min(0.3, 0.6 / n_rows) if n_rows > 1 else 0.0)
     x = np.arange(len(key_labels))
-    for c, (name, values) in enumerate(stages, 1):
+    for i, (name, values) in enumerate(stages):
+        c, where = i + 1, dict(row=i // per_row + 1, col=i % per_row + 1)
         values = np.asarray(values, dtype=np.float64)
         is_weight, masked = c == len(stages), c - 1 >= masked_from
         y = values if is_weight or not masked else np.where(mask_row, values, np.nan)
@@ -90,16 +95,33 @@ def stage_bars(stages: list[tuple[str, np.ndarray]], key_labels: list[str], mask
         fig.add_trace(go.Bar(
             x=x, y=y, name=name, showlegend=False, marker_color=colors.tolist(),
             customdata=indexed_labels(key_labels),
-            hovertemplate=f"{name}<br>key %{{customdata}}<br>%{{y:.4f}}<extra></extra>"), row=1, col=c)
+            hovertemplate=f"{name}<br>key %{{customdata}}<br>%{{y:.4f}}<extra></extra>"), **where)
         if masked and not is_weight and not mask_row.all():
             fig.add_trace(go.Scatter(x=x[~mask_row], y=np.zeros((~mask_row).sum()), mode="text", text="−∞",
                                      textfont=dict(color="#777", size=14), showlegend=False, hoverinfo="skip"),
-                          row=1, col=c)
-        token_axes(fig, key_labels, None, "key", row=1, col=c,  # a panel's width, less its value axis
-                   x_px=COLUMN_PX[1] * (1 - 0.05 * (len(stages) - 1)) / len(stages) - 40)
-    fig.update_yaxes(title_text="value", row=1, col=1)
-    fig.update_yaxes(range=[0, 1.05], row=1, col=len(stages))
-    return styled(fig, title, 400)
+                          **where)
+        token_axes(fig, key_labels, None, "key", row=where["row"], col=where["col"], x_px=_stage_px(per_row))
+    for row in range(1, n_rows + 1):
+        fig.update_yaxes(title_text="value", row=row, col=1)
+    for spare in range(len(stages), n_rows * per_row):  # the last row's empty cells: no axes of their own
+        fig.update_xaxes(visible=False, row=n_rows, col=spare % per_row + 1)
+        fig.update_yaxes(visible=False, row=n_rows, col=spare % per_row + 1)
+    last = len(stages) - 1
+    fig.update_yaxes(range=[0, 1.05], row=last // per_row + 1, col=last % per_row + 1)
+    fig.update_yaxes(ticklabelstandoff=6)  # the value axis's "0" clear of the first key's turned label below it
+    height = 400 + 330 * (n_rows - 1)
+    return styled(mark_height(fig, height) if n_rows > 1 else fig, title, height)
+
+
+def _stage_px(per_row: int) -> float:
+    """The width of one of ``per_row`` stage panels side by side across the page, less its value axis."""
+    return COLUMN_PX[1] * (1 - 0.05 * (per_row - 1)) / per_row - ROW_AXIS_PX
+
+
+def _stages_per_row(n_stages: int, n_keys: int) -> int:
+    """How many stage panels stand side by side with every key named in a label of its own (PIECE_ROOM_PX): all
+    in a row for a short sentence, fewer to a row (in more rows) for a long one."""
+    return next((k for k in range(n_stages, 1, -1) if _stage_px(k) / max(n_keys, 1) >= PIECE_ROOM_PX), 1)
 
 
 def concat_heads(context: np.ndarray, query_labels: list[str], head: int, highlight: int | None = None
@@ -147,7 +169,7 @@ def weight_bars(weights: np.ndarray, key_labels: list[str], title: str, color: s
     fig = go.Figure(go.Bar(x=np.arange(len(key_labels)), y=np.asarray(weights), marker_color=color,
                            customdata=indexed_labels(key_labels),
                            hovertemplate="key %{customdata}<br>weight %{y:.3f}<extra></extra>"))
-    token_axes(fig, key_labels, None, "key", x_px=COLUMN_PX[columns])
+    token_axes(fig, key_labels, None, "key", x_px=COLUMN_PX[columns] - ROW_AXIS_PX)  # less the value axis
     fig.update_yaxes(title_text="weight", range=[0, 1.05])
     return styled(fig, title, 300)
 
@@ -194,9 +216,10 @@ def output_matrix(output: np.ndarray, query_labels: list[str], d_model: int, hig
 
 
 def weights_matrix(weights: np.ndarray, mask: np.ndarray, query_labels: list[str], key_labels: list[str],
-                   title: str, highlight: int | None = None) -> go.Figure:
-    """Post-softmax weights of one head [Q, K] (exactly the model's), masked cells grey-crossed; half a page wide."""
-    fig = masked_weights(weights, mask, query_labels, key_labels, title, columns=2)
+                   title: str, highlight: int | None = None, columns: int = 2) -> go.Figure:
+    """Post-softmax weights of one head [Q, K] (exactly the model's), masked cells grey-crossed; in one of
+    ``columns`` page columns (half a page by default)."""
+    fig = masked_weights(weights, mask, query_labels, key_labels, title, columns=columns)
     if highlight is not None:
         highlight_row(fig, highlight, np.asarray(weights).shape[1])
     return fig

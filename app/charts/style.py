@@ -116,12 +116,21 @@ def rows_height(fig: go.Figure) -> int:
     for trace in fig.data:
         if trace.name in PIECE_COLUMNS and trace.text is not None:
             need = max(need, len(trace.text) * PRESENTER_ROW_PX + HEAD_VIEW_FRAME_PX)
-    pieces = fig.layout.meta.get("pieces", {}) if isinstance(fig.layout.meta, dict) else {}
+    meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+    need = max(need, int(meta.get("min_height", 0)))  # rows of panels, each of which needs its height (mark_height)
+    pieces = meta.get("pieces", {})
     for name, n in pieces.items():
         if name.startswith("yaxis") and fig.layout[name].showticklabels is not False:
             low, high = fig.layout[name].domain or (0.0, 1.0)
             need = max(need, round(n * PRESENTER_ROW_PX / max(high - low, 0.1)) + MATRIX_FRAME_PX)
     return need
+
+
+def mark_height(fig: go.Figure, height: int) -> go.Figure:
+    """Record that ``fig`` needs ``height`` px even in presenter mode (rows_height), like rows of panels stacked
+    because a long sentence's pieces did not fit side by side: capped to the screen, their labels would collide."""
+    meta = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
+    return fig.update_layout(meta={**meta, "min_height": height})
 
 
 def capped(fig: go.Figure, max_height: int) -> go.Figure:

@@ -227,9 +227,12 @@ def schedule_beside_run(formula: tuple[str, np.ndarray, np.ndarray], run: tuple[
                       row=1, col=col)
         end = float(np.max(steps)) if len(steps) else 1.0
         dtick = nice_step(end / (4 if col == 1 else 2))
+        # the step labels stand lower than Plotly's default: the "0" under the corner ran into the rate axis's
+        # "0e+0" beside it (tests/e2e/test_text_layout.py, presenter mode)
         fig.update_xaxes(title_text="training step", range=[0, end * 1.04], dtick=dtick, row=1, col=col,
-                         tickformat="~s")
-        fig.update_yaxes(exponentformat="e", tickformat=".0e", nticks=5, rangemode="tozero", row=1, col=col)
+                         tickformat="~s", ticklabelstandoff=10)
+        # two significant digits, trailing zeros dropped: ".0e" printed 1.5e-3 as a second "2e-3"
+        fig.update_yaxes(exponentformat="e", tickformat=".2~e", nticks=5, rangemode="tozero", row=1, col=col)
     peak = float(np.interp(warmup, formula[1], formula[2]))
     fig.add_trace(go.Scatter(x=[warmup], y=[peak], mode="markers+text", text=[f"end of warm-up: step {warmup:,}"],
                              textposition="middle right", marker=dict(size=11, color="#d62728"), showlegend=False,

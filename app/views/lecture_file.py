@@ -50,9 +50,10 @@ MakeSlide = Callable[[int, Deck], tuple[go.Figure, dict]]  # (slide index, deck)
 
 def file_deck(model_name: str, ckpt: Checkpoint, translation: Translation,
               translate: Callable[[str, int], Translation]) -> Deck:
-    """A Deck drawn for the file's slide: presenter mode's text in a figure column FIGURE_W px wide."""
+    """A Deck drawn for the file's slide: presenter mode's text in a figure column FIGURE_W px wide, every row of a
+    long map at once (no window: a file has no keys to move one; the figure grows instead)."""
     return Deck(model_name=model_name, ckpt=ckpt, translation=translation, translate=translate, width_px=FIGURE_W,
-                height_px=FIGURE_H, presenter=True)
+                height_px=FIGURE_H, presenter=True, window=None)
 
 
 def presented_slide(index: int, deck: Deck) -> tuple[go.Figure, dict]:

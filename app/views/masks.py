@@ -4,17 +4,19 @@ come out exactly 0 on masked cells."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 import streamlit as st
 
 from app.charts import masks as charts
 from app.models.examples import mask_pair
-from app.page import concept_page, keep_valid, plot, to_numpy
+from app.page import concept_page, figure_columns, keep_valid, plot, to_numpy
 from app.serving.scheduler import Request, translate_request
 from explain.masks import mask_parts, padded_batch_trace, unmasked_scores
 from model.checkpoints.files import Checkpoint
-from model.network.trace import KIND_LABELS, KINDS
+from model.network.trace import KIND_LABELS, KINDS, AttentionTrace
+from model.network.transformer import Transformer
 from model.serving.inference import InputError, Translation
 
 log = logging.getLogger("attention_explorer")
@@ -61,41 +63,43 @@ def batch_panel(pieces: dict[str, list[str]], padded: list[list[bool]], tokens: 
                "to fit (the Translate page says by how much).")
 
 
-def masks_panel(parts: dict, trace, row: int, src: list[str], tgt: list[str]) -> None:
+def masks_panel(parts: dict, trace: AttentionTrace, row: int, src: list[str], tgt: list[str]) -> None:
     st.subheader("2 · The masks (True = may attend ✓, grey = masked)")
     enc_mask = to_numpy(trace.mask("enc_self")[row, 0])
     dec_mask = to_numpy(trace.mask("dec_self")[row, 0])
     cross_mask = to_numpy(trace.mask("cross")[row, 0])
-    c1, c2 = st.columns(2)
+    (c1, c2), columns = figure_columns(2, src, tgt, colorbar=False)  # fewer side by side for a long sentence
     with c1:
-        plot(charts.mask_grid(enc_mask, src, src, "Encoder self-attention = source padding mask", columns=2),
+        plot(charts.mask_grid(enc_mask, src, src, "Encoder self-attention = source padding mask", columns=columns),
              "mask_enc")
     with c2:
         plot(charts.mask_grid(cross_mask, tgt, src, "Cross-attention = source padding mask",
-                              "key (source)", "query (decoder input)", columns=2), "mask_cross")
+                              "key (source)", "query (decoder input)", columns=columns), "mask_cross")
     st.markdown("**Decoder self-attention** combines two masks with AND: a position may not look at padding, "
                 "and (the *sequence mask*) may not look at later positions — it must not see the words it is about "
                 "to predict.")
-    c1, c2, c3 = st.columns(3)
+    (c1, c2, c3), columns = figure_columns(3, tgt, tgt, colorbar=False)
     with c1:
         plot(charts.mask_grid(to_numpy(parts["target padding"][row]), tgt, tgt,
-                              "Target padding<br><sup>no query looks at a padded key</sup>"), "mask_tpad")
+                              "Target padding<br><sup>no query looks at a padded key</sup>", columns=columns),
+             "mask_tpad")
     with c2:
         plot(charts.mask_grid(to_numpy(parts["causal"][row]), tgt, tgt,
-                              "Causal (sequence) mask<br><sup>lower-triangular: no later key</sup>"),
+                              "Causal (sequence) mask<br><sup>lower-triangular: no later key</sup>", columns=columns),
              "mask_causal")
     with c3:
-        plot(charts.mask_grid(dec_mask, tgt, tgt, "Padding AND causal<br><sup>what decoder self-attention used</sup>"),
-             "mask_dec")
+        plot(charts.mask_grid(dec_mask, tgt, tgt, "Padding AND causal<br><sup>what decoder self-attention used</sup>",
+                              columns=columns), "mask_dec")
     st.caption("Rows of padded *queries* are still computed, but nothing reads them: they are masked as keys "
                "everywhere and the loss ignores padded targets.")
 
 
 @st.fragment
-def scores_panel(model, src, tgt_in, trace, row: int, labels: dict[str, tuple[list[str], list[str]]]) -> None:
+def scores_panel(model: Transformer, src: Any, tgt_in: Any, trace: AttentionTrace, row: int,  # src, tgt_in: tensors
+                 labels: dict[str, tuple[list[str], list[str]]]) -> None:
     st.subheader("3 · Scores before and after masking and softmax")
     c1, c2, c3 = st.columns(3)
-    kind = c1.selectbox("Attention", list(KINDS), index=1, key="mask_kind", format_func=KIND_LABELS.get)
+    kind = c1.selectbox("Attention", list(KINDS), index=1, key="mask_kind", format_func=KIND_LABELS.__getitem__)
     layers = list(range(trace.n_layers[kind]))
     keep_valid("mask_layer", layers)
     layer = c2.selectbox("Layer", layers, key="mask_layer", format_func=lambda i: f"layer {i + 1}")
@@ -108,19 +112,21 @@ def scores_panel(model, src, tgt_in, trace, row: int, labels: dict[str, tuple[li
     mask = to_numpy(trace.mask(kind)[row, 0])
     raw = to_numpy(unmasked_scores(model, src, tgt_in, kind, layer)[row, head])  # [Q, K]
     where = f"{KIND_LABELS[kind]}, layer {layer + 1}, head {head + 1}"
-    before, after = st.columns(2)  # two per row: cells wide enough for their numbers on a projector
+    # two per row (cells wide enough for their numbers on a projector), one where a long sentence needs the width
+    (before, after), columns = figure_columns(2, keys, queries)
     with before:
         plot(charts.unmasked_scores(raw, mask, queries, keys,
-                                    "1 · Scores QKᵀ/√d_k<br><sup>before masking: ✗ = will be masked</sup>"),
-             "mask_raw_scores")
+                                    "1 · Scores QKᵀ/√d_k<br><sup>before masking: ✗ = will be masked</sup>",
+                                    columns=columns), "mask_raw_scores")
     with after:
         plot(charts.masked_scores(scores, mask, queries, keys,
-                                  f"2 · After masking<br><sup>mask: {KIND_MASK[kind]}</sup>"), "mask_scores")
-    right, note = st.columns(2, vertical_alignment="center")
+                                  f"2 · After masking<br><sup>mask: {KIND_MASK[kind]}</sup>", columns=columns),
+             "mask_scores")
+    right, note = st.columns(2, vertical_alignment="center") if columns == 2 else (st.container(), st.container())
     with right:
         plot(charts.masked_weights(weights, mask, queries, keys,
-                                   "3 · Softmax<br><sup>the weights exactly as the model used them</sup>"),
-             "mask_weights")
+                                   "3 · Softmax<br><sup>the weights exactly as the model used them</sup>",
+                                   columns=columns), "mask_weights")
     leak = float(np.max(weights[~mask], initial=0.0))
     sums = weights.sum(-1)
     note.success(f"{where}: {int((~mask).sum())} masked cells · max weight on masked cells: **{leak}** · "

@@ -10,9 +10,17 @@ import numpy as np
 import streamlit as st
 
 from app.charts import mechanics as charts
-from app.charts.axes import plotly_text
+from app.charts.axes import columns_for, plotly_text
 from app.charts.masks import mask_grid
-from app.page import keep_valid, plot, require_checkpoint, require_translation, sentence_caption, to_numpy
+from app.page import (
+    figure_columns,
+    keep_valid,
+    plot,
+    require_checkpoint,
+    require_translation,
+    sentence_caption,
+    to_numpy,
+)
 from explain.mechanics import (
     AttentionInternals,
     attention_internals,
@@ -98,24 +106,24 @@ def stages_panel(it: AttentionInternals, trace_weights: np.ndarray, qs: list[str
             "order; see Positional encoding)" if it.position_bias else "")
     st.markdown(f"**Step 2 — compare, scale, mask.** Every query is dotted with every key, {scale}{bias}; masked "
                 "pairs are set to −∞.")
-    c1, c2, c3 = st.columns(3)
+    (c1, c2, c3), columns = figure_columns(3, ks, qs)  # fewer side by side where a long sentence needs the width
     with c1:
-        plot(charts.score_matrix(to_numpy(it.qk[head]), qs, ks, "QKᵀ (raw dot products)", query),
+        plot(charts.score_matrix(to_numpy(it.qk[head]), qs, ks, "QKᵀ (raw dot products)", query, columns=columns),
              "mech_qk")
     with c2:
         plot(charts.score_matrix(to_numpy(it.unmasked[head]), qs, ks,
-                                 f"{it.scores_label}  (scaled)" if it.scaled else it.scores_label, query),
-             "mech_scaled")
+                                 f"{it.scores_label}  (scaled)" if it.scaled else it.scores_label, query,
+                                 columns=columns), "mech_scaled")
     with c3:
-        fig = mask_grid(mask, qs, ks, "Mask (✓ = may attend)")
+        fig = mask_grid(mask, qs, ks, "Mask (✓ = may attend)", columns=columns)
         plot(charts.highlight_row(fig, query, len(ks)), "mech_mask")
     st.markdown("**Step 3 — softmax and weighted sum.** Each row becomes a distribution over the keys: "
                 "softmax exponentiates, so the largest scores take most of the weight and small ones shrink towards "
                 "0. The head's output for a query is the weighted sum of the value vectors.")
-    c1, c2 = st.columns(2)
+    (c1, c2), columns = figure_columns(2, ks, qs)
     with c1:
-        plot(charts.weights_matrix(trace_weights, mask, qs, ks, "softmax(…) = attention weights", query),
-             "mech_weights")
+        plot(charts.weights_matrix(trace_weights, mask, qs, ks, "softmax(…) = attention weights", query,
+                                   columns=columns), "mech_weights")
     with c2:
         plot(charts.vector_matrix(to_numpy(it.context[head]), qs, "Context = weights · V", "query", query),
              "mech_context")
@@ -165,14 +173,16 @@ def score_functions_panel(it: AttentionInternals, ks: list[str], head: int, quer
                 f"{len(keys)} allowed keys (d = {it.d_k}). Only *scaled dot* is what this model trained; the "
                 "matrices W<sub>a</sub>, v<sub>a</sub> of the others are random here, to show their form.",
                 unsafe_allow_html=True)
-    cols = st.columns(3)
+    per_row = columns_for(3, keys, colorbar=False)  # fewer side by side where a long sentence needs the width
+    cols = st.columns(per_row) if per_row > 1 else [st.container()]
     for i, (name, formula, note) in enumerate(SCORE_FUNCTIONS):
-        with cols[i % 3]:
+        with cols[i % per_row]:
             st.markdown(f"**{name}** · {note}")
             st.latex(formula)
             plot(charts.weight_bars(weights[name], keys, f"{name}: softmax weights",
-                                    charts.HIGHLIGHT if name == "scaled dot" else "#1f77b4"), f"mech_score_{i}")
-    with cols[len(SCORE_FUNCTIONS) % 3]:
+                                    charts.HIGHLIGHT if name == "scaled dot" else "#1f77b4", columns=per_row),
+                 f"mech_score_{i}")
+    with cols[len(SCORE_FUNCTIONS) % per_row]:
         st.markdown("**Self-attention** (Cheng 2016) is not another formula: it is any of these with the queries, "
                     "keys and values taken from the *same* sequence — the encoder and decoder self-attention here. "
                     "Before the Transformer it was used inside RNN models for reading comprehension, summarisation, "

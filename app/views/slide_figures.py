@@ -86,7 +86,9 @@ class Deck:
     width_px: float = SLIDE_PX  # the slide's figure column, as the browser reports it (app.views.lecture)
     height_px: int = SLIDE_HEIGHT  # the slide's free height under its title row
     presenter: bool = False  # projector-size text: 18-px labels, 24-px rows
-    window: int = 0  # the first row of a long map's window, which the lecturer moves with ↓ / ↑ (app.views.lecture)
+    # the first row of a long map's window, which the lecturer moves with ↓ / ↑ (app.views.lecture); None: no window,
+    # every row, the figure as tall as they need (the lecture file, app.views.lecture_file, has no keys to move one)
+    window: int | None = 0
 
     @property
     def font(self) -> int:
@@ -192,11 +194,11 @@ MIN_WINDOW = 4  # rows a slide's window shows at the least, even on a very small
 WINDOW_STRIDE = 4  # rows one press of ↓ / ↑ moves a slide's window (app.views.lecture)
 
 
-def window_of(n: int, room: int, start: int) -> tuple[int, int]:
-    """The rows [first, end) of ``n`` that a slide shows when ``room`` rows fit: all of them, or a window of
-    ``room`` rows from ``start``, kept inside the map. A window instead of every k-th row: each row shown is
-    named."""
-    if n <= room:
+def window_of(n: int, room: int, start: int | None) -> tuple[int, int]:
+    """The rows [first, end) of ``n`` that a slide shows when ``room`` rows fit: all of them (also where ``start``
+    is None), or a window of ``room`` rows from ``start``, kept inside the map. A window instead of every k-th row:
+    each row shown is named."""
+    if n <= room or start is None:
         return 0, n
     room = min(n, max(room, MIN_WINDOW))
     first = min(max(start, 0), n - room)
@@ -206,10 +208,10 @@ def window_of(n: int, room: int, start: int) -> tuple[int, int]:
 def windowed(fig: go.Figure, n: int, room: int, deck: Deck) -> tuple[go.Figure, dict]:
     """``fig`` (a map of ``n`` rows on its y axes, first row on top) showing the window of rows the lecturer moved
     to when not all ``room`` fit, its subtitle saying which; the facts "window" (a line for the slide, "" when
-    every row shows) and "window_start"."""
+    every row shows), "window_start" and "window_keys" (whether ↓ / ↑ move it)."""
     first, end = window_of(n, room, deck.window)
     if end - first == n:
-        return fig, {"window": "", "window_start": 0}
+        return fig, {"window": "", "window_start": 0, "window_keys": False}
     fig.update_yaxes(range=[end - 0.5, first - 0.5], autorange=False)
     for name in [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")]:
         if fig.layout[name].showticklabels is not False:
@@ -222,7 +224,7 @@ def windowed(fig: go.Figure, n: int, room: int, deck: Deck) -> tuple[go.Figure, 
         fig.update_layout(title_text=title.replace("</sup>", f" · {where}</sup>") if "</sup>" in title
                           else f"{title}<br><sup>{where}</sup>")
     return fig, {"window": f"The map shows {where}: **↓** / **↑** move the window over the sentence.",
-                 "window_start": first}
+                 "window_start": first, "window_keys": True}
 
 
 def fitting_view(deck: Deck, translation: Translation, kind: Kind) -> AttentionView:
@@ -498,7 +500,7 @@ def _panels_windowed(fig: go.Figure, final: np.ndarray, rows: list[str], cols: l
             mark_pieces(fig, name, n_cols)
         where = f"source {c + 1}–{c + n_cols} of {len(cols)}"
         fig.update_layout(title_text=fig.layout.title.text.replace("</sup>", f" · {where}</sup>"))
-        facts = {**facts, "window": (facts["window"] or "") + f" Columns: {where}, those these rows read most."}
+        facts = {**facts, "window": f"{facts['window']} Columns: {where}, those these rows read most.".strip()}
     return fig, facts
 
 

@@ -96,3 +96,41 @@ def test_an_axis_of_up_to_40_pieces_names_every_piece_without_index_prefixes(n, 
         assert list(axis.tickvals) == list(range(n)) and list(axis.ticktext) == pieces  # no "12 · " prefixes
         assert axis.tickfont.size >= MIN_TICK_PX
     assert fig.layout.meta["pieces"] == {"xaxis": n, "yaxis": n}
+
+
+@pytest.mark.parametrize("n", [5, 12, 19, 33, 40])
+def test_a_long_sentence_takes_fewer_columns_not_fewer_labels(n):
+    """Side by side only while every piece keeps room for its own label (PIECE_ROOM_PX); a 33-piece sentence's
+    masks stood in a third of the page with 8 px a label, and collided."""
+    from app.charts.axes import COLORBAR_PX, PIECE_ROOM_PX, TICK_SIZE, columns_for
+
+    pieces, rows = [f"▁p{i}" for i in range(n)], [f"▁row{i}" for i in range(n)]
+    columns = columns_for(3, pieces, rows)
+    assert columns == 1 or (COLUMN_PX[columns] - COLORBAR_PX - 0.6 * TICK_SIZE * 7) / n >= PIECE_ROOM_PX
+    assert columns == 3 or (COLUMN_PX[columns + 1] - COLORBAR_PX - 0.6 * TICK_SIZE * 7) / n < PIECE_ROOM_PX
+    assert columns_for(3, pieces[:5], rows[:5]) == 3 and columns_for(2, pieces, rows) <= 2
+
+
+@pytest.mark.parametrize("n", [6, 19, 33])
+def test_panels_of_a_long_sentence_wrap_into_rows_and_every_panel_names_every_piece(n):
+    import plotly.graph_objects as go
+
+    from app.charts.heads import checkpoints_figure, panels_figure
+    from app.charts.mechanics import stage_bars
+    from app.charts.style import presented
+
+    pieces = [f"▁p{i}" for i in range(n)]
+    z = np.full((n, n), 1.0 / n, dtype=np.float32)
+    figures = [(panels_figure([(f"m{i}", z, False, None) for i in range(3)], pieces, pieces, title="t",
+                              row_title="q", col_title="k"), 3),
+               (checkpoints_figure([(f"epoch {i}", z) for i in range(4)], pieces, pieces, title="t", row_title="q",
+                                   col_title="k"), 4),
+               (stage_bars([(f"s{i}", z[0]) for i in range(4)], pieces, np.ones(n, bool), "t"), 4)]
+    for fig, panels in figures:  # the panels' axes, row by row (a grid's last row may have a cell to spare)
+        x_axes = ["xaxis"] + [f"xaxis{i}" for i in range(2, panels + 1)]
+        rows = len({tuple(fig.layout["y" + k[1:]].domain) for k in x_axes})
+        assert (rows > 1) == (n >= 19)  # a short sentence keeps its panels in one row
+        for name in x_axes:
+            assert list(fig.layout[name].ticktext) == pieces and fig.layout.meta["pieces"][name] == n
+        # presenter mode keeps the rows of panels their height instead of squeezing them onto one screen
+        assert presented(go.Figure(fig), 560).layout.height >= fig.layout.height

@@ -1,6 +1,5 @@
 """The guided tour: the slides are data (app.lecture.slides.SLIDES), every slide draws its figure from the concept
-pages'
-builders on both shipped models, presenter mode makes it projector-sized, and the page steps through the slides
+pages' builders on both shipped models, presenter mode makes it projector-sized, and the page steps through the slides
 with buttons, keys and ?slide=N."""
 from __future__ import annotations
 

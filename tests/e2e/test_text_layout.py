@@ -162,7 +162,7 @@ MEASURE = """([tolerance, minPx]) => {
 # layout.meta.pieces, or an axis of integer array ticks whose range spans -0.5 to n - 0.5) of up to maxLabelled
 # pieces must draw n non-empty tick labels; a head view's line must end at named tokens; a beam tree's best path
 # must be named, node by node, on its top axis.
-DROPPED = """(maxLabelled) => {
+DROPPED = r"""(maxLabelled) => {
   const found = [];
   document.querySelectorAll('.js-plotly-plot').forEach((plot, index) => {
     const title = ((plot.querySelector('.gtitle') || {}).textContent || `figure ${index + 1}`).slice(0, 60);
