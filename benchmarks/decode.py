@@ -12,8 +12,7 @@ exactly --tokens tokens). Measured, interleaved and repeated, medians reported, 
     Hugging Face Marian with output_attentions (eager attention); target: our greedy and beam 4 with every
     attention captured <= CTranslate2 float32 without attention
   * the compiled static-cache step (model/decoding/static_cache.py): the same decodes with the step compiled once
-  (Inductor,
-    frozen weights, C++ wrapper), against the eager step and CTranslate2
+  (Inductor, frozen weights, C++ wrapper), against the eager step and CTranslate2
   * throughput for a room: N = 1, 4, 16 sentences decoded one at a time, as one batch (model/decoding/batch_decoding.py,
     eager and compiled) and by CTranslate2's translate_batch, in sentences per second (target >= 0.8x at N = 16)
   * N concurrent sessions through the app's scheduler (--sessions: only this row): N = 1, 4, 16 threads, each a

@@ -1,6 +1,6 @@
 """Count the copy lexicon of a model's training corpus (model.decoding.copy_words): which capitalised words its
-translations
-copy, which they translate, which words it writes in lower case. Only the train split is read, so the words a
+translations copy, which they translate, which words it writes in lower case. Only the train split is read, so the words
+a
 validation or test sentence keeps are decided without looking at its reference.
 
     python -m training.copy_lexicon --corpus data/en-de-plus2-words.tsv.gz --out pretrained/en-de

@@ -86,7 +86,8 @@ def attribution_section(translation: Translation, request: Request) -> None:
     target = st.selectbox("Output piece", list(range(len(out))), key="heads_target",
                           format_func=lambda t: f"{t} · {out[t]}", persist_state="session")
     maps = data["maps"]
-    panels = [(name, maps[name], name == SALIENCY, None) for name in (ROLLOUT, NORM_BASED, SALIENCY)]
+    panels: list[tuple[str, np.ndarray, bool, float | None]] = [
+        (name, maps[name], name == SALIENCY, None) for name in (ROLLOUT, NORM_BASED, SALIENCY)]
     plot(charts.panels_figure(panels, out, src, row_title="output piece", col_title="source piece",
                               highlight_row=target,
                               title="Attention rollout ∘ cross-attention · norm-based cross-attention · "

@@ -126,7 +126,8 @@ def checkpoints_section(translation: Translation, request: Request) -> None:
 TRANSLATION_CHARS = 70  # an early checkpoint repeats a piece until the length limit: keep the table readable
 
 
-def checkpoint_table(keys, names, metas, readings, translations, kind: str, layer: int, head: int) -> None:
+def checkpoint_table(keys: list[str], names: dict[str, str], metas: dict[str, dict], readings: dict[str, dict],
+                     translations: dict[str, str], kind: str, layer: int, head: int) -> None:
     """One row per checkpoint: how far it had trained, how likely it finds this model's output, how flat the chosen
     map is and its own translation; then what each snapshot is."""
     def shortened(text: str) -> str:
@@ -149,7 +150,8 @@ def checkpoint_table(keys, names, metas, readings, translations, kind: str, laye
                                              described.items()))
 
 
-def learning_curves(keys, names, metas, readings, kind: str, n_queries: int, n_keys: int) -> None:
+def learning_curves(keys: list[str], names: dict[str, str], metas: dict[str, dict], readings: dict[str, dict],
+                    kind: str, n_queries: int, n_keys: int) -> None:
     """Row entropy of every layer of one kind over training steps (checkpoints that record their steps)."""
     timed = [key for key in keys if isinstance(metas[key].get("steps"), int)]
     if len(timed) < 2:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Sequence
 from functools import partial
 
 import numpy as np
@@ -19,10 +20,10 @@ from app.models.registry import load_model
 from app.page import plot, to_numpy
 from app.serving.cancel import session_stop_signal
 from app.serving.scheduler import Request, heavy_slot, translate_request
-from explain.ablation import ablate, changed_pieces, importance_over_sentences
+from explain.ablation import Ablation, ablate, changed_pieces, importance_over_sentences
 from explain.heads import all_heads, head_importance, n_layers_of
 from model.network.config import DecodeConfig
-from model.network.trace import KIND_LABELS, KINDS, PerKind
+from model.network.trace import KIND_LABELS, KINDS, Head, PerKind
 from model.serving.inference import Translation
 
 log = logging.getLogger("attention_explorer")
@@ -55,7 +56,7 @@ def examples_importance(model_name: str) -> PerKind[np.ndarray] | None:
 
 
 @st.cache_resource(show_spinner="Decoding again with the heads switched off…", max_entries=32)
-def cached_ablation(request: Request, heads: tuple[tuple[str, int, int], ...]):
+def cached_ablation(request: Request, heads: tuple[tuple[str, int, int], ...]) -> Ablation:
     """explain.ablation.ablate of the request's translation (frozen, shared read-only by every session)."""
     ckpt = load_model(request.model_name)
     original = translate_request(request)
@@ -87,7 +88,7 @@ def heads_off(layers: PerKind[int], n_heads: int) -> list[tuple[str, int, int]]:
             for h in sorted(st.session_state.get(checklist_key(kind, layer)) or []) if 0 <= h < n_heads]
 
 
-def set_heads_off(heads, layers: PerKind[int]) -> None:
+def set_heads_off(heads: Iterable[Head], layers: PerKind[int]) -> None:
     """Replace the checklist with ``heads`` (a widget callback: runs before the checklist is drawn)."""
     for kind in KINDS:
         for layer in range(layers[kind]):
@@ -107,7 +108,7 @@ def _table_click(table_key: str, heads: list[tuple[str, int, int]]) -> None:
         toggle_head(heads[rows[0]])
 
 
-def importance_frame(heads, importance: PerKind[np.ndarray], summed: PerKind[np.ndarray] | None,
+def importance_frame(heads: Sequence[Head], importance: PerKind[np.ndarray], summed: PerKind[np.ndarray] | None,
                      off: list, n_examples: int) -> pd.DataFrame:
     """One row per head of ``heads`` in that order (a row click maps back by position, whatever the user's sort)."""
     frame = pd.DataFrame({
@@ -181,7 +182,7 @@ def comparison_ui(translation: Translation, request: Request, off: list, n_heads
                 "when an encoder head is off.")
     moved = {(kind, layer): float(v) for kind, per_layer in result.largest_change().items()
              for layer, v in enumerate(to_numpy(per_layer))}
-    where_most = max(moved, key=moved.get)
+    where_most = max(moved, key=moved.__getitem__)
     if moved[where_most] == 0.0:
         st.info("No attention map changed: every head switched off sits in the last layer of its stack, and under "
                 "teacher forcing nothing after it is an attention map. What changed is the output above.",

@@ -5,8 +5,8 @@ else HF_HOME/hub, else ~/.cache/huggingface/hub) and the folders holding a confi
 operator names in ATTENTION_EXPLORER_HF_FOLDERS (paths joined by os.pathsep; unset, no folder is offered) are listed
 by the server and picked from that list; a folder whose real path leaves its root (a symbolic link) is not listed.
 Nothing is downloaded. A conversion (model.huggingface.convert) writes into pretrained/<safe name> under a hidden
-temporary name
-and is renamed when complete, so the model list never shows half a model and a refused conversion leaves nothing
+temporary name and is renamed when complete, so the model list never shows half a model and a refused conversion leaves
+nothing
 behind. Converting a large model takes minutes and holds its weights in memory twice: one runs at a time,
 server-wide.
 """

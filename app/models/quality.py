@@ -20,7 +20,7 @@ def quality_note(ckpt: Checkpoint) -> str | None:
     except ValueError:
         log.exception("unreadable test scores of %s", ckpt.path)
         return None
-    if not is_weak(scores):
+    if scores is None or not is_weak(scores):
         return None
     listed = ", ".join(f"{k} BLEU {v['bleu']:.1f} / chrF {v['chrf']:.1f}" for k, v in scores.items())
     pair = languages(ckpt.meta)

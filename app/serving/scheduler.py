@@ -16,8 +16,7 @@ Decoding is bounded, and fair to a whole room:
   sessions are waiting for the same result;
 - different greedy requests asked at once (a lecture hall pressing Translate) decode side by side while a slot is
   free and, once every slot is taken, gather into one batch for the next free one (``BATCHES``,
-  model.serving.batch_queue),
-  each getting exactly what it would have got alone.
+  model.serving.batch_queue), each getting exactly what it would have got alone.
 """
 from __future__ import annotations
 
@@ -185,8 +184,8 @@ class Request:
     length_penalty: float = 0.6
     sampling: Sampling | None = None  # draw each piece instead of searching (then the beam is 1)
     # The model's own rules (app.models.registry.decode_rules): EOS at the length limit, the piece forced first (the
-    # chosen
-    # target language of mBART-50, M2M100 or NLLB, or BART-large's <s>), no repeated n-gram, generate()'s |Y|^α and
+    # chosen target language of mBART-50, M2M100 or NLLB, or BART-large's <s>), no repeated n-gram, generate()'s |Y|^α
+    # and
     # its stopping rule.
     forced_eos: bool = False
     forced_bos: int | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,8 @@ from app.charts import training as charts
 from app.models.training_log import cooldown_lines, speed_by_stretch
 from app.page import plot, require_checkpoint, to_numpy
 from explain.model_training import parameter_counts, smoothed_loss_floor, smoothed_targets
+from model.checkpoints.files import Checkpoint
+from model.network.config import ModelConfig
 from model.network.transformer import count_parameters
 from training.schedule import noam_lr, training_segments
 
@@ -31,7 +34,7 @@ ACTIVATION_LATEX = {  # the checkpoint's non-linearity (Marian's opus-mt models 
 }
 
 
-def ffn_latex(c) -> str:
+def ffn_latex(c: ModelConfig) -> str:
     """The FFN as this model computes it: the paper's max(0, xW1 + b1) W2 + b2 with the checkpoint's activation,
     without the biases where it has none, gated where it is gated (T5 v1.1: the activation times x W_gate)."""
     bias1, bias2 = (" + b_1", " + b_2") if c.linear_bias else ("", "")
@@ -42,14 +45,14 @@ def ffn_latex(c) -> str:
     return rf"\mathrm{{FFN}}(x) = {hidden}\,W_2{bias2}{note}"
 
 
-def residual_latex(c) -> str:
+def residual_latex(c: ModelConfig) -> str:
     norm = r"\mathrm{RMSNorm}" if c.norm == "rms" else r"\mathrm{LayerNorm}"
     if c.norm_first:
         return rf"x + \mathrm{{Dropout}}\big(\mathrm{{Sublayer}}({norm}(x))\big)"
     return rf"{norm}\big(x + \mathrm{{Dropout}}(\mathrm{{Sublayer}}(x))\big)"
 
 
-def config_panel(ckpt) -> None:
+def config_panel(ckpt: Checkpoint) -> None:
     c = ckpt.config
     rows = [("Encoder layers N", c.n_encoder_layers, 6), ("Decoder layers N", c.n_decoder_layers, 6),
             ("d_model (token vector width)", c.d_model, 512), ("Heads h", c.n_heads, 8),
@@ -88,7 +91,7 @@ def config_panel(ckpt) -> None:
     plot(charts.parameter_bars(counts), "model_parameters")
 
 
-def architecture_panel(ckpt) -> None:
+def architecture_panel(ckpt: Checkpoint) -> None:
     c = ckpt.config
     st.subheader("The architecture with this model's sizes")
     start = ckpt.tokenizer.id_to_piece(c.bos_id)  # <s>, or <pad> for Marian
@@ -150,7 +153,7 @@ def why_attention_panel() -> None:
                 "work, fine for sentence-length n (paper, Table 1).")
 
 
-def schedule_panel(ckpt) -> None:
+def schedule_panel(ckpt: Checkpoint) -> None:
     st.subheader("Optimiser and learning-rate schedule")
     meta, d = ckpt.meta, ckpt.config.d_model
     warmup, factor, steps = int(meta.get("warmup", 4000)), float(meta.get("lr_factor", 1.0)), meta.get("steps")
@@ -166,7 +169,7 @@ def schedule_panel(ckpt) -> None:
         xs, own = light["step"].to_numpy(), light["lr"].to_numpy()
         at = logged[logged["step"] == int(steps)] if steps else logged.iloc[-1:]  # the step these weights are from
         at = at if len(at) else logged.iloc[-1:]
-        stop = (int(at["step"].iloc[0]), float(at["lr"].iloc[0]))
+        stop: tuple[int, float] | None = (int(at["step"].iloc[0]), float(at["lr"].iloc[0]))
         label = f"used in training (log.csv): d_model {d}, warm-up {warmup}"
     else:
         last = int(steps) if steps else 4 * warmup
@@ -209,7 +212,7 @@ def compare_schedule_panel(d_model: int, warmup: int, factor: float) -> None:
 
 
 @st.fragment
-def label_smoothing_panel(ckpt) -> None:
+def label_smoothing_panel(ckpt: Checkpoint) -> None:
     st.subheader("Label smoothing")
     used = float(ckpt.meta.get("label_smoothing", 0.1))
     v = ckpt.config.vocab_size
@@ -226,7 +229,7 @@ def label_smoothing_panel(ckpt) -> None:
                "the right answer), but accuracy and BLEU improve (paper, section 5.4).")
 
 
-def _read_csv(path, columns: set[str]) -> pd.DataFrame | None:
+def _read_csv(path: Path, columns: set[str]) -> pd.DataFrame | None:
     """A training log with ``columns``; None when the checkpoint has none (a converted model never has one: no
     traceback in the log for that) or when it cannot be read (logged)."""
     if not path.is_file():
@@ -239,7 +242,7 @@ def _read_csv(path, columns: set[str]) -> pd.DataFrame | None:
     return df if columns <= set(df.columns) and len(df) else None
 
 
-def training_logs_panel(ckpt) -> None:
+def training_logs_panel(ckpt: Checkpoint) -> None:
     st.subheader("How this model trained")
     folder = ckpt.path
     log_df = _read_csv(folder / "log.csv", LOG_COLUMNS) if folder else None
@@ -268,7 +271,7 @@ def training_logs_panel(ckpt) -> None:
         st.info("No per-step log (log.csv) in this checkpoint.")
     if epochs_df is not None:
         plot(charts.epoch_curves(epochs_df), "model_epochs")
-        best = epochs_df.loc[epochs_df["valid_loss"].idxmin()]
+        best = epochs_df.iloc[int(epochs_df["valid_loss"].argmin())]
         st.caption(f"Lowest validation loss {best['valid_loss']:.3f} after epoch {int(best['epoch'])} "
                    f"(BLEU {best['valid_bleu']:.1f}, chrF {best['valid_chrf']:.1f} on the validation set). "
                    "For scale, the paper's base model (65M parameters) trained 100,000 steps on 4.5 million WMT 2014 "
@@ -280,7 +283,7 @@ def training_logs_panel(ckpt) -> None:
         st.info("No per-epoch log (epochs.csv) in this checkpoint.")
 
 
-def model_card_panel(ckpt) -> None:
+def model_card_panel(ckpt: Checkpoint) -> None:
     st.subheader("Model card")
     card = ckpt.path / "MODEL_CARD.md" if ckpt.path else None
     if card is not None and card.is_file():

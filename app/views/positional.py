@@ -17,7 +17,9 @@ from explain.positional import (
     pe_similarity,
     relative_bias_by_offset,
 )
+from model.checkpoints.files import Checkpoint
 from model.network.positional import frequency_index, pair_dimensions, sinusoidal_encoding, wavelengths
+from model.serving.inference import Translation
 
 PE_LATEX = {  # the formula in the model's own dimension order
     "interleaved": r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\qquad "
@@ -94,7 +96,7 @@ def relative_panel(d_model: int, max_len: int, layout: str) -> None:
 
 
 @st.fragment
-def learned_panel(ckpt) -> None:
+def learned_panel(ckpt: Checkpoint) -> None:
     """A learned-position model's own table (the encoder's or the decoder's) and the similarity of its rows."""
     config = ckpt.config
     side = st.segmented_control("Table", ["encoder", "decoder"], default="encoder", key="pe_side",
@@ -112,7 +114,7 @@ def learned_panel(ckpt) -> None:
 
 
 @st.fragment
-def position_bias_panel(ckpt) -> None:
+def position_bias_panel(ckpt: Checkpoint) -> None:
     """T5: no position code; the bias each head adds to a score, by the offset between key and query."""
     config = ckpt.config
     side = st.segmented_control("Stack", ["encoder", "decoder"], default="encoder", key="pe_side",
@@ -129,7 +131,7 @@ def position_bias_panel(ckpt) -> None:
                "prefers what came before. The same table serves every layer of the stack.")
 
 
-def embedding_panel(ckpt, translation) -> None:
+def embedding_panel(ckpt: Checkpoint, translation: Translation) -> None:
     st.subheader("What layer 1 reads for the current sentence")
     sentence_caption(translation)
     d = ckpt.config.d_model

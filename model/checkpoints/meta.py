@@ -52,8 +52,8 @@ def forced_bos_of(meta: dict[str, Any]) -> int | None:
 
 def early_stopping_of(meta: dict[str, Any]) -> bool | str:
     """When beam search stops for this model (model.decoding.beam_stopping): generate()'s early_stopping as a converted
-    model's
-    folder sets it (False, its default, when it names none), recorded as meta["early_stopping"] by the converter;
+    model's folder sets it (False, its default, when it names none), recorded as meta["early_stopping"] by the
+    converter;
     True (stop once beam_size hypotheses finished) for this project's models and for models converted before the
     converter recorded it."""
     value = meta.get("early_stopping", True)

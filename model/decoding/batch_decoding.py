@@ -8,16 +8,16 @@ and a sentence that has ended leaves the batch (``reorder``), so the others go o
 
 ``greedy_batch_steps`` yields, per step, for each sentence still decoding, the very DecodeStep that
 ``decode_steps`` yields for that sentence decoded alone (model.decoding.search.path_step builds both), so a page can
-stream
-one sentence of a batch as it streams a sentence alone; ``greedy_batch`` drains it. Each result equals
+stream one sentence of a batch as it streams a sentence alone; ``greedy_batch`` drains it. Each result equals
 ``greedy_decode`` of that sentence alone, tokens and every attention weight (tested with hypothesis). Works on a
 Transformer or a StaticCacheDecoder (anything with ``config``, ``start`` and ``step``).
 """
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
@@ -84,8 +84,8 @@ def _own_rows(trace: AttentionTrace, stacked: dict[str, torch.Tensor], row: int,
         else:
             part = layers[:, row:row + 1, ..., :source_len] if field.startswith("cross") else layers[:, row:row + 1]
         return list(part.clone().unbind(0))
-    return dataclasses.replace(trace, **{field: own(field, layers) for field, layers in stacked.items()},
-                               src_mask=src_mask)
+    own_fields: dict[str, Any] = {field: own(field, layers) for field, layers in stacked.items()}
+    return dataclasses.replace(trace, **own_fields, src_mask=src_mask)
 
 
 def _selectable(log_probs: torch.Tensor, forced: list[int | None], model: Transformer) -> torch.Tensor:
@@ -99,7 +99,7 @@ def _selectable(log_probs: torch.Tensor, forced: list[int | None], model: Transf
 
 @torch.inference_mode()
 def greedy_batch_steps(model: Transformer, sources: Sequence[torch.Tensor], configs: Sequence[DecodeConfig],
-                       capture: Capture = Capture.WEIGHTS) -> Iterator[dict[int, DecodeStep]]:
+                       capture: Capture = Capture.WEIGHTS) -> Generator[dict[int, DecodeStep], None, None]:
     """Greedy decoding of every source [S_i] (ids, EOS-terminated) in one batch, source i under configs[i] (all
     alike but for max_len): per step, {i: the DecodeStep of sentence i decoded alone} for each sentence still
     decoding. Stopping the iteration stops the batch."""
@@ -114,7 +114,7 @@ def greedy_batch_steps(model: Transformer, sources: Sequence[torch.Tensor], conf
                              capture)  # padded sources [N, S]
     encoder = AttentionTrace.from_outputs(enc, [], []) if capture else None
     encoders = [_own_rows(encoder, _stacked(encoder), i, s.numel(), padding_mask(s[None], cfg.pad_id))
-                if capture else None for i, s in enumerate(sources)]
+                if encoder is not None else None for i, s in enumerate(sources)]
     live = list(range(len(sources)))  # the sentence each batch row decodes
     prefixes = [torch.full((1, 1), cfg.bos_id, device=device) for _ in sources]  # per sentence [1, t+1]
     scores = [torch.zeros(1, device=device) for _ in sources]  # per sentence [1]

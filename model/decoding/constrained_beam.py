@@ -3,8 +3,8 @@ allocation's candidates (Post & Vilar, 2018).
 
 A small model copies a name or a number piece by piece and often slips ("Rahman" -> "Rahmann", "Kiel" dropped). The
 words it must keep (``Keeps``: phrases of the source, model.decoding.copy_words, as the target's pieces) change the
-search:
-every step also considers, per live row, the next piece of each phrase not yet written, and hypotheses are grouped
+search: every step also considers, per live row, the next piece of each phrase not yet written, and hypotheses are
+grouped
 into *banks* by how many kept pieces they hold, each bank a beam of its own. The model's own best hypotheses live in
 bank 0 as in plain beam search, beside those that have written more of the phrases. EOS ends a hypothesis in any
 bank, but the output is the best one that keeps every phrase; one that does not is the answer only when none does.
@@ -174,10 +174,10 @@ def _candidates(scores: torch.Tensor, rows: Sequence[Sequence[int]], states: Seq
     pairs = {(row, token) for row, tokens in enumerate(top) for token in tokens}
     pairs |= {(row, token) for row, state in enumerate(states) for token in state.next_pieces(keeps, rows[row])}
     pairs |= {(row, eos_id) for row, state in enumerate(states) if state.advance(eos_id, keeps, True).done(keeps)}
-    pairs = sorted(pairs)
-    values = scores[[r for r, _ in pairs], [t for _, t in pairs]].tolist()  # one read of the chosen cells
+    ordered = sorted(pairs)
+    values = scores[[r for r, _ in ordered], [t for _, t in ordered]].tolist()  # one read of the chosen cells
     return [(value, row, token, states[row].advance(token, keeps, token == eos_id or boundary[token], rows[row]))
-            for value, (row, token) in zip(values, pairs, strict=True)]
+            for value, (row, token) in zip(values, ordered, strict=True)]
 
 
 @torch.inference_mode()

@@ -2,8 +2,7 @@
 probable pieces (top-k, top-p), instead of searching for the most probable sentence.
 
 ``model.decoding.search.sample_steps`` is a step generator like ``greedy_steps`` (the same DecodeStep, one hypothesis),
-so
-the UI streams it the same way; each step also says what the sampler did (``DecodeStep.sample``, a SampleChoice):
+so the UI streams it the same way; each step also says what the sampler did (``DecodeStep.sample``, a SampleChoice):
 the distribution before and after the temperature and the cut, and the piece drawn. A seeded generator makes a
 sample repeatable; temperature 0 is greedy decoding.
 """

@@ -276,8 +276,7 @@ def path_step(t: int, prefix: torch.Tensor, score: torch.Tensor, top: tuple[torc
               attention: AttentionTrace | None, token: int, new_score: torch.Tensor, eos_id: int, config: DecodeConfig,
               sample: SampleChoice | None = None) -> DecodeStep:
     """Step t of a one-hypothesis decode (greedy or sampled, alone or as a row of model.decoding.batch_decoding's
-    batch):
-    prefix [1, t+1] with its log-prob score [1], extended by ``token`` to new_score [1]; top = (topk_ids,
+    batch): prefix [1, t+1] with its log-prob score [1], extended by ``token`` to new_score [1]; top = (topk_ids,
     topk_probs) [1, k]. Once done, the one finished hypothesis is the output."""
     beams = torch.cat([prefix, prefix.new_tensor([[token]])], dim=1)  # [1, t+2]
     ended = token == eos_id
@@ -368,8 +367,7 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
 
     Stops when no live beam is left, when max_len tokens were generated (live beams are then finished without EOS),
     or once beam_size hypotheses have finished as the config's early_stopping rule says (model.decoding.beam_stopping:
-    at
-    once, or when no live beam could still beat them). src [S] or [1, S].
+    at once, or when no live beam could still beat them). src [S] or [1, S].
     """
     src, state, encoder, prefixes, scores = start_search(model, src, config, capture, head_mask)
     cfg = model.config

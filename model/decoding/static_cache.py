@@ -21,12 +21,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import cast
 
 import torch
 from torch import nn
 
 from model.network.attention import Capture, KeyValue, MultiHeadAttention
 from model.network.config import ModelConfig
+from model.network.layers import DecoderLayer
 from model.network.trace import AttentionTrace, HeadMask
 from model.network.transformer import DecoderState, StepOutput, Transformer
 
@@ -80,7 +82,8 @@ def position_rows(model: Transformer, position: torch.Tensor) -> torch.Tensor:
     """The decoder's position vector at ``position`` [1] (a tensor, so a compiled step does not specialise on it)
     -> [1, D]: the sinusoid or learned row as ``Embeddings.positions`` reads it."""
     embed = model.embed
-    table = embed.positional if embed.learned is None else embed.learned["decoder"].weight  # [rows, D]
+    learned = None if embed.learned is None else cast(nn.Embedding, embed.learned["decoder"])
+    table = embed.positional if learned is None else learned.weight  # [rows, D]
     return table.index_select(0, position + embed.offset)  # [1, D]
 
 
@@ -128,10 +131,11 @@ class StaticStep(nn.Module):
                             (self_heads[i], cross_heads[i]), kept)
         hidden = model.decoder.final_norm(x)  # [B, 1, D]
         log_probs = model.logits(hidden[:, -1]).float().log_softmax(dim=-1)  # [B, V]
-        return log_probs, *(torch.stack(part) for part in kept)
+        self_w, self_s, cross_w, cross_s = (torch.stack(part) for part in kept)
+        return log_probs, self_w, self_s, cross_w, cross_s
 
     @staticmethod
-    def _layer(layer: nn.Module, x: torch.Tensor, position: torch.Tensor, cache: KeyValue, memory: KeyValue,
+    def _layer(layer: DecoderLayer, x: torch.Tensor, position: torch.Tensor, cache: KeyValue, memory: KeyValue,
                visible: torch.Tensor, cross_mask: torch.Tensor, heads: tuple[torch.Tensor, torch.Tensor],
                kept: list[list[torch.Tensor]]) -> torch.Tensor:
         """One DecoderLayer through its own sub-layers (norms, residuals, FFN); ``kept`` collects the weights and
@@ -250,7 +254,8 @@ class StaticCacheDecoder(nn.Module):
                            cache=[(empty(), empty()) for _ in range(layers)],
                            heads=state.heads if state.heads is not None else (on, on))
 
-    def step(self, state: StaticState, tokens: torch.Tensor, capture: Capture = Capture.NONE) -> StepOutput:
+    def step(self, state: StaticState, tokens: torch.Tensor, capture: Capture = Capture.NONE
+             ) -> StepOutput[StaticState]:
         """Feed the newest token of every row, tokens [B, 1]: ``Transformer.step`` over the static cache."""
         if state.length >= self.model.embed.limit:
             raise ValueError(f"sequence of {state.length + 1} tokens exceeds the limit of "

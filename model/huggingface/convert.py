@@ -4,8 +4,8 @@
 
 Each family's converter maps its weights onto this project's Transformer and records what differs as named
 ModelConfig options and meta (model.huggingface.marian for Marian opus-mt, model.huggingface.bart for BART, mBART,
-M2M100 and NLLB, model.huggingface.t5
-for T5 and Flan-T5). A folder of a type without a converter is refused with one line naming the types that have one,
+M2M100 and NLLB, model.huggingface.t5 for T5 and Flan-T5). A folder of a type without a converter is refused with one
+line naming the types that have one,
 before anything is written.
 """
 from __future__ import annotations

@@ -8,8 +8,8 @@ inside its model's folder there, whose blobs its files link to), checked before 
 /proc/self/environ or /dev/zero is refused. Every refusal is a one-line CheckpointError naming the file and the
 reason. The family converters
 (model.huggingface.marian, model.huggingface.bart, model.huggingface.t5) say what their config means and which of their
-tensors go where, and tell an
-optional progress callback each of STAGES as it starts (a large model takes minutes). cached_models lists what
+tensors go where, and tell an optional progress callback each of STAGES as it starts (a large model takes minutes).
+cached_models lists what
 Hugging Face's cache already holds, so a model can be picked by its id.
 """
 from __future__ import annotations

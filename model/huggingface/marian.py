@@ -7,8 +7,7 @@ sentencepiece models with one vocabulary (tokenizer "marian"). The converted mod
 MarianMTModel computes (tests/model/test_marian.py: logits and every attention weight to 1e-5, greedy and beam).
 
 The folder is read by model.huggingface.folder (no download, no transformers, pickles only with weights_only=True);
-every
-refusal is a one-line CheckpointError naming the file and the reason.
+every refusal is a one-line CheckpointError naming the file and the reason.
 """
 from __future__ import annotations
 

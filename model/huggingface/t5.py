@@ -10,8 +10,7 @@ d_model^-0.5 (rescale_output); v1.1 and Flan-T5 a gated GELU (tanh form; ffn_gat
 layer of their own (tie_output false). The decoder starts with <pad>, as Marian's does. The tokenizer is the
 folder's tokenizer.json (sentencepiece pieces), read by the tokenizers package, or, in a folder without one (t5-small as
 older save_pretrained wrote it), the tokenizer.json transformers' T5Tokenizer builds of spiece.model
-(model.huggingface.spiece). The
-converted model computes what
+(model.huggingface.spiece). The converted model computes what
 T5ForConditionalGeneration computes (tests/model/test_t5.py: logits and every attention weight to 1e-5, greedy and
 beam equal to generate()).
 """

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeGuard
 
 # What a checkpoint's config may ask for, checked before any model is built (every config.json a user hands us
 # goes through ModelConfig). Generous for real translation models: Marian opus-mt has a 58k vocabulary,
@@ -30,8 +30,8 @@ MAX_NO_REPEAT_NGRAM = 16
 # project's models) or Hugging Face's |Y|^α (what generate() does, so a converted model's n-best is Hugging Face's).
 LENGTH_PENALTY_FORMULAS = ("gnmt", "hf")
 # When beam search stops once beam_size hypotheses have finished (model.decoding.beam_stopping): at once (True, this
-# project's
-# models), when no live beam beats the worst of them at its current length (False, generate()'s default), or at the
+# project's models), when no live beam beats the worst of them at its current length (False, generate()'s default), or
+# at the
 # length limit's penalty ("never").
 EARLY_STOPPING = (True, False, "never")
 POSITION_TABLE = 1024  # rows of the position table at least (model.network.positional.MAX_POSITIONS, tested equal)
@@ -52,7 +52,7 @@ TOKENIZERS = ("sentencepiece", "marian", "hf", "m2m100")
 MAX_POSITION_OFFSET = 16  # rows a position table keeps before position 0 (BART, mBART, M2M100 and NLLB: 2)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

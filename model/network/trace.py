@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar, get_args
+from typing import Generic, Literal, TypeVar, cast, get_args
 
 import torch
 
@@ -85,10 +85,13 @@ class AttentionTrace:
         outputs = {"enc_self": enc, "dec_self": dec_self, "cross": cross}
         kept = {kind: [a.intermediates for a in outs] for kind, outs in outputs.items()}
         has_internals = any(parts and parts[0] is not None for parts in kept.values())
-        return cls(enc_self=[a.weights for a in enc], dec_self=[a.weights for a in dec_self],
-                   cross=[a.weights for a in cross], enc_self_scores=[a.scores for a in enc],
-                   dec_self_scores=[a.scores for a in dec_self], cross_scores=[a.scores for a in cross],
-                   src_mask=src_mask, tgt_mask=tgt_mask, internals=kept if has_internals else None)
+        # A capturing pass (the only kind that builds a trace) sets every output's weights and scores, and at the
+        # "internals" level every output's intermediates: the Nones of the types do not occur here.
+        internals = cast(dict[str, list[Intermediates]], kept) if has_internals else None
+        return cls(enc_self=_kept([a.weights for a in enc]), dec_self=_kept([a.weights for a in dec_self]),
+                   cross=_kept([a.weights for a in cross]), enc_self_scores=_kept([a.scores for a in enc]),
+                   dec_self_scores=_kept([a.scores for a in dec_self]), cross_scores=_kept([a.scores for a in cross]),
+                   src_mask=src_mask, tgt_mask=tgt_mask, internals=internals)
 
     def weights(self, kind: Kind) -> torch.Tensor:
         """All layers of one kind stacked: [L, B, H, Q, K]."""
@@ -101,12 +104,12 @@ class AttentionTrace:
     def mask(self, kind: Kind) -> torch.Tensor:
         """The bool mask a kind used, expanded to [B, 1, Q, K]."""
         kind = _check(kind)
-        src, tgt = self.src_mask, self.tgt_mask
+        if kind == "dec_self":
+            return _held_mask(self.tgt_mask, kind)
+        src = _held_mask(self.src_mask, kind)
         if kind == "enc_self":
             return src.expand(-1, -1, src.size(-1), -1)
-        if kind == "dec_self":
-            return tgt
-        return src.expand(-1, -1, tgt.size(-1), -1)
+        return src.expand(-1, -1, _held_mask(self.tgt_mask, kind).size(-1), -1)
 
     def tensors(self) -> list[torch.Tensor]:
         """Every tensor the trace holds (weights, scores, masks, intermediates), e.g. to count its memory."""
@@ -156,7 +159,18 @@ class HeadMask:
         return HeadMask(**{kind: getattr(self, kind).to(device) for kind in KINDS})
 
 
-def _check(kind: str) -> str:
+def _kept(tensors: list[torch.Tensor | None]) -> list[torch.Tensor]:
+    """Weights or scores of a capturing pass, where none is None (AttentionTrace.from_outputs)."""
+    return cast(list[torch.Tensor], tensors)
+
+
+def _held_mask(mask: torch.Tensor | None, kind: str) -> torch.Tensor:
+    if mask is None:
+        raise ValueError(f"this trace kept no mask for {kind} attention")
+    return mask
+
+
+def _check(kind: str) -> Kind:
     if kind not in KINDS:
         raise ValueError(f"unknown attention kind {kind!r}; expected one of {KINDS}")
     return kind

@@ -27,7 +27,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Generator, Hashable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 
 from model.decoding.batch_decoding import batch_key, batchable
@@ -61,7 +61,7 @@ class Member:
         self.received: list[DecodeStep] = []
         self.ended = False
 
-    def steps(self) -> Iterator[DecodeStep]:
+    def steps(self) -> Generator[DecodeStep, None, None]:
         """This request's steps as the batch makes them, each the step its decode alone would give. Raises the
         batch's error, or Cancelled once the stop signal is set; either way (or when closed early) it leaves."""
         start = time.monotonic()
@@ -165,8 +165,8 @@ class BatchQueue:
                 waiting.inbox.put((_ERROR, exc))
             return None
         with self._lock:
-            waiting = self._queued.pop(member.key, [])
-            batch, rest = waiting[:self.max_batch], waiting[self.max_batch:]
+            queued = self._queued.pop(member.key, [])
+            batch, rest = queued[:self.max_batch], queued[self.max_batch:]
             if rest:
                 self._queued[member.key] = rest
             self._hand_on(member.key)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from model.network.config import known_keys, require_dropout, require_positive_ints
 
@@ -12,6 +12,9 @@ N_CLASSES = 10
 
 class _JsonConfig:
     """config.json's object and back, the same for both vision configs."""
+
+    if TYPE_CHECKING:  # both subclasses are dataclasses, so dataclasses.asdict() takes self
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

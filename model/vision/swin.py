@@ -12,6 +12,8 @@ put at their tokens' cells and exactly 0 between tokens that share no window or 
 """
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import nn
 
@@ -32,6 +34,8 @@ from model.vision.windows import (
 
 class WindowAttention(nn.Module):
     """Multi-head self-attention inside each window, plus a learned bias per head and relative offset."""
+
+    index: torch.Tensor  # a buffer: relative_position_index(window)
 
     def __init__(self, dim: int, n_heads: int, window: int, dropout: float) -> None:
         super().__init__()
@@ -65,6 +69,7 @@ class SwinBlock(nn.Module):
         self.attention = WindowAttention(dim, n_heads, window, dropout)
         self.feed_forward = PositionwiseFeedForward(dim, d_ff, dropout)
         self.sublayers = nn.ModuleList([SublayerConnection(dim, dropout, norm_first=True) for _ in range(2)])
+        self.mask: torch.Tensor | None  # a buffer, None for a block that does not shift
         self.register_buffer("mask", shifted_window_mask(resolution, window, shift) if shift else None,
                              persistent=False)  # [nW, M*M, M*M]
 
@@ -84,7 +89,7 @@ class SwinBlock(nn.Module):
         x = self.sublayers[0](x, attend)
         x = self.sublayers[1](x, self.feed_forward)
         out = record[0]
-        if out.weights is None:
+        if out.weights is None or out.scores is None:  # both or neither
             return x, None
 
         def per_token(maps: torch.Tensor, fill: float) -> torch.Tensor:
@@ -142,7 +147,7 @@ class Swin(nn.Module):
         x = self.dropout(x) if self.training else x
         outputs: list[AttentionOutput] = []
         for s, stage in enumerate(self.stages):
-            for block in stage:
+            for block in cast(nn.ModuleList, stage):
                 x, out = block(x, capture)
                 outputs += [out] if out is not None else []
             if s < len(self.merges):
@@ -152,4 +157,5 @@ class Swin(nn.Module):
 
     def blocks(self) -> list[tuple[int, int, SwinBlock]]:
         """(stage, index in the stage, block) of every block, in the order the trace holds their maps."""
-        return [(s, i, block) for s, stage in enumerate(self.stages) for i, block in enumerate(stage)]
+        return [(s, i, cast(SwinBlock, block)) for s, stage in enumerate(self.stages)
+                for i, block in enumerate(cast(nn.ModuleList, stage))]

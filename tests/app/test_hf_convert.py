@@ -1,6 +1,5 @@
 """The sidebar's converter (app.models.converter): a model of the server's Hugging Face cache, or a folder under a root
-the
-operator allows, converted into pretrained/ with its stages shown, then selected and translating; one conversion at
+the operator allows, converted into pretrained/ with its stages shown, then selected and translating; one conversion at
 a time server-wide; a refusal is one error line and leaves nothing behind; a visitor never names a path."""
 from __future__ import annotations
 

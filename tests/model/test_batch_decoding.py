@@ -1,6 +1,5 @@
 """Greedy decoding of several sentences as one batch (model/decoding/batch_decoding.py): each sentence comes out as if
-it had
-been decoded alone, pieces, log-probability and every attention weight and score, whatever else is in the batch
+it had been decoded alone, pieces, log-probability and every attention weight and score, whatever else is in the batch
 and whenever the others end; its attention never reaches another sentence's padding."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The batch queue (model/serving/batch_queue.py) with plain threads: concurrent sessions are decoded in fewer batches
-than
-requests, each gets exactly its translation alone, one that leaves does not disturb the others, and an error reaches
+than requests, each gets exactly its translation alone, one that leaves does not disturb the others, and an error
+reaches
 every member. A test's slot lets the leader start only once every request is queued, so the batches are known
 without any timing."""
 from __future__ import annotations

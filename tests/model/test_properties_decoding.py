@@ -154,8 +154,8 @@ def test_forced_eos_ends_every_hypothesis_at_the_limit_with_eos_and_changes_no_e
 @given(data=st.data())
 def test_early_stopping_true_never_stops_later_than_false_nor_false_than_never(models, data):
     """generate()'s three stopping rules (model.decoding.beam_stopping) share every step until one stops: True's steps
-    are the
-    first of False's, False's the first of "never"'s, and a later stop only adds finished hypotheses, so its best
+    are the first of False's, False's the first of "never"'s, and a later stop only adds finished hypotheses, so its
+    best
     score is at least as high. With α = 0 False and "never" are the same rule. The eos-leaning model only: the random
     one rarely finishes a hypothesis before the limit, where every rule stops alike."""
     model = models["eos-leaning"]

@@ -1,6 +1,6 @@
 """The static-cache step (model/decoding/static_cache.py) decodes exactly as the eager Transformer.step: the same
-pieces, scores
-and log-probabilities, and every attention weight and score of every step, for every kind of model it accepts.
+pieces, scores and log-probabilities, and every attention weight and score of every step, for every kind of model it
+accepts.
 
 The eager version of the step runs the properties (fast); one slow test checks that the compiled step (Inductor,
 frozen weights, C++ wrapper) gives the same results, which is what benchmarks/decode.py times.
