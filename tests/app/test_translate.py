@@ -72,13 +72,19 @@ def test_translate_draws_the_models_weights_for_kind_layer_head(app_test, figure
         fig = figures(at)["translate_heatmap"]
         expected = direct.trace.weights(kind)[layer, 0, head].double().numpy()
         np.testing.assert_array_equal(fig["data"][0]["z"], expected)
-        queries = direct.source.pieces if kind == "enc_self" else direct.target_input_pieces
+        # decoder rows are named by the piece written at that step; its keys are what the decoder read
+        queries = direct.source.pieces if kind == "enc_self" else direct.target_pieces
         keys = direct.target_input_pieces if kind == "dec_self" else direct.source.pieces
         assert fig["layout"]["yaxis"]["ticktext"] == plotly_text(queries)
         assert fig["layout"]["xaxis"]["ticktext"] == plotly_text(keys)
         assert f"layer {layer + 1} · head {head + 1}" in fig["layout"]["title"]["text"]
+    assert fig["layout"]["yaxis"]["ticktext"][0] != "&lt;s&gt;"
+    assert "writes output piece t" in fig["layout"]["yaxis"]["title"]["text"]
+    at.toggle(key="rows_input").set_value(True).run()  # the same rows named by the decoder input instead
+    fig = figures(at)["translate_heatmap"]
+    assert fig["layout"]["yaxis"]["ticktext"] == plotly_text(direct.target_input_pieces)
     assert fig["layout"]["yaxis"]["ticktext"][0] == "&lt;s&gt;"
-    assert "predicts" in fig["layout"]["yaxis"]["title"]["text"]
+    assert "reads it" in fig["layout"]["yaxis"]["title"]["text"]
     masked = fig["data"][1]["z"]  # dec_self: the causal mask is drawn grey, above the diagonal only
     n = len(masked)  # uint8 overlay: 1 = masked (grey), 0 = transparent
     assert (masked[np.tril_indices(n)] == 0).all() and (masked[np.triu_indices(n, 1)] == 1).all()
