@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.models.examples import languages
+
 
 @dataclass(frozen=True)
 class Slide:
@@ -169,3 +171,11 @@ SLIDES: tuple[Slide, ...] = (
                 "garbled name is a search problem too: with a beam of 2 or more, the Translate page's *Keep names "
                 "and numbers* makes beam search write them as they are (the model unchanged, its attention its own)."),
 )
+
+
+def reorder_hint(meta: dict) -> str:
+    """REORDER_HINT of the checkpoint's task (a model trained here) or language pair (any translation model)."""
+    pair = languages(meta)
+    task = meta.get("task")
+    key = task if isinstance(task, str) and task in REORDER_HINT else f"{pair[0]}-{pair[1]}" if pair else ""
+    return REORDER_HINT.get(key, "Look for the source pieces each output piece reads.")

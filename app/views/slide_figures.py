@@ -43,8 +43,8 @@ from app.charts.style import HEAD_VIEW_FRAME_PX, PRESENTER_TICK_FONT
 from app.charts.training import architecture_diagram, label_smoothing_bars, schedule_beside_run
 from app.checks.escape import md
 from app.explorer import AttentionView, attention_view, head_label, head_matrix, select_head
-from app.lecture.slides import FAILURES, REORDER_HINT, Slide
-from app.models.examples import languages
+from app.lecture.measures import MIN_WINDOW, dropped_words, least_sure_step, restarts_line, window_of, words_of
+from app.lecture.slides import FAILURES, Slide, reorder_hint
 from app.models.registry import load_snapshot, snapshots_of
 from app.models.training_log import cooldown_lines
 from app.page import to_numpy
@@ -108,14 +108,6 @@ def facts(deck: Deck) -> dict:
                 n_heads=cfg.n_heads, d_k=cfg.d_k, n_enc=cfg.n_encoder_layers, n_dec=cfg.n_decoder_layers,
                 vocab=cfg.vocab_size, epsilon=eps, true_target=1 - eps + eps / cfg.vocab_size,
                 start=t.target_input_pieces[0], reorder_hint=reorder_hint(deck.ckpt.meta))
-
-
-def reorder_hint(meta: dict) -> str:
-    """REORDER_HINT of the checkpoint's task (a model trained here) or language pair (any translation model)."""
-    pair = languages(meta)
-    task = meta.get("task")
-    key = task if isinstance(task, str) and task in REORDER_HINT else f"{pair[0]}-{pair[1]}" if pair else ""
-    return REORDER_HINT.get(key, "Look for the source pieces each output piece reads.")
 
 
 def build(slide: Slide, deck: Deck) -> tuple[go.Figure, dict]:
@@ -188,21 +180,6 @@ def _row_room(queries: list[str], keys: list[str], deck: Deck, frame: float = TI
 def _rows_fit(queries: list[str], keys: list[str], deck: Deck, frame: float = TITLE_PX) -> bool:
     """Whether every query row and key column of a map fits the slide (_row_room)."""
     return len(queries) <= _row_room(queries, keys, deck, frame)
-
-
-MIN_WINDOW = 4  # rows a slide's window shows at the least, even on a very small screen
-WINDOW_STRIDE = 4  # rows one press of ↓ / ↑ moves a slide's window (app.views.lecture)
-
-
-def window_of(n: int, room: int, start: int | None) -> tuple[int, int]:
-    """The rows [first, end) of ``n`` that a slide shows when ``room`` rows fit: all of them (also where ``start``
-    is None), or a window of ``room`` rows from ``start``, kept inside the map. A window instead of every k-th row:
-    each row shown is named."""
-    if n <= room or start is None:
-        return 0, n
-    room = min(n, max(room, MIN_WINDOW))
-    first = min(max(start, 0), n - room)
-    return first, first + room
 
 
 def windowed(fig: go.Figure, n: int, room: int, deck: Deck) -> tuple[go.Figure, dict]:
@@ -297,12 +274,6 @@ def topk(deck: Deck) -> Made:
     fig = topk_figure(tokenizer.pieces(ids), to_numpy(step.topk_probs[0]), [i == chosen for i in ids],
                       title=f"Top {len(ids)} next pieces at step {t + 1}")
     return fig, {"step": t + 1, "n_steps": len(steps)}
-
-
-def least_sure_step(translation: Translation) -> int:
-    """The greedy step whose most probable piece had the smallest probability: where the model was least sure."""
-    top = [float(to_numpy(s.topk_probs[0])[0]) for s in translation.result.steps]
-    return int(np.argmin(top))
 
 
 CONTRAST_FRAME_PX = 60  # what the lower panel's axis title and the margins add to the width the pieces need
@@ -402,24 +373,6 @@ def lr(deck: Deck) -> Made:
         "cooldowns": " ".join(cooldown_lines(training_segments(deck.ckpt.meta)))}
 
 
-MAX_NAMED_RESTARTS = 4  # restarts named with their steps on the schedule slide's line (220 characters)
-
-
-def restarts_line(meta: dict) -> str:
-    """A line on the jumps in a continued run's curve (training.schedule.training_segments), else ""."""
-    segments = training_segments(meta)
-    if len(segments) < 2:
-        return ""
-    factors = [f"×{s['lr_factor'] or 1.0:g}" for s in segments]
-    if len(segments) > MAX_NAMED_RESTARTS + 1:  # every step named would not fit a slide's line: the factors in order
-        return (f"The jumps are where training was resumed, {len(segments) - 1} times, Adam restarted each time, at "
-                f"these factors on the same formula: {' → '.join(factors)}, the last from step "
-                f"{segments[-2]['last_step'] or 0:,}.")
-    parts = [f"{factor} to step {s['last_step'] or 0:,}" for factor, s in zip(factors, segments[:-1], strict=False)]
-    return ("The jumps are where training was resumed, Adam restarted each time, at these factors on the same "
-            f"formula: {', '.join(parts)}, then {factors[-1]}.")
-
-
 def label_smoothing(deck: Deck) -> Made:
     eps = float(deck.ckpt.meta.get("label_smoothing", 0.1))
     small_v, true = TOY_VOCAB, 3
@@ -430,16 +383,6 @@ def label_smoothing(deck: Deck) -> Made:
                                  f"{deck.ckpt.config.vocab_size:,} pieces, true piece's target "
                                  f"{1 - eps + eps / deck.ckpt.config.vocab_size:.4f}</sup>", margin_t=90)
     return fig.update_layout(height=deck.height_px), {"toy_vocab": small_v}
-
-
-def _words_of(rows: list[str], cols: list[str], maps: list[tuple[str, np.ndarray]]
-              ) -> tuple[list[str], list[str], list[tuple[str, np.ndarray]]]:
-    """Maps [rows, cols] of pieces as maps of words, as explain.heads.merge_to_words makes them: a word's row is the
-    mean of its pieces' rows, its column the sum of its pieces' columns (rows still sum to 1)."""
-    row_groups, col_groups = word_groups(rows), word_groups(cols)
-    merged = [(name, np.array([[np.asarray(z)[np.ix_(rg, cg)].sum(axis=1).mean() for cg in col_groups]
-                               for rg in row_groups])) for name, z in maps]
-    return word_labels(rows, row_groups), word_labels(cols, col_groups), merged
 
 
 def learning(deck: Deck) -> Made:
@@ -461,7 +404,7 @@ def learning(deck: Deck) -> Made:
     panel_px = deck.width_px / len(maps)
     unit = "piece"
     if not _rows_fit(rows, cols, Deck(**{**deck.__dict__, "width_px": panel_px + COLORBAR_PX})):
-        (rows, cols, maps), unit = _words_of(rows, cols, maps), "word"
+        (rows, cols, maps), unit = words_of(rows, cols, maps), "word"
     # its builder lays out 14-px text, which presenter mode enlarges: the width it has at that size
     fig = checkpoints_figure(maps, rows, cols, row_title=f"{unit} written", col_title=f"source {unit}",
                              width_px=deck.width_px * TICK_SIZE / deck.font,
@@ -513,18 +456,6 @@ def card_limitation(deck: Deck) -> str:
     if bullet is None:
         return "Every model has limits; this one's card does not list them."
     return re.split(r"(?<=[a-z)]\.)\s+(?=[A-Z])", " ".join(bullet.group(1).replace("**", "").split()))[0]
-
-
-DROPPED_MASS = 0.5  # a source word read by under half a row's weight in all, and by no row most: dropped
-
-
-def dropped_words(weights: np.ndarray, key_labels: Sequence[str]) -> list[int]:
-    """The source words weights [Q, K] (word level, rows = output words) show as left out: no output word reads
-    any of them most, and all output words together give each less than DROPPED_MASS (the end of the sentence,
-    </s>, is never one)."""
-    most = set(np.asarray(weights).argmax(axis=1).tolist())
-    mass = np.asarray(weights).sum(axis=0)
-    return [j for j, label in enumerate(key_labels) if j not in most and mass[j] < DROPPED_MASS and label != "</s>"]
 
 
 def failure(deck: Deck) -> Made:

@@ -1,16 +1,14 @@
 """Reading a Hugging Face encoder-decoder folder, whatever its family: config.json, the weights, and our tensor names.
 
-Nothing is downloaded: the folder is one the user already has, and transformers is not needed. The weights are read
-from model.safetensors (or its shards, model.safetensors.index.json) when present, else from pytorch_model.bin, a
-pickle, loaded only with torch.load(weights_only=True), whose restricted unpickler rebuilds tensors and refuses any
-other object. Every file of the folder must resolve to a regular file inside it (a snapshot of Hugging Face's cache:
-inside its model's folder there, whose blobs its files link to), checked before any is read: a link to /etc/passwd,
-/proc/self/environ or /dev/zero is refused. Every refusal is a one-line CheckpointError naming the file and the
-reason. The family converters
-(model.huggingface.marian, model.huggingface.bart, model.huggingface.t5) say what their config means and which of their
-tensors go where, and tell an optional progress callback each of STAGES as it starts (a large model takes minutes).
-cached_models lists what
-Hugging Face's cache already holds, so a model can be picked by its id.
+Nothing is downloaded: the folder is one the user already has, and transformers is not needed. The weights are read from
+model.safetensors (or its shards, model.safetensors.index.json) when present, else from pytorch_model.bin, a pickle,
+loaded only with torch.load(weights_only=True), whose restricted unpickler rebuilds tensors and refuses any other
+object. Every file of the folder must resolve to a regular file inside it (a snapshot of Hugging Face's cache: inside
+its model's folder there, whose blobs its files link to), checked before any is read: a link to /etc/passwd,
+/proc/self/environ or /dev/zero is refused. Every refusal is a one-line CheckpointError naming the file and the reason.
+The family converters (model.huggingface.marian, model.huggingface.bart, model.huggingface.t5) say what their config
+means and which of their tensors go where, and tell an optional progress callback each of STAGES as it starts (a large
+model takes minutes). cached_models lists what Hugging Face's cache already holds, so a model can be picked by its id.
 """
 from __future__ import annotations
 

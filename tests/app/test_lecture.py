@@ -13,9 +13,10 @@ from hypothesis import strategies as hst
 
 from app.charts.style import PRESENTER_COLORSCALE, PRESENTER_TICK_FONT, WEIGHT_COLORSCALE, presented, rows_height
 from app.checks.escape import md
+from app.lecture.measures import restarts_line
 from app.lecture.slides import SLIDES
 from app.serving.scheduler import store
-from app.views.slide_figures import MAKERS, Deck, build, card_limitation, restarts_line
+from app.views.slide_figures import MAKERS, Deck, build, card_limitation
 from model.checkpoints.quality import is_weak, shipped_scores
 from model.network.config import DecodeConfig
 from model.serving.inference import translate
@@ -237,7 +238,7 @@ LONG_SENTENCE = "The agreement on the European Economic Area was signed in Augus
 
 @given(n=hst.integers(1, 200), room=hst.integers(0, 200), start=hst.integers(-50, 400))
 def test_a_window_shows_every_row_that_fits_and_stays_inside_the_map(n, room, start):
-    from app.views.slide_figures import MIN_WINDOW, window_of
+    from app.lecture.measures import MIN_WINDOW, window_of
 
     first, end = window_of(n, room, start)
     assert 0 <= first < end <= n
