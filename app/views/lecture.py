@@ -14,6 +14,7 @@ import streamlit as st
 
 from app.browser import bind_keys, viewport
 from app.charts.style import capped, plotly_config, presented
+from app.lecture.measures import WINDOW_STRIDE
 from app.lecture.prepared import MAX_PREPARED, MAX_PREPARED_CHARS, next_sentence, prepared_sentences
 from app.lecture.slides import SLIDES
 from app.page import COULD_NOT_TRANSLATE, TRANSLATE_PAGE, require_checkpoint, sentence_caption, show_failure
@@ -21,7 +22,7 @@ from app.presenter import is_on
 from app.serving.scheduler import MAX_INPUT_CHARS, Request, ServerBusy, current_request, translate_request
 from app.state import sync_url
 from app.views.lecture_file import download_ui
-from app.views.slide_figures import WINDOW_STRIDE, Deck, SlideUnavailable, build
+from app.views.slide_figures import Deck, SlideUnavailable, build
 from model.serving.inference import InputError, Translation
 
 # What a slide's page takes around its figure, measured in Chromium (tests/e2e/test_text_layout.py): the width
