@@ -85,7 +85,8 @@ def test_the_beam_tree_starts_at_marians_start_piece(on_marian, figures):
     assert not at.exception
     tree = figures(at)["beam_tree"]
     root = next(t for t in tree["data"] if str(t.get("name", "")).startswith("start"))
-    assert root["name"] == "start &lt;pad&gt;" and list(root["text"]) == ["&lt;pad&gt;"]
+    assert root["name"] == "start &lt;pad&gt;" and root["hovertemplate"].startswith("start: &lt;pad&gt;")
+    assert tree["layout"]["xaxis2"]["ticktext"][0] == "&lt;pad&gt;"  # the best path's axis names it first
     assert any("reads <pad>" in c.value for c in at.caption)
 
 
@@ -154,13 +155,15 @@ def test_a_multilingual_model_asks_for_the_target_language_and_writes_its_token(
     assert choice.options == ["French (>>fra<<)", "Italian (>>ita<<)", "Spanish (>>spa<<)"] and choice.value is None
     assert any(">>fra<<" in w.value for w in at.warning)
     at = choice.select(">>spa<<").run()
-    assert at.session_state["text"] == f">>spa<< {SENTENCE}" and not at.warning
+    # the language warning is gone (a model of random weights may still say it is unsure of its output)
+    assert at.session_state["text"] == f">>spa<< {SENTENCE}" and all("unsure" in w.value for w in at.warning)
     at = at.selectbox(key="target_token").select(">>fra<<").run()
     assert at.session_state["text"] == f">>fra<< {SENTENCE}"
     at = at.button(key="example_1").click().run()  # an example keeps the chosen language
     assert at.session_state["text"] == f">>fra<< {BY_LANGUAGE['en'].sentences[1]}"
     at = translated(at)
-    assert not at.exception and not at.error and not at.warning
+    # a model of random weights is unsure of what it writes, and says so: no other warning
+    assert not at.exception and not at.error and all("unsure" in w.value for w in at.warning)
     ids = multilingual.tokenizer.encode(at.session_state["text"])
     assert multilingual.tokenizer.pieces(ids)[0] == ">>fra<<"  # one piece: the first the encoder reads
 
