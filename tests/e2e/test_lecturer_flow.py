@@ -125,10 +125,12 @@ def test_a_reload_mid_decode_brings_the_sentence_back(streamlit_server, browser)
     with rerun(page, WAIT_MS):
         page.goto(f"{streamlit_server.url}/?model=reverse", wait_until="domcontentloaded")
     wait_idle(page)
-    sentence = " ".join("abcdefghij"[(3 * i) % 10] for i in range(40))  # 40 pieces: a slow-motion decode of seconds
+    # 60 pieces (the reverse model reads 63): a slow-motion decode of about 18 s
+    sentence = " ".join("abcdefghij"[(3 * i) % 10] for i in range(60))
     box = page.locator(".st-key-text textarea")
     box.fill(sentence)
     page.locator(".st-key-slow_motion label").click()
+    expect(page.locator(".st-key-slow_motion input")).to_be_checked(timeout=WAIT_MS)  # on before Translate is pressed
     wait_idle(page)
     page.locator(".st-key-translate button").click()
     page.wait_for_function("(t) => new URLSearchParams(location.search).get('text') === t", arg=sentence,
