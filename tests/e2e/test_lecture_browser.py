@@ -193,7 +193,7 @@ def test_a_300_piece_input_draws_in_every_view(browser, streamlit_server, screen
         with rerun(page, WAIT_MS * 2):
             box.press("Control+Enter")
         page.get_by_role("button", name=re.compile(r"^\W*Translate\s*$")).click()
-        page.wait_for_function("() => /needs 3\\d\\d positions/.test(document.body.innerText)", timeout=WAIT_MS * 2)
+        page.wait_for_function("() => /needs 3\\d\\d positions/.test(document.body.innerText)", timeout=WAIT_MS * 4)
         for view, key in (("Heatmap", "translate_heatmap"), ("Head view", "translate_head_view"),
                           ("Model view", "translate_model_view")):
             if view != "Heatmap":  # the link opened the heatmap (the default view): pressing it asks for no run

@@ -89,7 +89,7 @@ def test_upload_a_6x16_marian_checkpoint_and_every_head_fits(browser, streamlit_
             page.get_by_text("Model view", exact=True).click()
         grid = page.locator("[data-testid=stPlotlyChart] .js-plotly-plot").filter(has_text="every layer (rows)")
         grid.wait_for(timeout=WAIT_MS)
-        assert grid.locator(".nsewdrag").count() == 6 * 16
+        expect(grid.locator(".nsewdrag")).to_have_count(6 * 16, timeout=WAIT_MS)  # every small map drawn
 
         main = page.locator("[data-testid=stMainBlockContainer]").bounding_box()
         heads = page.locator(".st-key-head button", has_text=re.compile(r"^\s*(mean|\d+)\s*$"))  # not the help icon
