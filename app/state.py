@@ -285,6 +285,8 @@ def follow_history() -> None:
     for param in URL_PARAMS.values():
         if param.key in KEPT_ON_HISTORY or (param.pages is not None and page not in param.pages):
             continue
+        if param.key == "model_name" and param.key not in values:  # an uploaded model has no link: keep it
+            continue
         default = default_length_penalty(str(model)) if param.key == "length_penalty" else DEFAULTS[param.key]
         st.session_state[param.key] = values.get(param.key, default)
     st.session_state["_url_written"] = now
