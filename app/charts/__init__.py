@@ -1,6 +1,7 @@
 """Pure figure builders: numpy/pandas in, plotly.graph_objects.Figure out (one module per concept).
 
     style       one look for every figure: a small template, projector-readable fonts
+    figure_size  what a figure holds in memory, to bound a cache of figures by bytes
     axes        token-labelled axes every figure with pieces on its axes shares
     attention   heatmap, head view, layers x heads model view, head statistics
     decoding    next-token probabilities, one attention row, the beam tree

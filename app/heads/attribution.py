@@ -14,6 +14,7 @@ from app.models.registry import load_model
 from app.page import keep_valid, plot, to_numpy
 from app.serving.cancel import session_stop_signal
 from app.serving.scheduler import Request, heavy_slot
+from app.serving.weak_fragment import weak_fragment
 from explain.attribution import MAX_FLOW_PIECES, NORM_BASED, ROLLOUT, SALIENCY, attribute
 from explain.heads import n_layers_of
 from model.network.trace import KIND_LABELS
@@ -61,7 +62,7 @@ def attribution_arrays(model_name: str, source_ids: tuple[int, ...], output_ids:
 
 # --- 2. attribution through the layers --------------------------------------------------------------------
 
-@st.fragment
+@weak_fragment
 def attribution_section(translation: Translation, request: Request) -> None:
     model = load_model(request.model_name).model
     layers, n_heads = n_layers_of(model), model.config.n_heads

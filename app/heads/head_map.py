@@ -21,6 +21,7 @@ from app.page import TRANSLATE_PAGE, plot, show_failure
 from app.presenter import presentable
 from app.serving.cancel import session_stop_signal
 from app.serving.scheduler import Request, heavy_slot, planned_request, translate_request
+from app.state import PINNED
 from explain.head_map import APPLIES, BEHAVIOURS, HeadMap, build_head_map, query_key_plane
 from model.network.trace import KIND_LABELS
 from model.serving.budget import BudgetError, HeadMapPlan, plan_head_map
@@ -99,7 +100,8 @@ def _pick(chart_key: str) -> None:
 
 def _open(hmap: HeadMap, index: int) -> None:
     kind, layer, head = hmap.heads[index]
-    st.session_state.update({"kind": kind, "layer": layer, "head": head, "translate_view": "Heatmap"})
+    st.session_state.update({"kind": kind, "layer": layer, "head": head, "translate_view": "Heatmap",
+                             PINNED: True})  # the visitor's choice: no sentence reopens on another head
 
 
 def head_map_section(request: Request) -> None:

@@ -14,6 +14,7 @@ from app.heads.pickers import axis_pieces, head_name, map_picker
 from app.models.registry import load_model, load_snapshot, snapshots_of
 from app.page import plot, to_numpy
 from app.serving.scheduler import Request
+from app.serving.weak_fragment import weak_fragment
 from explain.checkpoints import incompatibility, read_output
 from explain.heads import n_layers_of
 from model.checkpoints.files import Checkpoint
@@ -74,7 +75,7 @@ def comparison_candidates(model_name: str, ckpt: Checkpoint) -> tuple[dict[str, 
     return found, refused
 
 
-@st.fragment
+@weak_fragment
 def checkpoints_section(translation: Translation, request: Request) -> None:
     ckpt = load_model(request.model_name)
     layers, n_heads = n_layers_of(ckpt.model), ckpt.config.n_heads

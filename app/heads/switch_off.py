@@ -20,6 +20,7 @@ from app.models.registry import load_model
 from app.page import plot, to_numpy
 from app.serving.cancel import session_stop_signal
 from app.serving.scheduler import Request, heavy_slot, translate_request
+from app.serving.weak_fragment import weak_fragment
 from explain.ablation import Ablation, ablate, changed_pieces, importance_over_sentences
 from explain.heads import all_heads, head_importance, n_layers_of
 from model.network.config import DecodeConfig
@@ -203,7 +204,7 @@ def comparison_ui(translation: Translation, request: Request, off: list, n_heads
                                     "with the heads off, and the difference"), "heads_maps")
 
 
-@st.fragment
+@weak_fragment
 def ablation_section(translation: Translation, request: Request) -> None:
     model = load_model(request.model_name).model
     layers, n_heads = n_layers_of(model), model.config.n_heads

@@ -5,6 +5,9 @@ serves the session. glibc gives every thread its own arena and raises its mmap t
 freed, so freed memory stays in the process: measured here, the same 190 MB decode three times in a row held
 520, 520, then 893 MB resident. With at most two arenas and a fixed 64 KiB mmap threshold it held 490-500 MB
 each time. No effect (and no error) where the C library is not glibc.
+
+Even so, a heavy decode leaves freed memory inside the arenas: ``give_back`` returns their free pages to the system
+(``malloc_trim``) once one has finished.
 """
 from __future__ import annotations
 
@@ -30,3 +33,8 @@ def limit_fragmentation() -> bool:
     libc = _glibc()
     return libc is not None and bool(libc.mallopt(M_MMAP_THRESHOLD, 64 * 1024)) and bool(libc.mallopt(M_ARENA_MAX, 2))
 
+
+def give_back() -> bool:
+    """Return the free pages of every arena to the system (glibc's malloc_trim); whether any were returned."""
+    libc = _glibc()
+    return libc is not None and hasattr(libc, "malloc_trim") and bool(libc.malloc_trim(0))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +31,8 @@ import streamlit as st
 from app.checks.paragraphs import sentence_of
 from app.models.registry import decode_rules, load_model
 from app.serving.cancel import session_stop_signal
+from app.serving.memory import give_back
+from app.serving.sized_lru import SizedLRU
 from model.checkpoints.files import Checkpoint
 from model.decoding.batch_decoding import batchable
 from model.network.config import DecodeConfig, Sampling
@@ -206,33 +207,18 @@ class Request:
 CACHE_ENTRIES, CACHE_BYTES = 128, 256 * 2**20  # translations shared by every session: at most this many and this much
 
 
-class TranslationStore:
+class TranslationStore(SizedLRU[Request, Translation]):
     """Thread-safe LRU of finished translations, bounded by count and by the memory their tensors hold (a long
-    paragraph's trace is ~18 MB, a sentence's well under 1 MB): the server's memory stays flat however long a class
-    keeps typing."""
+    paragraph's trace is ~18 MB, a sentence's well under 1 MB, a hostile link's ~160 MB): the server's memory stays
+    flat however long a class keeps typing. Sessions keep no translation of their own (app.serving.weak_fragment), so
+    one that leaves this store is freed."""
 
     def __init__(self, capacity: int = CACHE_ENTRIES, max_bytes: int = CACHE_BYTES) -> None:
-        self._items: OrderedDict[Request, tuple[Translation, int]] = OrderedDict()
-        self._lock = threading.Lock()
-        self.capacity, self.max_bytes, self.bytes = capacity, max_bytes, 0
+        super().__init__(capacity, max_bytes, size=_translation_bytes)
 
-    def get(self, request: Request) -> Translation | None:
-        with self._lock:
-            item = self._items.get(request)
-            if item is None:
-                return None
-            self._items.move_to_end(request)
-            return item[0]
 
-    def put(self, request: Request, translation: Translation) -> None:
-        size = translation.nbytes
-        with self._lock:
-            if request in self._items:
-                self.bytes -= self._items.pop(request)[1]
-            self._items[request] = (translation, size)
-            self.bytes += size
-            while len(self._items) > 1 and (len(self._items) > self.capacity or self.bytes > self.max_bytes):
-                self.bytes -= self._items.popitem(last=False)[1][1]  # the least recently used goes first
+def _translation_bytes(translation: Translation) -> int:
+    return translation.nbytes
 
 
 @st.cache_resource
@@ -434,5 +420,7 @@ def _decode(request: Request, job: Job, on_wait: OnWait | None, should_stop: Sto
                     return cached
                 result = translate(ckpt.model, ckpt.tokenizer, request.text, request.decode_config, should_stop=stop,
                                    lexicon=ckpt.copy_lexicon)
+            if is_heavy(plan):
+                give_back()  # what the decode's steps freed goes back to the system (app.serving.memory)
     store().put(request, result)
     return result

@@ -21,6 +21,7 @@ from app.page import (
     sentence_caption,
     to_numpy,
 )
+from app.serving.weak_fragment import weak_fragment
 from explain.mechanics import (
     AttentionInternals,
     attention_internals,
@@ -218,7 +219,7 @@ def sqrt_dk_panel(model_dk: int) -> None:
     plot(charts.sample_softmax(to_numpy(sample["scaled"]), to_numpy(sample["unscaled"]), d_k), "mech_sample")
 
 
-@st.fragment
+@weak_fragment
 def head_panel(ckpt: Checkpoint, translation: Translation) -> None:
     trace = translation.trace
     n_heads = trace.weights("enc_self").size(2)

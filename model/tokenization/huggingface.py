@@ -46,8 +46,11 @@ class HFTokenizer:
 
     def __init__(self, tokenizer_json: bytes, *, pad_id: int, bos_id: int, eos_id: int, unk_id: int | None = None
                  ) -> None:
-        with library_errors("not a tokenizers file"):  # UnicodeDecodeError, or the Rust side's bare Exception
-            self.tk = tokenizers.Tokenizer.from_str(tokenizer_json.decode("utf-8"))
+        # Parsed from the bytes themselves: decoded first, a file of byte-level pieces (Ġ, Ã...) took twice its size
+        # again as a str, and reading it peaked at 7.3 times the file's size, 4.4 now (a 53 MB file, 2026-11-28;
+        # tests/model/test_tokenizer_memory.py)
+        with library_errors("not a tokenizers file"):  # invalid UTF-8 or JSON: the Rust side's bare Exception
+            self.tk = tokenizers.Tokenizer.from_buffer(tokenizer_json)
         model_type = type(self.tk.model).__name__
         longest = max(map(len, self.tk.get_vocab(with_added_tokens=False)), default=0) if model_type == "Unigram" else 0
         refused = unsafe_parts(model_type, {

@@ -52,6 +52,7 @@ def test_everyone_on_the_same_translation_gets_one_shared_heatmap(app_test, monk
         at.button(key="translate").click().run()
         assert not at.exception and at.get("plotly_chart")
     assert len(built) == 1
-    sessions[0].segmented_control(key="head").set_value(1).run()  # another head: one more figure, built once
-    sessions[1].segmented_control(key="head").set_value(1).run()
+    other = (sessions[0].session_state["head"] + 1) % 4  # not the head every session opened on (4 heads)
+    sessions[0].segmented_control(key="head").set_value(other).run()  # another head: one more figure, built once
+    sessions[1].segmented_control(key="head").set_value(other).run()
     assert len(built) == 2
