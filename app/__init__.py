@@ -9,6 +9,7 @@ The root holds the plumbing every page shares; the subpackages group the rest by
     browser    the little JavaScript the app runs in the page (keys, the copy box, one history entry per view)
     canvas     a drawing canvas (mouse, pen or finger) whose strokes come back to the server
     explorer   the attention explorer: kind, layer and head of a finished translation
+    opening    which head the explorer opens on: the most focused, until the visitor chooses one
     downloads  what a user takes away: the matrix as CSV or JSON, a figure as HTML, the translation as JSON
     export     command line: python -m app.export lecture writes the lecture as one offline HTML file
     serving    the server's side: the translation scheduler and cache, stopping abandoned work, memory

@@ -114,9 +114,11 @@ def hide_loading_skeletons() -> None:
 def bind_keys(bindings: dict[str, str], hide: tuple[str, ...] = ()) -> None:
     """Press the button with widget key ``bindings[key]`` when ``key`` (a KeyboardEvent.key such as
     "ArrowRight", "PageDown", "h", "H") is pressed anywhere on the page but in a text field or slider.
-    ``hide``: keys of containers holding buttons meant for the keyboard only."""
+    ``hide``: keys of containers holding buttons meant for the keyboard only (hidden with the wrapper Streamlit puts
+    around a container, which would otherwise still take a gap of the page)."""
     data = html.escape(json.dumps(bindings), quote=True)
-    hidden = "".join(f".st-key-{name}{{display:none}}" for name in hide)
+    hidden = "".join(f".st-key-{name},[data-testid=stLayoutWrapper]:has(> .st-key-{name}){{display:none}}"
+                     for name in hide)
     st.html(f"<style>[data-testid=stElementContainer]:has([data-ae-keys]){{display:none}}{hidden}</style>"
             f"<div data-ae-keys=\"{data}\"></div>{_KEYS_SCRIPT}", unsafe_allow_javascript=True)
 

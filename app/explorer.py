@@ -1,10 +1,11 @@
 """The attention explorer: pick a kind, layer and head of a finished translation and see its weights.
 
-Reusable by any page (``attention_explorer(translation)``). It lives in an @st.fragment, so changing
-the kind, layer, head or view redraws this panel only (and writes them into the URL). It shares the session
-keys "kind", "layer", "head" (-1 = mean over heads) and "word_level" with the other pages, so a head picked
-here stays picked elsewhere. Keys h / H and l / L step through the heads and layers. The weights drawn are
-the model's own (trace.weights(kind)); the only arithmetic here is the optional mean over heads, a view choice.
+Reusable by any page (``attention_explorer(translation)``). It lives in a fragment (a weak one, which leaves the
+translation to the shared store: app.serving.weak_fragment), so changing the kind, layer, head or view redraws
+this panel only (and writes them into the URL). It shares the session keys "kind", "layer", "head" (-1 = mean over
+heads) and "word_level" with the other pages, so a head picked here stays picked elsewhere. Keys h / H and l / L
+step through the heads and layers. The weights drawn are the model's own (trace.weights(kind)); the only arithmetic
+here is the optional mean over heads, a view choice.
 """
 from __future__ import annotations
 
@@ -27,19 +28,27 @@ from app.charts.attention import (
     head_stats_frame,
     head_view_figure,
     heatmap_figure,
+    heatmap_height,
     model_view_figure,
     strongest_heads,
 )
+from app.charts.figure_size import figure_nbytes
 from app.charts.style import plotly_config, presented
 from app.downloads import figure_html, matrix_csv, matrix_json
+from app.opening import open_focused, opened_line, unpin
 from app.page import to_numpy
 from app.presenter import is_on, presentable
-from app.state import VIEWS, sync_url
-from explain.heads import merge_to_words, piece_head_statistics
+from app.serving.sized_lru import shared
+from app.serving.weak_fragment import weak_fragment
+from app.state import PINNED, VIEWS, sync_url
+from explain.heads import FocusedHead, merge_to_words, piece_head_statistics
 from model.network.trace import KIND_LABELS, KINDS, Kind
 from model.serving.inference import Translation
 from model.tokenization.pieces import SPECIAL_PIECES, word_groups, word_labels
 
+# The heatmaps every session shares (``shared_heatmap``): at most this many and this many bytes (app.charts.figure_size;
+# a sentence's map holds ~0.2 MB, one of 1,024 pieces ~4.6 MB; st.cache_resource bounded them by count alone).
+SHARED_FIGURES, SHARED_FIGURE_BYTES = 512, 64 * 2**20
 # Short enough that the three fit side by side in the explorer's and the Heads page's controls at 1280 px (longer ones
 # made the control scroll and read "r self"); each figure's title names the kind in full
 # (model.network.trace.KIND_LABELS).
@@ -164,13 +173,17 @@ def key_stepping_ui(key: str, n_layers: int, n_heads: int) -> None:
     st.caption("Keys: **h** / **H** next / previous head (mean first), **l** / **L** next / previous layer.")
 
 
-def attention_explorer(translation: Translation, key: str = "explorer", kinds: Sequence[Kind] = KINDS) -> None:
-    """Draw the explorer panel for ``translation``; ``key`` prefixes its chart and local widget keys."""
-    _panel(translation, key, tuple(kinds))
+def attention_explorer(translation: Translation, key: str = "explorer", kinds: Sequence[Kind] = KINDS,
+                       fit_px: int | None = None) -> None:
+    """Draw the explorer panel for ``translation``; ``key`` prefixes its chart and local widget keys. It opens on
+    the translation's most focused cross-attention head until the visitor picks one (app.opening). ``fit_px``: the
+    height the heatmap may take to end on the screen (None: as tall as its rows ask), never below readable rows."""
+    _panel(translation, key, tuple(kinds), fit_px)
 
 
-@st.fragment
-def _panel(translation: Translation, key: str, kinds: tuple[Kind, ...]) -> None:
+@weak_fragment
+def _panel(translation: Translation, key: str, kinds: tuple[Kind, ...], fit_px: int | None = None) -> None:
+    opened = open_focused(translation) if "cross" in kinds else None
     if st.session_state.get("kind") not in kinds:
         st.session_state["kind"] = kinds[-1]
     else:
@@ -178,35 +191,24 @@ def _panel(translation: Translation, key: str, kinds: tuple[Kind, ...]) -> None:
     st.session_state["word_level"] = bool(st.session_state.get("word_level", False))
     st.session_state["rows_input"] = bool(st.session_state.get("rows_input", False))
     st.session_state.setdefault(f"{key}_view", VIEWS[0])
-    c_kind, c_view, c_word = st.columns([5, 4, 1.4], vertical_alignment="bottom")
+    # What the map needs above it, in one row: kind, layer and head (the rest of the controls sit below the map)
+    c_kind, c_layer, c_head = st.columns([2.75, 1.3, 4], vertical_alignment="bottom", gap="xsmall")
     kind = c_kind.segmented_control("Attention", kinds, key="kind", persist_state="session",
                                     format_func=KIND_SHORT.__getitem__, selection_mode="single", required=True)
     if kind is None:  # not reached: required, and the session state holds one of ``kinds`` (set above)
         kind = kinds[-1]
-    view_name = c_view.segmented_control(
-        "View", VIEWS, key=f"{key}_view", persist_state="session", selection_mode="single", required=True,
-        help="Heatmap: one head's matrix. Head view: lines from each query to the keys it attends to "
-             "(opacity = weight). Model view: every layer and head at once; click one to open it.")
-    word_level = c_word.toggle("Words", key="word_level", persist_state="session",
-                               help="Merge sub-word pieces into words: a word's incoming attention is the sum over "
-                                    "its pieces, a word's row is the mean of its pieces' rows.")
-    c_layer, c_head, c_rows = st.columns([1, 2, 1], vertical_alignment="bottom")
-    rows_input = c_rows.toggle("Input rows", key="rows_input", persist_state="session", disabled=kind == "enc_self",
-                               help="Decoder rows are named by the piece written at that step. On: by the decoder "
-                                    "input the step reads instead (the same rows, shifted by one: the start piece "
-                                    "first).")
+    view_name = st.session_state[f"{key}_view"]
+    word_level, rows_input = st.session_state["word_level"], st.session_state["rows_input"]
     view = attention_view(translation, kind, word_level, rows_input)
     n_layers, n_heads = view.weights.shape[:2]
     layer, head = layer_head_ui(n_layers, n_heads, columns=(c_layer, c_head))
-    key_stepping_ui(key, n_layers, n_heads)
-    start = translation.target_input_pieces[0]  # <s>, or <pad> for Marian
-    st.caption(KIND_HELP[kind] + f" Pieces starting with ▁ begin a word; {start} starts the decoder input, "
-               "</s> ends a sentence.")
+    opened_ui(opened)
     title = f"{KIND_LABELS[kind]} · layer {layer + 1} · {head_label(head)}"
     fmt = st.session_state.get("image_format", "png")
     if view_name == "Heatmap":
         matrix = head_matrix(view, layer, head)
-        fig = shared_heatmap(translation.uid, kind, word_level, layer, head, is_on(), rows_input, _view=view,
+        height = heatmap_height(len(view.query_labels), None if is_on() else fit_px, view.key_labels)
+        fig = shared_heatmap(translation.uid, kind, word_level, layer, head, is_on(), rows_input, height, _view=view,
                              _title=title)
         st.plotly_chart(fig, key=f"{key}_heatmap", width="stretch", theme=None,
                         config=plotly_config(f"{kind}_L{layer + 1}", fmt))
@@ -227,6 +229,11 @@ def _panel(translation: Translation, key: str, kinds: tuple[Kind, ...]) -> None:
                    "right, as in the heatmap." + (f" With more than {MODEL_VIEW_MAX_CELLS} pieces a small map shows "
                                                   "the largest weight of each block of pieces (a map is too small for "
                                                   "every cell); the heatmap shows every weight." if pooled else ""))
+    view_ui(key, kind)
+    key_stepping_ui(key, n_layers, n_heads)
+    start = translation.target_input_pieces[0]  # <s>, or <pad> for Marian
+    st.caption(KIND_HELP[kind] + f" Pieces starting with ▁ begin a word; {start} starts the decoder input, "
+               "</s> ends a sentence.")
     _stats_table(translation, kind, key)
     name = f"{kind}_layer{layer + 1}_{'mean' if head < 0 else f'head{head + 1}'}{'_words' if word_level else ''}"
     about = {"model": st.session_state.get("model_name"), "source": translation.source.text,
@@ -234,6 +241,37 @@ def _panel(translation: Translation, key: str, kinds: tuple[Kind, ...]) -> None:
              "head": "mean" if head < 0 else head + 1, "words": word_level}
     _downloads(matrix, view, fig, title, name, about, key)
     sync_url()
+
+
+def opened_ui(opened: FocusedHead | None) -> None:
+    """The line above the map: which head the explorer opened on and why, or (once the visitor chose one) that the
+    choice stays, with the way back to the rule."""
+    if opened is not None:
+        st.caption(opened_line(opened))
+        return
+    if not st.session_state.get(PINNED):  # a page whose kinds leave out cross-attention: no rule to return to
+        return
+    c_note, c_back = st.columns([5, 2], vertical_alignment="center")
+    c_note.caption("Your choice of kind, layer and head stays for every sentence.")
+    c_back.button("Open the most focused head", key="open_focused", on_click=unpin, type="tertiary",
+                  icon=":material/center_focus_strong:",
+                  help="Each sentence opens on its own most focused cross-attention head again.")
+
+
+def view_ui(key: str, kind: Kind) -> None:
+    """The controls of how the map is drawn, under it: the view, word level and how decoder rows are named. A change
+    reruns this panel (they are read from the session above)."""
+    c_view, c_word, c_rows = st.columns([4, 1.4, 1.8], vertical_alignment="bottom")
+    c_view.segmented_control(
+        "View", VIEWS, key=f"{key}_view", persist_state="session", selection_mode="single", required=True,
+        help="Heatmap: one head's matrix. Head view: lines from each query to the keys it attends to "
+             "(opacity = weight). Model view: every layer and head at once; click one to open it.")
+    c_word.toggle("Words", key="word_level", persist_state="session",
+                  help="Merge sub-word pieces into words: a word's incoming attention is the sum over its pieces, "
+                       "a word's row is the mean of its pieces' rows.")
+    c_rows.toggle("Input rows", key="rows_input", persist_state="session", disabled=kind == "enc_self",
+                  help="Decoder rows are named by the piece written at that step. On: by the decoder input the step "
+                       "reads instead (the same rows, shifted by one: the start piece first).")
 
 
 def _downloads(matrix: np.ndarray, view: AttentionView, fig: go.Figure, title: str, name: str, about: dict,
@@ -253,15 +291,18 @@ def _downloads(matrix: np.ndarray, view: AttentionView, fig: go.Figure, title: s
                                 "work, and it needs no network (Plotly's JavaScript, about 4.7 MB, is inside).")
 
 
-@st.cache_resource(max_entries=512, show_spinner=False)
+@shared(SHARED_FIGURES, SHARED_FIGURE_BYTES, figure_nbytes)
 def shared_heatmap(uid: int, kind: Kind, word_level: bool, layer: int, head: int, presenter: bool,
-                   rows_input: bool = False, *, _view: AttentionView, _title: str) -> go.Figure:
-    """The explorer's heatmap of one translation (Translation.uid) and view, built once per server and shared by
-    every session that shows it (a class on the lecturer's link): figures are never changed after they are built,
-    and Streamlit only reads them."""
+                   rows_input: bool = False, height: int | None = None, *, _view: AttentionView,
+                   _title: str) -> go.Figure:
+    """The explorer's heatmap of one translation (Translation.uid) and view, ``height`` px tall (None: as its rows
+    ask), built once per server and shared by every session that shows it (a class on the lecturer's link):
+    figures are never changed after they are built, and Streamlit only reads them."""
+    fitted = height is not None and height < heatmap_height(len(_view.query_labels))
     fig = heatmap_figure(head_matrix(_view, layer, head), _view.query_labels, _view.key_labels, title=_title,
-                         query_title=_view.query_title, key_title=_view.key_title, predicts=_view.predicts,
-                         mask=_view.mask)
+                         # a map fitted to the screen is shorter than its row title in one line
+                         query_title=_view.query_title.replace(" (", "<br>(", 1) if fitted else _view.query_title,
+                         key_title=_view.key_title, predicts=_view.predicts, mask=_view.mask, height=height)
     return presented(fig) if presenter else fig
 
 

@@ -118,16 +118,23 @@ def concept_page(title: str, intro: str, body: Callable[[Checkpoint, Translation
     body(ckpt, translation)
 
 
-def sentence_caption(translation: Translation, change: Callable[[], None] | None = None) -> None:
-    """One line naming the sentence on screen, with a link to change it (or, where given, ``change`` draws what
-    changes it in that place: the lecture's sentence box)."""
-    left, right = st.columns([7, 2], vertical_alignment="center")  # the link's label whole at 1280 px
+def caption_text(translation: Translation, sizes: bool = True) -> str:
+    """The line naming the sentence on screen (Markdown): source → translation, their sizes in pieces (unless not
+    ``sizes``: a projected slide keeps its caption short), the model, and whether the model doubts its translation."""
     doubt = None if translation.forced else doubt_of(translation.result, translation.target_pieces)
     unsure = (f" · :orange[**The model is unsure of this translation** (its pieces average "
               f"{doubt.typical_prob:.0%}): a guess.]") if doubt is not None and doubt.doubtful else ""
-    left.caption(f"Current sentence: **{md(translation.source.text)}** → **{md(translation.text)}**  "
-                 f"({len(translation.source.ids)} source pieces, {len(translation.target_ids)} output pieces, "
-                 f"model *{st.session_state['model_name']}*){unsure}")
+    counted = f"{len(translation.source.ids)} source pieces, {len(translation.target_ids)} output pieces, " if sizes \
+        else ""
+    return (f"Current sentence: **{md(translation.source.text)}** → **{md(translation.text)}**  "
+            f"({counted}model *{st.session_state['model_name']}*){unsure}")
+
+
+def sentence_caption(translation: Translation, change: Callable[[], None] | None = None, sizes: bool = True) -> None:
+    """One line naming the sentence on screen, with a link to change it (or, where given, ``change`` draws what
+    changes it in that place: the lecture's sentence box); ``sizes``: with the sizes in pieces (caption_text)."""
+    left, right = st.columns([7, 2], vertical_alignment="center")  # the link's label whole at 1280 px
+    left.caption(caption_text(translation, sizes))
     with right:
         if change is not None:
             change()

@@ -6,8 +6,9 @@ layer, head, view, step, word level, presenter mode and lecture slide.
 (a ValueError names the problem), how a value is written, and on which pages it belongs in the link. A link
 is read once, on a session's first run; an unknown or invalid parameter is dropped with a notice, never an
 exception. After that the URL follows the state (``sync_url``), writing only values that differ from the
-defaults, all at once: each change of view is one entry of the browser's history. Back and Forward bring a URL the
-app did not write; the next run takes the view from it (``follow_history``), presenter mode excepted.
+defaults (and the kind, layer and head once chosen: ``PINNING``), all at once: each change of view is one entry
+of the browser's history. Back and Forward bring a URL the app did not write; the next run takes the view from it
+(``follow_history``), presenter mode excepted.
 """
 from __future__ import annotations
 
@@ -52,6 +53,9 @@ DEFAULTS: dict[str, Any] = {
     "kind": "cross",
     "layer": 0,
     "head": -1,  # -1 = mean over heads (a view choice; the model keeps every head)
+    # whether the visitor (or a link) chose the kind, layer and head: until then each translation opens on its most
+    # focused cross-attention head (app.opening), and the link names none of the three
+    "head_pinned": False,
     "word_level": False,
     "translate_view": VIEWS[0],
     "step": 1,  # decoding step on the Decoding page, from 1
@@ -201,6 +205,12 @@ URL_PARAMS: dict[str, UrlParam] = {  # parsed in this order: the model first, th
     "to": UrlParam(key="target_lang", parse=_target_language, show=str),
 }
 ALWAYS_WRITTEN = ("slide",)  # a lecture's URL is never bare, so that Back to slide 1 is a URL to follow
+# The parameters of a chosen head: a link that names one pins the view, and a pinned view's link names all three
+# that belong to its page, defaults included; an unpinned one names none (its sentence opens on its most focused
+# head, app.opening).
+PINNING = ("kind", "layer", "head")
+PINNED = "head_pinned"  # the session key of that choice (DEFAULTS)
+OPENED = "_opened_view"  # (kind, layer, head) as app.opening last opened them, None once pinned
 ALIASES = {"model_name": "model"}  # links made before the table existed
 
 
@@ -227,6 +237,8 @@ def parse_link(params: Mapping[str, str], limits_of: Callable[[str], LinkLimits]
             continue
         parsed[name] = value
         values[param.key] = value
+    if any(name in parsed for name in PINNING):
+        values[PINNED] = True
     return values, notes
 
 
@@ -289,6 +301,8 @@ def follow_history() -> None:
             continue
         default = default_length_penalty(str(model)) if param.key == "length_penalty" else DEFAULTS[param.key]
         st.session_state[param.key] = values.get(param.key, default)
+    if any(URL_PARAMS[name].pages is None or page in (URL_PARAMS[name].pages or ()) for name in PINNING):
+        st.session_state[PINNED], st.session_state[OPENED] = bool(values.get(PINNED)), None
     st.session_state["_url_written"] = now
 
 
@@ -323,11 +337,16 @@ def link_notice() -> None:
 
 def link_params(page: str | None = None) -> dict[str, str]:
     """The query parameters of the current view on ``page`` (a url path; default: the page now running):
-    every value that differs from its default."""
+    every value that differs from its default, and the kind, layer and head once pinned (PINNING)."""
     page = st.session_state.get("_page", "") if page is None else page
+    pinned = bool(st.session_state.get(PINNED))
     result = {}
     for name, param in URL_PARAMS.items():
         if param.pages is not None and page not in param.pages:
+            continue
+        if name in PINNING:
+            if pinned:
+                result[name] = param.show(st.session_state.get(param.key, DEFAULTS[param.key]))
             continue
         default = DEFAULTS[param.key]
         if param.key == "length_penalty":  # each model's own α is its default (and what a link without one gets)

@@ -81,6 +81,29 @@ def merge_to_words(weights: torch.Tensor, query_groups: list[list[int]], key_gro
     return query_merge @ weights @ key_merge  # [..., Qw, Kw]
 
 
+@dataclass(frozen=True)
+class FocusedHead:
+    """One head of an attention kind (0-based) and its focus: the weight its average counted query row puts on
+    that row's single heaviest counted key (1 = every row all on one key)."""
+
+    layer: int
+    head: int
+    focus: float
+
+
+def most_focused_head(weights: torch.Tensor, query_pieces: Sequence[str], key_pieces: Sequence[str]) -> FocusedHead:
+    """The head of one sentence's map [L, H, Q, K] whose rows each put the most weight on one key: the largest mean
+    over rows of a row's top weight (the measure the head view's "most focused heads" use). Special pieces count on
+    neither side: the row that writes </s> ends the sentence instead of translating a piece, and a head that parks
+    its weight on </s> idles rather than aligns. Ties go to the lower layer, then the lower head."""
+    special = set(SPECIAL_PIECES.values())
+    rows = [i for i, piece in enumerate(query_pieces) if piece not in special] or list(range(len(query_pieces)))
+    keys = [j for j, piece in enumerate(key_pieces) if piece not in special] or list(range(len(key_pieces)))
+    w = weights.double().cpu()[:, :, rows][..., keys]  # [L, H, Q', K']
+    focus = w.max(dim=-1).values.mean(dim=-1)  # [L, H]
+    best = int(torch.argmax(focus.flatten()))  # the first maximum: the lowest layer, then the lowest head
+    layer, head = divmod(best, focus.size(1))
+    return FocusedHead(layer=layer, head=head, focus=float(focus[layer, head]))
 
 
 def all_heads(layers: Mapping[str, int], n_heads: int) -> list[Head]:

@@ -166,7 +166,21 @@ def heatmap_figure(weights: np.ndarray, query_labels: Sequence[str], key_labels:
         fig.add_trace(go.Scatter(x=[], y=[], xaxis="x", yaxis="y", hoverinfo="skip", showlegend=False,
                                  name="piece axes"))  # keeps the labelled axes drawn
     mark_pieces(mark_pieces(fig, "xaxis", n_k), "yaxis", n_q)
-    return styled(fig, title, height or _height(n_q, per_row=34, minimum=420))
+    return styled(fig, title, height or heatmap_height(n_q))
+
+
+# A page heatmap's title, key title and margins, and what its key pieces turned by -45° take below the map per
+# character of the longest (measured in Chromium: 131 px for 13 x 14 pieces of up to 6 characters).
+HEATMAP_FRAME_PX, TURNED_CHAR_PX = 99, 6
+
+
+def heatmap_height(n_rows: int, room_px: int | None = None, key_labels: Sequence[str] = ()) -> int:
+    """A page heatmap's height for ``n_rows`` query rows: as tall as its rows ask (34 px each), or, given
+    ``room_px`` (the free height that ends it on the screen), within it where its rows keep room for their labels
+    (LABEL_PX, under the longest of ``key_labels`` turned); a map that cannot fit that way is not squeezed."""
+    natural = _height(n_rows, per_row=34, minimum=420)
+    readable = n_rows * LABEL_PX + HEATMAP_FRAME_PX + TURNED_CHAR_PX * max(map(len, key_labels), default=6)
+    return natural if room_px is None or readable > room_px else min(natural, room_px)
 
 
 def _key_room(query_labels: Sequence[str], width_px: float) -> float:

@@ -24,9 +24,11 @@ from app.charts.style import plotly_config
 from app.checks.escape import md
 from app.explorer import clamp_state, head_label, layer_head_ui, pieces_html, point_customdata, select_head
 from app.models.registry import load_model
+from app.opening import open_focused
 from app.page import TRANSLATE_PAGE, budget_notes, to_numpy
 from app.presenter import presentable
 from app.serving.scheduler import Request, current_request, translate_request
+from app.serving.weak_fragment import weak_fragment
 from app.state import sync_url
 from app.views.contrastive import contrastive_ui
 from model.decoding.constrained_beam import keep_states
@@ -88,8 +90,9 @@ def candidate_ui(translation: Translation, tokenizer: TextTokenizer, request: Re
         prefix = " ".join(tokenizer.pieces(step.prefixes[c.row].tolist())[-4:])
         return f"#{i + 1}: …{prefix} → {tokenizer.id_to_piece(c.token)}   (log-prob {c.log_prob:.2f}, {c.status})"
 
+    labels = [describe(i) for i in options]  # the session keeps format_func: strings, not the step (docs/serving.md)
     index = st.selectbox(f"Node of step {t + 1} to inspect (or click one in the tree)", options, key="beam_node",
-                         format_func=describe)
+                         format_func=labels.__getitem__)
     return step.candidates[index]
 
 
@@ -154,6 +157,7 @@ def step_detail_ui(translation: Translation, tokenizer: TextTokenizer, step: Dec
         dec_self, cross = step.dec_self, step.cross
         assert dec_self is not None and cross is not None  # the app decodes with attention (Capture.WEIGHTS)
         n_layers, _, n_heads, _ = dec_self.shape
+        open_focused(translation)  # the same head as the Translate page's explorer, until the visitor picks one
         layer, head = layer_head_ui(n_layers, n_heads)
         query = plotly_text([prefix[-1]])[0]  # the query is the last piece read; figure titles are HTML
         what = f"layer {layer + 1} · {head_label(head)}"
@@ -258,7 +262,7 @@ def node_label(tokenizer: TextTokenizer, step: DecodeStep, c: Candidate, words: 
     return f"…{' '.join(prefix)} → {tokenizer.id_to_piece(c.token)}"
 
 
-def _open_pruned(translation: Translation, pruned: list[tuple[int, int]]) -> None:
+def _open_pruned(pruned: list[tuple[int, int]]) -> None:
     """The pruned hypothesis picked in the list becomes the node inspected (its step and node), as a click does."""
     index = st.session_state.get("pruned_pick")
     if isinstance(index, int) and 0 <= index < len(pruned):
@@ -283,8 +287,9 @@ def pruned_ui(translation: Translation, tokenizer: TextTokenizer, request: Reque
         c = step.candidates[node]
         return f"step {step.step + 1}: {node_label(tokenizer, step, c)}  (log-prob {c.log_prob:.2f})"
     st.markdown("**Why was a hypothesis pruned?** Pick one (or click a grey × in the tree).")
+    labels = [describe(i) for i in range(len(pruned))]  # the session keeps format_func: strings, not the steps
     st.selectbox("Pruned hypothesis", list(range(len(pruned))), key="pruned_pick", placeholder="a pruned hypothesis…",
-                 on_change=_open_pruned, args=(translation, pruned), format_func=describe)
+                 on_change=_open_pruned, args=(pruned,), format_func=labels.__getitem__)
     if here is not None:
         why_pruned_ui(translation, tokenizer, request, steps[t], pruned[here][1])
 
@@ -353,7 +358,7 @@ def why_ui(translation: Translation, tokenizer: TextTokenizer, request: Request,
                    tokenizer.pieces(list(prefix_ids)), chosen.token, alternatives, key="decoding_why")
 
 
-@st.fragment
+@weak_fragment
 def steps_panel(translation: Translation, tokenizer: TextTokenizer, request: Request) -> None:
     steps = translation.result.steps
     if st.session_state.get("_step_for") not in (None, request):  # a new sentence or new settings: start at step 1

@@ -9,6 +9,9 @@ class following the lecturer's link shares one computation per slide.
 """
 from __future__ import annotations
 
+import math
+import re
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -16,8 +19,15 @@ from app.browser import bind_keys, viewport
 from app.charts.style import capped, plotly_config, presented
 from app.lecture.measures import WINDOW_STRIDE
 from app.lecture.prepared import MAX_PREPARED, MAX_PREPARED_CHARS, next_sentence, prepared_sentences
-from app.lecture.slides import SLIDES
-from app.page import COULD_NOT_TRANSLATE, TRANSLATE_PAGE, require_checkpoint, sentence_caption, show_failure
+from app.lecture.slides import SLIDES, Slide
+from app.page import (
+    COULD_NOT_TRANSLATE,
+    TRANSLATE_PAGE,
+    caption_text,
+    require_checkpoint,
+    sentence_caption,
+    show_failure,
+)
 from app.presenter import is_on
 from app.serving.scheduler import MAX_INPUT_CHARS, Request, ServerBusy, current_request, translate_request
 from app.state import sync_url
@@ -27,10 +37,16 @@ from model.serving.inference import InputError, Translation
 
 # What a slide's page takes around its figure, measured in Chromium (tests/e2e/test_text_layout.py): the width
 # beside the figure's column (sidebar, paddings; the text column takes 3 of 10) and the height above and below it
-# (page padding, the title row, the sentence's caption).
+# (page padding, the title row, the sentence's caption row of up to CAPTION_LINES lines, the bottom padding); each
+# further line of the caption takes CAPTION_LINE_PX more. In presenter mode at 1280x720 (PRESENTER_CSS): the figure
+# from 107 px, a gap of 16 px, the caption row's two lines of 28 px, no bottom padding, 5 px to spare.
 SIDEBAR_PX, PAGE_PAD_PX, PRESENTER_PAD_PX = 300, 160, 48
 FIGURE_SHARE, COLUMN_GAP_PX = 0.7, 24
-CHROME_PX = {False: 250, True: 190}  # by presenter mode
+CHROME_PX = {False: 250, True: 185}  # by presenter mode
+CAPTION_LINES, CAPTION_LINE_PX = 2, {False: 22, True: 29}
+# The characters a caption line holds, with room to spare (its column at 1280 px holds 122 in presenter mode). Normal
+# mode, with the sidebar open, keeps its measured chrome whatever the caption: it does not promise one screen.
+CAPTION_CHARS = {False: 85, True: 110}
 MIN_SLIDE_HEIGHT = 400
 KEYS = {"ArrowRight": "lecture_next", "PageDown": "lecture_next", "ArrowLeft": "lecture_prev",
         "PageUp": "lecture_prev", "ArrowDown": "lecture_window_down", "ArrowUp": "lecture_window_up"}
@@ -76,11 +92,14 @@ def sentence_box() -> None:
     bind_keys(SENTENCE_KEYS, hide=("lecture_sentence_keys",))
 
 
-def prepared_ui() -> None:
-    """The prepared sentences, one per line, in a folded box (they travel in the lecture's link)."""
+def prepared_ui(folded: bool = True) -> None:
+    """The prepared sentences, one per line, in a folded box of their own (or, ``folded`` False, in the box they
+    stand in); they travel in the lecture's link."""
     sentences = prepared_sentences(str(st.session_state.get("prepared", "")))
-    with st.expander(f"Prepared sentences ({len(sentences)} of {MAX_PREPARED})"):
-        st.text_area("One sentence per line", key="prepared", max_chars=MAX_PREPARED_CHARS, height=130,
+    label = f"Prepared sentences ({len(sentences)} of {MAX_PREPARED})"
+    with st.expander(label) if folded else st.container():
+        st.text_area("One sentence per line" if folded else f"{label}, one per line", key="prepared",
+                     max_chars=MAX_PREPARED_CHARS, height=130,
                      help=f"Up to {MAX_PREPARED}: during the tour, S switches to the next one and 1–5 to that one. "
                           "They are part of this page's link: prepare them once, open the link in the hall.")
         lines = [line for line in str(st.session_state.get("prepared", "")).splitlines() if line.strip()]
@@ -104,12 +123,20 @@ def _move_window(index: int, delta: int) -> None:
     st.session_state["slide_window"] = (index, max(0, window_start(index) + delta))
 
 
-def slide_room(viewport: tuple[int, int], presenter: bool) -> tuple[int, int]:
+def caption_lines(caption: str, presenter: bool) -> int:
+    """How many lines the sentence's caption (Markdown, app.page.caption_text) takes under a slide, at most."""
+    shown = re.sub(r":orange\[|[*\\\]]", "", caption)  # what Markdown does not print
+    return max(1, math.ceil(len(shown) / CAPTION_CHARS[presenter]))
+
+
+def slide_room(viewport: tuple[int, int], presenter: bool, lines: int = CAPTION_LINES) -> tuple[int, int]:
     """(width, height) in px of a slide's figure in a browser window of ``viewport``: the figure column and the
-    free height under the slide's title row, so that a larger screen gets a larger figure with more labels."""
+    free height between the slide's title row and its caption of ``lines`` lines, so that a larger screen gets a
+    larger figure with more labels."""
     width, height = viewport
     main = width - (PRESENTER_PAD_PX if presenter else SIDEBAR_PX + PAGE_PAD_PX)
-    return int(main * FIGURE_SHARE - COLUMN_GAP_PX), max(MIN_SLIDE_HEIGHT, height - CHROME_PX[presenter])
+    below = max(0, lines - CAPTION_LINES) * CAPTION_LINE_PX[presenter] if presenter else 0  # the projector's promise
+    return int(main * FIGURE_SHARE - COLUMN_GAP_PX), max(MIN_SLIDE_HEIGHT, height - CHROME_PX[presenter] - below)
 
 
 @st.cache_data(max_entries=256, show_spinner="Drawing the slide…")
@@ -154,9 +181,47 @@ def controls_ui(index: int, title: str, facts: dict | None = None) -> None:
     bind_keys(KEYS, hide=("lecture_window_keys",))
 
 
+# In presenter mode the slide takes the whole screen: the header's bar (only the sidebar's and the menu's buttons, at
+# the sides) lets the slide's title row come up under it, nothing pads the bottom, and a caption's last paragraph
+# keeps no margin below it (Streamlit's caption box let it hang 16 px out of the page, which then scrolled).
+PRESENTER_CSS = """<style>
+[data-testid=stHeader] {background: transparent}
+.stMainBlockContainer {padding-top: 3rem !important; padding-bottom: 0 !important}
+.stMainBlockContainer [data-testid=stCaptionContainer] {margin-bottom: 0}
+.stMainBlockContainer [data-testid=stCaptionContainer] p:last-child {margin-bottom: 0}
+</style>"""
+KEYS_NOTE = ("Keys: **→** / **←** (a clicker's PageDown / PageUp) next / previous slide; "
+             f"{SENTENCE_KEYS_NOTE}.")
+
+
+def side_ui(slide: Slide, facts: dict, request: Request, translation: Translation) -> None:
+    """Beside the figure: the slide's lines, then what the lecturer needs (speaker notes, the keys, the prepared
+    sentences, the download). In presenter mode the lecturer's part is one fold: the slide and its caption row fit
+    the projector's 720 px (tests/e2e/test_text_layout.py), and the hall reads only the slide."""
+    st.markdown("\n".join(f"- {text}" for line in slide.lines if (text := line.format_map(facts).strip())))
+    if not is_on():
+        if slide.notes:
+            with st.expander("Speaker notes"):
+                st.markdown(slide.notes.format_map(facts))
+        st.caption(KEYS_NOTE + (f" {facts['window']}" if facts.get("window") else ""))
+        prepared_ui()
+        if (ckpt := require_checkpoint()) is not None:
+            download_ui(request, ckpt, translation)  # the whole lecture as one offline file (app.views.lecture_file)
+        return
+    if facts.get("window"):
+        st.caption(facts["window"])  # how to move over the map: the hall sees it move
+    with st.expander("Speaker notes, keys, sentences", key="lecturer_tools"):
+        if slide.notes:
+            st.markdown(slide.notes.format_map(facts))
+        st.caption(KEYS_NOTE)
+        prepared_ui(folded=False)
+        if (ckpt := require_checkpoint()) is not None:
+            download_ui(request, ckpt, translation)
+
+
 def slide_ui(index: int, request: Request, translation: Translation) -> None:
     slide = SLIDES[index]
-    room = slide_room(viewport(), is_on())
+    room = slide_room(viewport(), is_on(), caption_lines(caption_text(translation, sizes=not is_on()), is_on()))
     window = window_start(index)
     try:
         fig, facts = slide_content(request.model_name, request.text, request.max_len, request.length_penalty, index,
@@ -175,19 +240,13 @@ def slide_ui(index: int, request: Request, translation: Translation) -> None:
     c_fig.plotly_chart(fig, key="lecture_figure", width="stretch", theme=None,
                        config=plotly_config(f"slide_{index + 1}", st.session_state["image_format"]))
     with c_text:
-        st.markdown("\n".join(f"- {text}" for line in slide.lines if (text := line.format_map(facts).strip())))
-        if slide.notes:
-            with st.expander("Speaker notes"):
-                st.markdown(slide.notes.format_map(facts))
-        st.caption("Keys: **→** / **←** (a clicker's PageDown / PageUp) next / previous slide; "
-                   f"{SENTENCE_KEYS_NOTE}." + (f" {facts['window']}" if facts.get("window") else ""))
-        prepared_ui()
-        if (ckpt := require_checkpoint()) is not None:
-            download_ui(request, ckpt, translation)  # the whole lecture as one offline file (app.views.lecture_file)
-    sentence_caption(translation, change=sentence_box)
+        side_ui(slide, facts, request, translation)
+    sentence_caption(translation, change=sentence_box, sizes=not is_on())
 
 
 def main() -> None:
+    if is_on():
+        st.html(PRESENTER_CSS)
     st.session_state["slide"] = min(max(int(st.session_state.get("slide", 1)), 1), len(SLIDES))
     index = st.session_state["slide"] - 1
     if require_checkpoint() is None:

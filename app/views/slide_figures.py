@@ -38,7 +38,7 @@ from app.charts.contrastive import attention_beside_attribution
 from app.charts.decoding import TreeCandidate, beam_tree_figure, beam_tree_nodes, topk_figure
 from app.charts.heads import checkpoints_figure, importance_figure
 from app.charts.masks import mask_grid
-from app.charts.one_query import one_query_figure
+from app.charts.one_query import needed_height, one_query_figure, rows_that_fit
 from app.charts.style import HEAD_VIEW_FRAME_PX, PRESENTER_TICK_FONT
 from app.charts.training import architecture_diagram, label_smoothing_bars, schedule_beside_run
 from app.checks.escape import md
@@ -51,7 +51,7 @@ from app.page import to_numpy
 from app.views.contrastive import attribute
 from explain.checkpoints import read_output
 from explain.heads import head_importance
-from explain.integrated_gradients import BASELINE, DEFAULT_STEPS
+from explain.integrated_gradients import DEFAULT_STEPS
 from explain.mechanics import attention_internals
 from explain.model_training import smoothed_targets
 from explain.positional import embedding_parts
@@ -148,14 +148,20 @@ def stages(deck: Deck, kind: str, layer: int, head: int) -> Made:
     query = min(starts, key=lambda i: abs(i - len(queries) // 2))  # a whole word near the middle of the sentence
     weights = to_numpy(it.weights[head, query])
     scaled = to_numpy(it.unmasked[head, query])
+    # every key in a row of its own, named: all of them where they fit, else a window the lecturer moves (↓ / ↑)
+    row_px = deck.font + 6
+    first, end = window_of(len(keys), rows_that_fit(deck.height_px, row_px), deck.window)
+    where = "" if end - first == len(keys) else f" · keys {first + 1}–{end} of {len(keys)}"
     title = (f"One query against every key<br><sup>{KIND_LABELS[kind].lower()} · layer {layer + 1} · head "
-             f"{head + 1} · query {plotly_text([queries[query]])[0]} (position {query})</sup>")
+             f"{head + 1} · query {plotly_text([queries[query]])[0]} (position {query}){where}</sup>")
     fig = one_query_figure(to_numpy(it.q[head, query]), to_numpy(it.k[head]), to_numpy(it.qk[head, query]), scaled,
                            weights, to_numpy(it.mask[query]), keys, queries[query], title=title, d_k=it.d_k,
-                           height=deck.height_px)
+                           height=max(deck.height_px, needed_height(end - first, row_px)), shown=range(first, end))
     winner = int(weights.argmax())
+    window = {"window": f"The figure shows keys {first + 1}–{end} of {len(keys)}: **↓** / **↑** move the window "
+                        "over the sentence.", "window_start": first, "window_keys": True} if where else {}
     return fig, {"query": md(queries[query], 40), "winner": md(keys[winner], 40),
-                 "winner_weight": float(weights[winner])}
+                 "winner_weight": float(weights[winner]), **window}
 
 
 def model_view(deck: Deck, kind: Kind) -> Made:
@@ -323,7 +329,8 @@ def contrastive(deck: Deck) -> Made:
                  "p_chosen": runner_p * math.exp(result.value),  # log p(chosen) - log p(runner-up) = f
                  "p_runner_up": runner_p, "most_attended": md(pieces[top_attention], 40),
                  "most_pushing": md(pieces[top_push], 40), "ig_steps": result.steps, "ig_total": result.total,
-                 "ig_delta": result.value - result.baseline_value, "ig_gap": result.gap, "ig_baseline": BASELINE}
+                 "ig_delta": result.value - result.baseline_value, "ig_gap": result.gap,
+                 "ig_baseline": md(result.baseline)}
 
 
 def beam_tree(deck: Deck, beam: int) -> Made:

@@ -4,12 +4,13 @@ from __future__ import annotations
 import html
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from contextlib import closing
 
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
+from app.browser import viewport
 from app.charts.axes import clipped
 from app.checks.carried_numbers import added_numbers, dropped_numbers
 from app.checks.escape import md
@@ -32,6 +33,7 @@ from app.models.examples import (
 from app.models.quality import quality_note
 from app.models.registry import load_model, model_label
 from app.page import budget_notes, show_failure
+from app.presenter import is_on
 from app.serving.cancel import session_stop_signal
 from app.serving.scheduler import (
     BATCHES,
@@ -44,16 +46,18 @@ from app.serving.scheduler import (
     is_heavy,
     planned_request,
     store,
+    translate_detached,
     translate_request,
     waiting_message,
 )
-from app.state import DEFAULTS, MAX_SEED, sync_url
+from app.state import DEFAULTS, sync_url
+from app.views.decode_settings import settings_ui
 from app.views.scoring import explored, score_ui
 from model.checkpoints.files import Checkpoint
 from model.decoding.copy_words import written_whole
 from model.decoding.search import DecodeStep
 from model.network.positional import MAX_POSITIONS
-from model.serving.budget import DEFAULT_BUDGET, Plan
+from model.serving.budget import Plan
 from model.serving.doubt import doubt_of
 from model.serving.inference import (
     UNTRUSTED_UNKNOWN_SHARE,
@@ -134,76 +138,25 @@ def placeholder(meta: dict) -> str:
     return f"Type a sentence in {language_name(pair[0])}…" if pair else "Type a sentence…"
 
 
-def length_penalty_help(ckpt: Checkpoint) -> str:
-    """The α slider's help: the formula this model's beam search uses and where its default comes from."""
-    if ckpt.decode_rules["length_penalty_formula"] == "hf":
-        return ("Only used by beam search (beam size > 1): finished hypotheses are ranked by log-prob / length^α, "
-                "as Hugging Face's generate() ranks them for this converted model. α = 0 ranks by raw log-prob, which "
-                f"favours short outputs. This model's default, {ckpt.length_penalty:g}, is its own config's.")
-    return ("Only used by beam search (beam size > 1): finished hypotheses are ranked by "
-            "log-prob / ((5 + length) / 6)^α. α = 0 ranks by raw log-prob, which favours short outputs. "
-            f"This model's default, {ckpt.length_penalty:g}, is the α that scored best on its validation "
-            "split (the paper chose 0.6 the same way for its models).")
-
-
-def input_ui(ckpt: Checkpoint) -> tuple[Request, bool, bool]:
-    """Sentence, examples and decoding settings; returns the request, whether Translate was pressed, slow motion."""
+def input_ui(ckpt: Checkpoint) -> None:
+    """The sentence (and a multilingual model's target language, and which sentence of a paragraph)."""
     tokens = ckpt.tokenizer.language_tokens
-    examples_ui(ckpt.meta, tokens)
     target_language_ui(tokens)
     forced_language_ui(ckpt)
-    model_max_len = ckpt.config.max_len
-    st.text_area("Sentence", key="text", persist_state="session", max_chars=MAX_INPUT_CHARS, height=90,
-                 placeholder=placeholder(ckpt.meta), on_change=_new_text)
+    st.text_area("Sentence", key="text", persist_state="session", max_chars=MAX_INPUT_CHARS, height=68,
+                 placeholder=placeholder(ckpt.meta), on_change=_new_text, label_visibility="collapsed")
     sentence_picker()
-    c_beam, c_len, c_lp = st.columns(3)
-    limit = MAX_POSITIONS - 1
-    clamp_state("beam_size", 1, 8, 1)
-    clamp_state("max_len", 1, limit, min(60, limit))
-    sampling = bool(st.session_state.get("sample"))
-    beam = c_beam.slider("Beam size (1 = greedy)", 1, 8, key="beam_size", persist_state="session", disabled=sampling,
-                         help="Greedy decoding takes the most probable piece at every step. Beam search keeps the "
-                              "best k partial translations and may find a better whole sentence. Not used while "
-                              "sampling (one hypothesis).")
-    c_len.slider("Max output length (pieces)", 1, limit, key="max_len", persist_state="session",
-                 help=f"Decoding stops at </s> or after this many pieces. This model was built for {model_max_len} "
-                      f"positions; longer outputs run on positions it never saw (at most {MAX_POSITIONS}). The "
-                      f"server is shared: a request is held to a budget ({DEFAULT_BUDGET.max_bytes // 2**20} MB of "
-                      f"attention, {DEFAULT_BUDGET.max_seconds:.0f} s of compute) and at most 2 × the source length "
-                      "+ 10 pieces; what was reduced is said above the result.")
-    c_lp.slider("Length penalty α", 0.0, 2.0, step=0.1, key="length_penalty", persist_state="session",
-                disabled=beam == 1,
-                help=length_penalty_help(ckpt))
-    if beam == 1:
-        c_lp.caption("Used only by beam search (beam size > 1).")
-    if sampling:
-        sampling_ui()
-    c_go, c_slow, c_keep, c_sample = st.columns([2, 2, 3, 3], vertical_alignment="center")
-    clicked = c_go.button("Translate", key="translate", type="primary", icon="▶️")
-    slow = c_slow.toggle("Slow motion", key="slow_motion", help="Pause briefly after each step while decoding.")
-    keep_names_ui(c_keep, ckpt, beam > 1 and not sampling)
-    c_sample.toggle("Sample instead of searching", key="sample", persist_state="session",
-                    help="Draw each next piece from the model's distribution (as GPT-style demos do) instead of "
-                         "taking the most probable one: a temperature reshapes it, top-k and top-p cut it.")
-    return current_request(), clicked, slow
 
 
-def keep_names_ui(column: DeltaGenerator, ckpt: Checkpoint, searching: bool) -> None:
-    """The toggle for beam search that keeps the sentence's names and numbers (model.decoding.constrained_beam)."""
-    if ckpt.copy_lexicon is None:
-        why = "This model ships no copy lexicon, so it does not know which words German keeps as they are."
-    elif not searching:
-        why = "Needs beam search: set the beam size to 2 or more (and turn sampling off)."
-    else:
-        why = ""
-    column.toggle("Keep names and numbers", key="keep_names", persist_state="session", disabled=bool(why),
-                  help="A small model often garbles a name or a number it copies piece by piece (Rahman → Rahmann). "
-                       "With this on, beam search must write the sentence's names, years, times and codes as they "
-                       "are: it also tries, at every step, the next piece of each one not yet written, and an output "
-                       "that writes them all wins over one that does not. The model still scores every piece and "
-                       "every attention map is its own; only the search changes. " + why)
-    if why and ckpt.copy_lexicon is not None and st.session_state.get("keep_names"):
-        column.caption("On, but used only by beam search (beam size > 1, no sampling).")  # greedy would garble them
+def actions_ui(ckpt: Checkpoint) -> tuple[bool, bool]:
+    """The Translate button beside the folded examples and decoding settings; returns (pressed, slow motion)."""
+    c_go, c_examples, c_settings = st.columns([1.25, 2.3, 4.2], vertical_alignment="top")
+    clicked = c_go.button("Translate", key="translate", type="primary", icon="▶️", width="stretch")
+    with c_examples.popover("Examples", key="examples_open", icon=":material/lightbulb:", width="stretch"):
+        examples_ui(ckpt.meta, ckpt.tokenizer.language_tokens)
+    with c_settings:
+        slow = settings_ui(ckpt)
+    return clicked, slow
 
 
 def _new_text() -> None:
@@ -224,21 +177,6 @@ def sentence_picker() -> None:
     st.selectbox(f"This text has {len(sentences)} sentences. The model reads one sentence at a time, as translation "
                  "tools do: the one translated and explored below is", list(range(len(sentences))), key="sentence",
                  format_func=lambda i: f"{i + 1}. {clipped(sentences[i], 100)}", on_change=_sentence_picked)
-
-
-def sampling_ui() -> None:
-    """Temperature, top-k, top-p and seed of sampling (model.network.config.Sampling)."""
-    c_t, c_k, c_p, c_s = st.columns(4)
-    c_t.slider("Temperature", 0.0, 2.0, step=0.1, key="temperature", persist_state="session",
-               help="The log-probabilities are divided by it before the draw: below 1 sharpens the distribution, "
-                    "above 1 flattens it, 0 always takes the most probable piece (greedy).")
-    c_k.slider("Top-k (0 = all pieces)", 0, 100, key="sample_top_k", persist_state="session",
-               help="Draw only among the k most probable pieces.")
-    c_p.slider("Top-p", 0.05, 1.0, step=0.05, key="top_p", persist_state="session",
-               help="Draw only among the most probable pieces that together reach this probability (nucleus "
-                    "sampling); 1 keeps all.")
-    c_s.number_input("Seed", 0, MAX_SEED, step=1, key="seed", persist_state="session",
-                     help="The same seed draws the same pieces: a sample can be shown again, and shared by link.")
 
 
 def stream_translation(ckpt: Checkpoint, request: Request, slow: bool) -> Translation:
@@ -306,7 +244,9 @@ def unknown_words(source: Source, unk_id: int) -> str:
     return " or ".join(words for words in (spelled, read) if words)
 
 
-def result_ui(translation: Translation, request: Request, stale: bool, model_max_len: int) -> None:
+def notes_ui(translation: Translation, request: Request, stale: bool, model_max_len: int) -> None:
+    """What the reader must know before trusting the result: stale settings, budget cuts, unknown or foreign input,
+    numbers that changed, a cut input, positions the model never saw."""
     if stale:
         st.info("Settings changed — press **Translate**. Showing the last result "
                 f"(“{request.text[:80]}{'…' if len(request.text) > 80 else ''}”, beam {request.beam_size}, "
@@ -332,9 +272,17 @@ def result_ui(translation: Translation, request: Request, stale: bool, model_max
                 "trained for. The sinusoidal encoding extends to any position, so it still runs, but on positions it "
                 "never saw: expect a weaker translation, and look at how the attention spreads.",
                 icon=":material/straighten:")
-    st.markdown(f"<div style='font-size:1.9rem;font-weight:600;margin:0.2rem 0 0.6rem 0'>"
+
+
+def shown_ui(translation: Translation) -> None:
+    """The translation, large, beside the sentence (and the model's doubt under it)."""
+    st.markdown(f"<div style='font-size:1.9rem;font-weight:600;line-height:1.25;margin:0.1rem 0 1rem 0'>"
                 f"{html.escape(translation.text) or '(empty output)'}</div>", unsafe_allow_html=True)
     doubt_note(translation)
+
+
+def details_ui(translation: Translation, request: Request) -> None:
+    """Under the map: the pieces each side reads and writes, how the search ran, the way to every step."""
     c_src, c_tgt = st.columns(2)
     c_src.markdown("**Source pieces** (what the encoder reads)" + pieces_html(translation.source.pieces),
                    unsafe_allow_html=True)
@@ -412,17 +360,35 @@ def listed(numbers: list[str]) -> str:
 def downloads_ui(translation: Translation, request: Request) -> None:
     ckpt = load_model(request.model_name)
     checkpoint = checkpoint_name(request.model_name, ckpt.path)
+    held = weakref.ref(translation)  # the session keeps this callable: not the translation (app.serving.weak_fragment)
     st.download_button("Download the whole trace (JSON)",
-                       data=lambda: trace_json(translation, ckpt.tokenizer, checkpoint),
+                       data=lambda: trace_json(held() or translate_detached(ckpt, request), ckpt.tokenizer, checkpoint),
                        file_name="attention_trace.json", mime="application/json", key="download_trace",
                        on_click="ignore", help="Source and output pieces, every decoding step with its top-k, the "
                                                "n-best list and every attention map (layer × head × query × key).")
 
 
+# The page's first screen: the translation beside its sentence and the whole map under them, on a 1280x720 screen
+# with the sidebar open (tests/e2e/test_first_visit.py). For that, a slimmer top (the header's bar, which holds only
+# the menu at the right, lets the title show through), title and gaps than Streamlit's; presenter mode has its own.
+PAGE_CSS = """<style>
+[data-testid=stHeader] {background: transparent}
+.stMainBlockContainer {padding-top: 2rem}
+.stMainBlockContainer [data-testid=stVerticalBlock] {gap: 0.5rem}
+.stMainBlockContainer h1 {font-size: 2rem !important; padding: 0 !important; line-height: 1.25 !important}
+</style>"""
+INTRO = ("Type a sentence: an encoder-decoder Transformer (*Attention Is All You Need*) translates it piece by piece, "
+         "and every attention weight it used is shown below.")
+ABOVE_MAP_PX = 340  # where the first map starts on that screen (measured in Chromium): what its height cannot use
+BELOW_MAP_PX = 8
+
+
 def main() -> None:
-    st.title("Attention Explorer")
-    st.markdown("Type a sentence: an encoder-decoder Transformer (*Attention Is All You Need*) translates it piece "
-                "by piece, and every attention weight it used is shown below.")
+    if not is_on():
+        st.html(PAGE_CSS)
+    c_title, c_intro = st.columns([1, 1.9], vertical_alignment="center")
+    c_title.title("Attention Explorer", anchor=False)
+    c_intro.caption(INTRO)
     model_name = st.session_state["model_name"]
     try:
         ckpt = load_model(model_name)
@@ -434,11 +400,15 @@ def main() -> None:
     note = quality_note(ckpt)
     if note:
         st.caption(f":material/warning: {note}")
-    request, clicked, slow = input_ui(ckpt)
+    c_in, c_out = st.columns(2, gap="medium")
+    with c_in:
+        input_ui(ckpt)
+    request = current_request()
+    clicked, slow = actions_ui(ckpt)
     clicked = clicked or st.session_state.pop("_sentence_picked", False)
     from_link = st.session_state.pop("_from_link", False)  # a linked view is drawn without a click, like the default
     if not with_token(request.text, None).strip():  # blank, or a multilingual model's target-language token alone
-        st.info("Type a sentence above (or pick an example), then press **Translate**.")
+        c_out.info("Type a sentence (or pick an example), then press **Translate**.")
         return
     translation, stale, shown = store().get(request), False, request
     # A first visit shows the default sentence (or an example) translated at once: it is the same for everyone, so
@@ -448,34 +418,40 @@ def main() -> None:
         examples is not None and with_token(request.text, None) in examples.sentences)
     first_view = "last_request" not in st.session_state
     try:
-        if translation is None and clicked:
-            sync_url()  # the link carries the sentence from the click on: a reload mid-decode brings it back
-            translation = stream_translation(ckpt, request, slow)
-        elif translation is None and (from_link or (shared and first_view)):
-            translation = translate_request(request)
+        with c_out:  # the decoding streams where its translation will stand
+            if translation is None and clicked:
+                sync_url()  # the link carries the sentence from the click on: a reload mid-decode brings it back
+                translation = stream_translation(ckpt, request, slow)
+            elif translation is None and (from_link or (shared and first_view)):
+                translation = translate_request(request)
     except InputError as exc:
-        st.info(str(exc))
+        c_out.info(str(exc))
         return
     except Exception as exc:
-        show_failure(exc, f"translating {request!r}",
-                     "Sorry, the translation failed (an internal error; the details are in the server log).")
+        with c_out:
+            show_failure(exc, f"translating {request!r}",
+                         "Sorry, the translation failed (an internal error; the details are in the server log).")
         return
     if translation is None:
         last = st.session_state.get("last_request")
         translation = store().get(last) if last is not None else None
         if translation is None or last is None:
-            st.info("Press **Translate** to decode this sentence.")
+            c_out.info("Press **Translate** to decode this sentence.")
             return
         stale, shown = True, last
     else:
         st.session_state["last_request"] = request
         sync_url()
-    model_max_len = load_model(shown.model_name).config.max_len
-    result_ui(translation, shown, stale, model_max_len)
+    with c_out:
+        shown_ui(translation)
+    notes_ui(translation, shown, stale, load_model(shown.model_name).config.max_len)
+    explorer = st.container()  # the map first; what is read after it is drawn below it, and decided here
+    details_ui(translation, shown)
     scored = score_ui(translation, shown)
-    st.subheader("Attention explorer")
-    attention_explorer(explored(translation, scored), key="translate")
     downloads_ui(translation, shown)
+    with explorer:
+        attention_explorer(explored(translation, scored), key="translate",
+                           fit_px=viewport()[1] - ABOVE_MAP_PX - BELOW_MAP_PX)
 
 
 main()

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as hst
 
+from app.charts.axes import plotly_text
 from app.charts.style import PRESENTER_COLORSCALE, PRESENTER_TICK_FONT, WEIGHT_COLORSCALE, presented, rows_height
 from app.checks.escape import md
 from app.lecture.measures import restarts_line
@@ -150,8 +151,12 @@ def test_a_link_opens_a_slide_in_presenter_mode(app_test, figures):
     at.run()
     assert not at.exception and f"Slide 9 / {len(SLIDES)}" in counter(at)
     fig = figures(at)["lecture_figure"]
-    # the slide's free height on the 1280x720 screen assumed before the browser reports its size (720 - 190 px)
-    assert fig["layout"]["xaxis"]["tickfont"]["size"] >= 16 and fig["layout"]["height"] <= 530
+    # the slide's free height on the 1280x720 screen assumed before the browser reports its size: what the title row
+    # and the caption row leave (720 - 185 px; tests/e2e/test_text_layout.py checks that the whole slide fits)
+    from app.views.lecture import slide_room
+
+    assert slide_room((1280, 720), True)[1] == 535
+    assert fig["layout"]["xaxis"]["tickfont"]["size"] >= 16 and fig["layout"]["height"] <= 535
     assert any("font-size: 2.4rem" in h.proto.body for h in at.get("html"))  # the page's presenter CSS
 
 
@@ -288,3 +293,61 @@ def test_the_arrow_keys_move_the_window_of_a_long_map(app_test, figures):
     assert any("move the window" in c.value for c in at.caption)
     at.button(key="lecture_next").click().run()  # the next slide starts at its top
     assert at.button(key="lecture_window_down").disabled or "rows 1–" in str(figures(at)["lecture_figure"])
+
+
+STAGES = next(s for s in SLIDES if s.figure == "stages")  # "Queries, keys, values: one head with real numbers"
+
+
+def named_keys(fig: go.Figure) -> list[str]:
+    """The key rows the one-query figure names (its first row is the query's), "k · " taken off."""
+    rows = list(fig.layout.yaxis.ticktext)
+    assert rows[0].startswith("q · ")
+    assert all(row.startswith("k · ") for row in rows[1:]), rows  # no row of "other keys" together
+    return [row.removeprefix("k · ") for row in rows[1:]]
+
+
+@pytest.mark.parametrize("size, presenter", [((1280, 720), True), ((1280, 720), False), ((1920, 1080), True)])
+@pytest.mark.parametrize("n_keys", [2, 14, 27, 40])
+def test_the_queries_keys_slide_names_every_key_in_a_row_of_its_own(shipped, n_keys, size, presenter):
+    """Up to 40 pieces (the axes' MAX_LABELLED), every key of the sentence has a named row of its own on the slide:
+    at once where they fit, else in the window the lecturer moves with ↓ / ↑, each row at projector size; the lecture
+    file (no keys to move a window) shows them all at once."""
+    from app.charts.style import PRESENTER_ROW_PX
+    from app.lecture.measures import WINDOW_STRIDE
+    from app.views.lecture import slide_room
+
+    ckpt = shipped("reverse")
+
+    def run(text, beam_size):
+        return translate(ckpt.model, ckpt.tokenizer, text, DecodeConfig(beam_size=beam_size))
+    translation = run(" ".join("abcdefghij"[i % 10] for i in range(n_keys - 1)), 1)  # letters and </s>
+    keys = plotly_text(translation.source.pieces)
+    assert len(keys) == n_keys
+    width, height = slide_room(size, presenter)
+    deck = Deck(model_name="reverse", ckpt=ckpt, translation=translation, translate=run, width_px=width,
+                height_px=height, presenter=presenter)
+    named: dict[int, str] = {}
+    for start in range(0, n_keys, WINDOW_STRIDE):
+        fig, facts = build(STAGES, Deck(**{**deck.__dict__, "window": start}))
+        rows = named_keys(fig)
+        shown = fig.layout.meta["keys_shown"]
+        assert rows == [keys[j] for j in shown] and shown == list(range(shown[0], shown[0] + len(shown)))
+        named.update(zip(shown, rows, strict=True))
+        if len(shown) < n_keys:  # a window: the slide says which keys, and the keys move it
+            assert facts["window_keys"] and f"keys {shown[0] + 1}–{shown[-1] + 1} of {n_keys}" in fig.layout.title.text
+        drawn = presented(fig, height) if presenter else fig
+        assert drawn.layout.height <= height and (len(shown) + 1) * PRESENTER_ROW_PX <= drawn.layout.height
+    assert named == dict(enumerate(keys))  # every key named, in its place
+    fig, facts = build(STAGES, Deck(**{**deck.__dict__, "window": None}))
+    assert named_keys(fig) == keys and not facts.get("window_keys")
+
+
+def test_the_default_sentence_shows_all_its_keys_at_once_on_a_projector(shipped, decks):
+    """The slide that showed "2 other keys … together" for the default sentence at 1280x720 in presenter mode."""
+    from app.views.lecture import slide_room
+
+    deck = decks(shipped, "en-de")
+    width, height = slide_room((1280, 720), True)
+    fig, facts = build(STAGES, Deck(**{**deck.__dict__, "width_px": width, "height_px": height, "presenter": True}))
+    assert named_keys(fig) == plotly_text(deck.translation.source.pieces) and not facts.get("window_keys")
+    assert presented(fig, height).layout.height <= height

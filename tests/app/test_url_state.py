@@ -12,6 +12,7 @@ from app.lecture.slides import SLIDES
 from app.models.registry import default_length_penalty
 from app.serving.scheduler import store
 from app.state import DEFAULTS, URL_PARAMS, VIEWS, LinkLimits, parse_link, view_slug
+from explain.heads import most_focused_head
 
 DECODING = "app/views/decoding.py"
 LECTURE = "app/views/lecture.py"
@@ -41,7 +42,7 @@ def test_a_full_link_sets_every_value():
     assert notes == []
     assert values == {"model_name": "reverse", "text": "a b c", "beam_size": 3, "max_len": 120, "length_penalty": 1.2,
                       "kind": "enc_self", "layer": 1, "head": 3, "translate_view": "Head view", "word_level": True,
-                      "step": 5, "slide": 7, "presenter": True}
+                      "step": 5, "slide": 7, "presenter": True, "head_pinned": True}  # a head named: the visitor's
 
 
 @pytest.mark.parametrize("params, reason", [
@@ -76,8 +77,18 @@ def test_an_invalid_or_unknown_parameter_is_ignored_with_a_reason(params, reason
 def test_valid_parameters_survive_invalid_neighbours_and_old_names():
     values, notes = parse_link({"model_name": "reverse", "layer": "2", "head": "mean", "kind": "x", "zzz": ""},
                                limits_of)
-    assert values == {"model_name": "reverse", "layer": 1, "head": -1}
+    assert values == {"model_name": "reverse", "layer": 1, "head": -1, "head_pinned": True}
     assert [n.split(":")[0] for n in notes] == ["zzz", "kind=x"]
+
+
+@pytest.mark.parametrize("params, pinned", [
+    ({"text": "a b", "beam": "2"}, False),  # no head named: each sentence opens on its most focused head
+    ({"kind": "cross"}, True), ({"layer": "1"}, True), ({"head": "mean"}, True),  # any one of the three pins
+    ({"layer": "99", "head": "x"}, False),  # named, but rejected: nothing was chosen
+])
+def test_a_link_pins_the_head_only_where_it_names_a_valid_kind_layer_or_head(params, pinned):
+    values, _ = parse_link(params, limits_of)
+    assert values.get("head_pinned", False) is pinned
 
 
 @settings(max_examples=300, deadline=None)
@@ -136,7 +147,11 @@ def test_invalid_parameters_give_one_notice_and_the_page_still_works(app_test, f
     notice = link_notice_text(at)
     for part in ("layer=99", "beam=abc", "kind=foo", "zzz", r"head=\-3"):
         assert part in notice
-    assert (at.session_state["layer"], at.session_state["beam_size"], at.session_state["kind"]) == (0, 1, "cross")
+    assert (at.session_state["beam_size"], at.session_state["kind"]) == (1, "cross")
+    # nothing valid was chosen, so the sentence opens on its most focused head, and the link names none
+    shown = store().get(at.session_state["last_request"])
+    opened = most_focused_head(shown.trace.weights("cross")[:, 0], shown.target_pieces, shown.source.pieces)
+    assert (at.session_state["layer"], at.session_state["head"]) == (opened.layer, opened.head)
     assert dict(at.query_params) == {"model": "reverse"}  # the rejected ones are gone from the URL
     at.switch_page(DECODING).run()
     assert "layer=99" in link_notice_text(at)  # it stays, on every page, until dismissed
@@ -163,15 +178,22 @@ def test_a_link_whose_parameter_name_is_markdown_shows_it_as_plain_text(app_test
 
 
 def test_the_url_follows_the_explorer_and_the_keyboard_buttons(app_test):
-    at = run_link(app_test, model="reverse", text="a b c")
-    at.button(key="translate_next_head").click().run()  # key h: mean -> head 1
-    at.button(key="translate_next_layer").click().run()  # key l: layer 1 -> 2
-    assert (at.session_state["head"], at.session_state["layer"]) == (0, 1)
-    assert at.query_params["head"] == "1" and at.query_params["layer"] == "2"
-    at.button(key="translate_prev_head").click().run()  # key H: back to the mean
-    at.button(key="translate_next_layer").click().run()  # wraps around to layer 1
-    assert (at.session_state["head"], at.session_state["layer"]) == (-1, 0)
-    assert "head" not in at.query_params and "layer" not in at.query_params and not at.exception
+    at = run_link(app_test, model="reverse", text="a b c")  # 2 layers x 4 heads
+    opened = (at.session_state["layer"], at.session_state["head"])  # the most focused head: not in the link
+    assert opened[1] >= 0 and not {"kind", "layer", "head"} & set(at.query_params)
+    at.button(key="translate_next_head").click().run()  # key h: the next head (after head 4, the mean)
+    at.button(key="translate_next_layer").click().run()  # key l: the next layer (after layer 2, layer 1)
+    head, layer = opened[1] + 1 if opened[1] < 3 else -1, 1 - opened[0]
+    assert (at.session_state["head"], at.session_state["layer"]) == (head, layer)
+    # the keys chose: the link names the kind, layer and head from now on
+    assert at.query_params["head"] == ("mean" if head < 0 else str(head + 1))
+    assert at.query_params["layer"] == str(layer + 1) and at.query_params["kind"] == "cross"
+    at.segmented_control(key="head").set_value(0).run()
+    at.button(key="translate_prev_head").click().run()  # key H: from head 1 back to the mean
+    at.button(key="translate_next_layer").click().run()  # wraps around
+    assert (at.session_state["head"], at.session_state["layer"]) == (-1, 1 - layer)
+    # the mean is the default head, but chosen: the link still names it, as it names any choice
+    assert (at.query_params["layer"], at.query_params["head"]) == (str(2 - layer), "mean") and not at.exception
 
 
 def test_a_link_opens_the_decoding_page_at_its_step(app_test):

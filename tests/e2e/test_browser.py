@@ -60,6 +60,20 @@ def sentence_box(page):
     return page.locator("[data-testid=stTextArea] textarea, [data-testid=stTextInput] input").first
 
 
+def unfold(page, key: str) -> None:
+    """Open what the Translate page keeps folded under the sentence, so that its first view fits one screen: the
+    decoding settings ("decode_settings", a fold that stays open: beam, length, slow motion, sampling) or the example
+    sentences ("examples_open", a popover that closes on a click elsewhere)."""
+    fold = page.locator(f".st-key-{key} details")
+    if fold.count():
+        if fold.first.get_attribute("open") is None:
+            page.locator(f".st-key-{key} summary").first.click()
+        expect(page.locator(f".st-key-{key} details[open]").first).to_be_visible()
+    else:
+        page.locator(f".st-key-{key} [data-testid=stPopoverButton]").first.click()
+        expect(page.locator("[data-testid=stPopoverBody]").first).to_be_visible()
+
+
 def hover_first_source_column(page) -> str:
     """Hover the top-left cell of the heatmap (first decoder row, first source piece) and return the tooltip."""
     area = page.locator(PLOT_AREA).first
@@ -200,7 +214,8 @@ def test_clicking_a_model_view_map_or_a_statistics_row_opens_that_head(browser, 
         page.get_by_text("Head statistics", exact=False).first.click()
         table = page.locator("[data-testid=stDataFrame]").first
         table.wait_for(timeout=WAIT_MS)
-        table.scroll_into_view_if_needed()
+        # whole on the screen, its fifth row too (below the map, the table can stand half under the window's edge)
+        table.evaluate("(el) => el.scrollIntoView({block: 'center'})")
         opened = ("() => Array.from(document.querySelectorAll('.gtitle'))"
                   ".some(t => t.textContent.endsWith('layer 2 · head 1'))")
         row_height = 35  # Streamlit's data grid: a header row, then rows of 35 px; the first column selects

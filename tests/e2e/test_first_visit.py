@@ -5,6 +5,7 @@ from the internet; no console errors). How long it takes is measured against a b
 from __future__ import annotations
 
 import os
+import re
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ import pytest
 
 from app.state import DEFAULTS
 from tests.e2e.conftest import ROOT, run_server
-from tests.e2e.waits import expect
+from tests.e2e.waits import charts_settled, expect
 
 pytestmark = pytest.mark.e2e
 
@@ -162,5 +163,53 @@ def test_a_link_opened_without_a_cache_shows_no_placeholder_boxes_under_drawn_co
         page.locator(CHART).first.wait_for()
         page.wait_for_load_state("networkidle")
         assert page.evaluate("window.__skeletonsUnderContent") == 0
+    finally:
+        context.close()
+
+
+# Runs in the page: where the first view's parts stand, and whether anything had to scroll to show them.
+FIRST_VIEW = """() => {
+  const box = (el) => { if (!el) return null; const b = el.getBoundingClientRect();
+                        return {top: b.top, bottom: b.bottom, left: b.left, right: b.right}; };
+  const main = document.querySelector('[data-testid=stMain]');
+  return {
+    shown: box(document.querySelector("SHOWN")),
+    figure: box(document.querySelector('.st-key-translate_heatmap .js-plotly-plot')),
+    title: (document.querySelector('.st-key-translate_heatmap .gtitle') || {}).textContent || '',
+    opened: Array.from(document.querySelectorAll('[data-testid=stCaptionContainer]'))
+      .map((c) => [c.textContent, box(c.querySelector('p') || c)]).find(([text]) => text.startsWith('Opened on'))
+      || null,
+    sidebar: box(document.querySelector('[data-testid=stSidebar]')),
+    documentScrolls: document.scrollingElement.scrollHeight > window.innerHeight,
+    mainScrollTop: main.scrollTop,
+    height: window.innerHeight,
+  };
+}""".replace("SHOWN", SHOWN)
+
+
+def test_the_translation_and_its_whole_map_fit_a_1280x720_screen(browser, streamlit_server, screenshot_dir):
+    """The first view shows attention at work: the default sentence's translation and its whole first map, opened on
+    the most focused cross-attention head (the line above the map says which), on a projector's 1280x720 with the
+    sidebar open as it opens by default, without scrolling."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        page.goto(streamlit_server.url, wait_until="domcontentloaded")
+        page.locator(SHOWN).first.wait_for()
+        page.locator(".st-key-translate_heatmap .main-svg").first.wait_for()
+        charts_settled(page)
+        page.screenshot(path=str(screenshot_dir / "first_view_1280x720.png"))  # the viewport: what the room sees
+        view = page.evaluate(FIRST_VIEW)
+        assert view["sidebar"]["right"] > 200, f"the sidebar is not open: {view['sidebar']}"
+        assert not view["documentScrolls"] and view["mainScrollTop"] == 0
+        assert view["shown"]["top"] >= 0 and view["shown"]["bottom"] <= view["height"], view["shown"]
+        figure = view["figure"]
+        assert figure["top"] >= 0 and figure["bottom"] <= view["height"], f"the map runs past the screen: {figure}"
+        assert view["opened"], "no line says which head the view opened on"
+        line, where = view["opened"]
+        head = re.search(r"layer (\d+), head (\d+)", line)
+        assert head and view["title"].endswith(f"layer {head[1]} · head {head[2]}"), (line, view["title"])
+        assert where["bottom"] <= figure["top"], "the line is not above the map"
     finally:
         context.close()

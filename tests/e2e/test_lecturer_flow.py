@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
 
-from tests.e2e.test_browser import assert_no_error, wait_idle
+from tests.e2e.test_browser import assert_no_error, unfold, wait_idle
 from tests.e2e.waits import expect, rerun
 
 pytestmark = pytest.mark.e2e
@@ -95,6 +95,9 @@ def test_the_sentence_box_and_the_prepared_sentence_keys(streamlit_server, brows
         page.goto(f"{streamlit_server.url}/lecture?model=reverse&text=a+b&presenter=1&slide=2&prepared={prepared}",
                   wait_until="domcontentloaded")
     wait_for_slide(page, 2)
+    # presenter mode folds the lecturer's notes, keys and sentences away from the hall: open the fold to read them
+    page.locator(".st-key-lecturer_tools summary").first.click()
+    expect(page.locator(".st-key-lecturer_tools details[open]").first).to_be_visible(timeout=WAIT_MS)
     assert "S** next prepared sentence" not in page.inner_text("body")  # Markdown rendered, not shown raw
     assert "S next prepared sentence, 1–5 that one" in page.inner_text("body")
     page.evaluate("() => document.activeElement && document.activeElement.blur()")  # keys go to the page
@@ -129,6 +132,7 @@ def test_a_reload_mid_decode_brings_the_sentence_back(streamlit_server, browser)
     sentence = " ".join("abcdefghij"[(3 * i) % 10] for i in range(60))
     box = page.locator(".st-key-text textarea")
     box.fill(sentence)
+    unfold(page, "decode_settings")
     page.locator(".st-key-slow_motion label").click()
     expect(page.locator(".st-key-slow_motion input")).to_be_checked(timeout=WAIT_MS)  # on before Translate is pressed
     wait_idle(page)

@@ -16,6 +16,7 @@ from tests.e2e.test_browser import (
     screenshot_whole_page,
     sentence_box,
     translate_text,
+    unfold,
 )
 from tests.e2e.waits import expect, rerun
 from tests.marian_helpers import marian_checkpoint
@@ -47,6 +48,7 @@ def set_max_output(page, pieces: int) -> None:
     """The Max output length slider, moved with its keyboard keys (Home = 1, then one step per arrow; a rerun in
     between may swallow a key, so it steps, back too, until the value is there), then the run that takes the value:
     the app writes it into the address."""
+    unfold(page, "decode_settings")
     thumb = page.locator(".st-key-max_len input[type=range]")
     with rerun(page):  # ... and afterwards, until the runs the slider asked for are over
         thumb.focus()
@@ -82,6 +84,7 @@ def test_upload_a_6x16_marian_checkpoint_and_every_head_fits(browser, streamlit_
             page.goto(streamlit_server.url, wait_until="domcontentloaded")
         sentence_box(page).wait_for(timeout=WAIT_MS)
         upload_marian(page, folder)
+        unfold(page, "examples_open")
         assert page.get_by_role("button", name="Yesterday I bought a new car.").count() == 1  # English
         set_max_output(page, MAX_OUTPUT)  # a random model never ends: keep its output short, the test fast
         translate_text(page, SENTENCE)  # short: the test's tiny sentencepiece models cut text into letters

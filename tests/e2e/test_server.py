@@ -20,6 +20,7 @@ import pytest
 
 from app.state import DEFAULTS
 from tests.e2e.conftest import ROOT, run_server
+from tests.e2e.test_browser import unfold
 from tests.e2e.waits import IDLE, expect, rerun
 
 DEFAULT_TEXT = DEFAULTS["text"]
@@ -290,6 +291,7 @@ def test_changing_a_widget_while_a_translation_streams_leaves_a_consistent_page(
     page.set_default_timeout(WAIT_MS)
     try:
         open_app(page, streamlit_server.url)  # en-de is the default model
+        unfold(page, "decode_settings")
         with rerun(page, WAIT_MS):
             page.get_by_text("Slow motion", exact=True).click()  # 0.3 s per step: time to act mid-decode
         set_sentence(page, S1)

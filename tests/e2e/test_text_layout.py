@@ -7,7 +7,8 @@ taken as drawn, turned labels turned: two that intersect by more than 1 px colli
 figure, or out of the plot area that clips it (a bar's value written beyond the bar), by more than 1 px is cut. In
 presenter mode every such text is at least 18 px. The browser console shows no error on the way. Streamlit's own
 labels (widget labels, buttons, links, chosen options) are checked for text their box cuts off. The slides are
-walked with the arrow key in one browser session, as a lecturer does.
+walked with the arrow key in one browser session, as a lecturer does; in presenter mode each slide must stand whole on
+the screen, its caption row with the sentence box included, without scrolling or overlap.
 
 No label is dropped to make room: every token axis of up to 40 pieces draws a label for each piece (an axis a
 figure marks in its layout.meta "pieces", or one of integer ticks whose range spans its pieces), every end of a
@@ -213,6 +214,49 @@ DROPPED = r"""(maxLabelled) => {
 }"""
 
 
+# Runs in the page (a slide): whether the slide stands whole on the screen, as a projector shows it without scrolling:
+# the page does not scroll, nothing drawn (title row, figure, lines, the lecturer's fold, the caption row with the
+# sentence box) ends below the window, and the caption row starts under the figure and the lines.
+SLIDE_FITS = """(tolerance) => {
+  const main = document.querySelector('[data-testid=stMain]');
+  const height = window.innerHeight;
+  // a closed fold keeps its content laid out but not drawn (Chromium's details): it is not on the screen
+  const drawn = (el) => el.offsetWidth > 0 && el.offsetHeight > 0 && !el.closest('details:not([open])')
+    && (!el.checkVisibility || el.checkVisibility({visibilityProperty: true}));
+  const past = [];
+  main.querySelectorAll('[data-testid=stElementContainer], [data-testid=stExpander], [data-testid=stHorizontalBlock]')
+    .forEach((el) => {
+      const box = el.getBoundingClientRect();
+      if (drawn(el) && box.bottom > height + tolerance) {
+        const what = (el.innerText || el.getAttribute('data-testid')).trim().slice(0, 50);
+        past.push(`${what} ends at ${Math.round(box.bottom)}`);
+      }
+    });
+  const caption = Array.from(main.querySelectorAll('[data-testid=stCaptionContainer]'))
+    .find((c) => c.textContent.startsWith('Current sentence:'));
+  const captionRow = caption && caption.closest('[data-testid=stHorizontalBlock]');
+  const figure = main.querySelector('.st-key-lecture_figure');
+  const slideRow = figure && figure.closest('[data-testid=stHorizontalBlock]');
+  const overlap = captionRow && slideRow && captionRow.getBoundingClientRect().top
+    < slideRow.getBoundingClientRect().bottom - tolerance;
+  return {scrolls: main.scrollHeight > main.clientHeight + tolerance, past, caption: Boolean(captionRow),
+          overlap: Boolean(overlap)};
+}"""
+
+
+def slide_fit_problems(page, view: str) -> list[str]:
+    """One line per way the slide on screen does not stand whole in the window (presenter mode's promise)."""
+    found = page.evaluate(SLIDE_FITS, TOLERANCE_PX)
+    lines = [f"{view}: {what} runs past the bottom of the screen" for what in found["past"]]
+    if found["scrolls"]:
+        lines.append(f"{view}: the slide scrolls")
+    if not found["caption"]:
+        lines.append(f"{view}: no caption row names the sentence")
+    if found["overlap"]:
+        lines.append(f"{view}: the caption row overlaps the slide above it")
+    return lines
+
+
 def settle(page) -> None:
     assert page.evaluate(SETTLED, [SETTLED_MS, WAIT_MS]), "the page did not finish drawing"
 
@@ -278,6 +322,8 @@ def test_no_text_collides_is_cut_or_too_small_on_any_page_or_slide(browser, stre
             wait_for_slide(page, number)
             assert_no_error(page, f"slide {number}")
             problems += problems_of(page, f"{width}x{height} {mode} slide {number}", min_px)
+            if mode == "presenter":  # on a projector the whole slide, caption row and sentence box too, fits
+                problems += slide_fit_problems(page, f"{width}x{height} {mode} slide {number}")
     finally:
         page.close()
     print(f"{width}x{height} {mode}: {len(problems)} problems in {time.monotonic() - began:.0f} s")

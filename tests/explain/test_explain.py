@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explain.heads import head_statistics, merge_to_words
+from explain.heads import head_statistics, merge_to_words, most_focused_head
 from explain.masks import mask_parts, unmasked_scores
 from explain.mechanics import attention_internals, compare_scores, hard_attention, location_based, softmax_saturation
 from explain.model_training import parameter_counts
@@ -39,6 +39,47 @@ def test_merge_to_words_sums_keys_and_averages_queries():
     merged = merge_to_words(w, [[0], [1, 2]], [[0, 1], [2]])
     assert torch.allclose(merged, torch.tensor([[0.8, 0.2], [0.3, 0.7]]))
     assert torch.allclose(merged.sum(-1), torch.ones(2))
+
+
+def _focus_by_hand(weights: list, rows: list[int], keys: list[int]) -> list[list[float]]:
+    """Per layer and head, the mean over ``rows`` of each row's largest weight among ``keys``, in plain Python."""
+    return [[sum(max(head[i][j] for j in keys) for i in rows) / len(rows) for head in layer] for layer in weights]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_the_most_focused_head_has_the_largest_mean_top_weight_over_the_pieces_that_are_not_special(data):
+    layers, heads = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4))
+    q, k = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 6))
+    queries = data.draw(st.lists(st.sampled_from(["▁a", "b", "</s>"]), min_size=q, max_size=q))
+    keys = data.draw(st.lists(st.sampled_from(["▁a", "b", "</s>", "<s>"]), min_size=k, max_size=k))
+    levels = st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0])  # few values: ties between heads happen
+    logits = torch.tensor(data.draw(st.lists(st.lists(st.lists(st.lists(levels, min_size=k, max_size=k),
+                                                               min_size=q, max_size=q),
+                                                      min_size=heads, max_size=heads),
+                                             min_size=layers, max_size=layers)))
+    weights = logits.softmax(-1)  # [L, H, Q, K], rows sum to 1
+    rows = [i for i, p in enumerate(queries) if p != "</s>"] or list(range(q))
+    cols = [j for j, p in enumerate(keys) if p not in ("</s>", "<s>")] or list(range(k))
+    focus = _focus_by_hand(weights.double().tolist(), rows, cols)
+    best = max(f for layer in focus for f in layer)
+    first = next((l, h) for l in range(layers) for h in range(heads) if focus[l][h] >= best - 1e-12)
+    found = most_focused_head(weights, queries, keys)
+    assert (found.layer, found.head) == first  # the largest, the lowest layer and head among equals
+    assert found.focus == pytest.approx(best)
+    # what the special pieces hold does not count: the row writing </s> and the columns of </s> and <s>
+    changed = weights.clone()
+    changed[:, :, [i for i in range(q) if i not in rows]] = 1.0
+    changed[..., [j for j in range(k) if j not in cols]] = 1.0
+    assert most_focused_head(changed, queries, keys) == found
+
+
+def test_a_head_parked_on_end_of_sentence_is_not_the_most_focused():
+    parked = torch.tensor([[0.05, 0.05, 0.9], [0.05, 0.05, 0.9]])  # every row on </s>: an idle head
+    aligned = torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.7, 0.1]])
+    weights = torch.stack([parked, aligned])[None]  # [1, 2, Q, K]
+    found = most_focused_head(weights, ["▁x", "▁y"], ["▁a", "▁b", "</s>"])
+    assert (found.layer, found.head) == (0, 1) and found.focus == pytest.approx(0.7)
 
 
 def test_attention_internals_reproduce_the_trace(tiny_model):
