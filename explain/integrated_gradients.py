@@ -8,12 +8,18 @@ positional encodings, the embedding norm (BART) and the masks are kept as they a
 stands at a place, not the place.
 
 - Gradient x input: x_i . df/dx_i per piece (the gradient at x, times x, summed over the embedding dimension): one
-  forward and backward, a first-order estimate of f(x) - f(baseline).
-- Integrated gradients: the baseline x' = 0 (every token vector zero, positions kept: a sentence of "no word" at
-  the same places), and IG_i = (x_i - x'_i) . integral over a in [0, 1] of df/dx_i(x' + a (x - x')) da, the
+  forward and backward, a first-order estimate of f(x) - f(0).
+- Integrated gradients: IG_i = (x_i - x'_i) . integral over a in [0, 1] of df/dx_i(x' + a (x - x')) da, the
   integral taken by Gauss-Legendre quadrature with ``steps`` nodes (Captum's default method, "gausslegendre"):
   ``steps`` forward and backward passes. Completeness: the attributions sum to f(x) - f(x'); what they miss (the
-  completeness gap) is the quadrature's error and shrinks as the steps grow.
+  completeness gap) is the quadrature's error and shrinks as the steps grow, provided f is smooth along the path.
+- The baseline x' (``baseline_vectors``): zero token vectors where the model adds a position code (a sentence of
+  "no word" at the same places). A model without one (T5: relative positions) would then read all-zero vectors,
+  where every activation is zero and each RMSNorm x / sqrt(mean(x^2) + eps) blows a tiny input up by up to
+  1/sqrt(eps): stacked norms lift the residual stream to full size for any a above about 1e-10, so f(a x) has a jump
+  at a = 0 that no quadrature samples, and the gap tends to f(0+) - f(0), not to 0. Its baseline is the mean token
+  vector at every place instead (the start piece kept: every output begins with it, and a converted T5's is the
+  <pad> row, zero in a model never trained), and no point of the path is near zero.
 """
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ from model.network.transformer import Transformer
 from model.serving.inference import StopSignal, check_stop
 
 BASELINE = "zero token vectors, positional encodings kept"
+MEAN_BASELINE = "the mean token vector at every place, the start piece kept (no position code to keep: zero vectors "\
+                "are where this model's RMS norms jump)"
 METHOD = "gausslegendre"  # Captum's name for the quadrature below
 DEFAULT_STEPS = 32
 MAX_STEPS = 256
@@ -41,13 +49,14 @@ class Attributions:
     """Per piece attributions of f at one step: source [S] (the source pieces) and prefix [T] (the decoder's start
     token and the pieces written before the step), in the units of f (log-probability). ``value`` is f(x),
     ``baseline_value`` f(x') (IG's baseline; 0 input for gradient x input), ``steps`` the quadrature's nodes (0 for
-    gradient x input)."""
+    gradient x input), ``baseline`` what x' is, in words."""
 
     source: torch.Tensor
     prefix: torch.Tensor
     value: float
     baseline_value: float
     steps: int
+    baseline: str = BASELINE
 
     @property
     def total(self) -> float:
@@ -68,6 +77,31 @@ def input_vectors(model: Transformer, source_ids: Sequence[int], prefix_ids: Seq
     source = embed.token(torch.tensor([list(source_ids)], device=device)) * embed.scale  # [1, S, D]
     prefix = embed.token(torch.tensor([list(prefix_ids)], device=device)) * embed.scale  # [1, T, D]
     return source.detach(), prefix.detach()
+
+
+def zero_is_safe(model: Transformer) -> bool:
+    """Whether zero token vectors make a smooth baseline: the model adds a position code (absolute positions) before
+    its first norm, so the path never reads all-zero vectors. T5 adds none (module docstring)."""
+    return bool(model.embed.absolute)
+
+
+def baseline_name(model: Transformer) -> str:
+    """The baseline ``baseline_vectors`` builds for this model, in words (shown beside the attributions)."""
+    return BASELINE if zero_is_safe(model) else MEAN_BASELINE
+
+
+def baseline_vectors(model: Transformer, source: torch.Tensor, prefix: torch.Tensor
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """IG's baseline x' for the token vectors source [B, S, D] and prefix [B, T, D] (``input_vectors``): zeros, or,
+    for a model without a position code, the mean of the embedding's rows x scale at every place but the prefix's
+    first (the start piece, kept as it is)."""
+    if zero_is_safe(model):
+        return torch.zeros_like(source), torch.zeros_like(prefix)
+    embed = model.embed
+    mean = (embed.token.weight.mean(0) * embed.scale).detach().to(source.dtype)  # [D]
+    prefix_base = mean.expand_as(prefix).clone()  # [B, T, D]
+    prefix_base[:, 0] = prefix[:, 0]
+    return mean.expand_as(source).clone(), prefix_base  # [B, S, D], [B, T, D]
 
 
 def step_log_probs(model: Transformer, source_ids: Sequence[int], prefix_ids: Sequence[int]
@@ -136,15 +170,21 @@ def gradient_x_input(model: Transformer, source_ids: Sequence[int], prefix_ids: 
 
 def integrated_gradients(model: Transformer, source_ids: Sequence[int], prefix_ids: Sequence[int], piece: int,
                          alternative: int | None = None, steps: int = DEFAULT_STEPS, batch_rows: int = BATCH_ROWS,
-                         should_stop: StopSignal | None = None) -> Attributions:
-    """Integrated gradients of f (``objective``) from the baseline x' = 0 (BASELINE) to the token vectors x, with
-    ``steps`` Gauss-Legendre nodes run ``batch_rows`` at a time (``should_stop`` asked between batches). source_ids
-    end with EOS, prefix_ids start with the start token; -> per piece attributions and the completeness gap."""
+                         should_stop: StopSignal | None = None,
+                         baseline: tuple[torch.Tensor, torch.Tensor] | None = None) -> Attributions:
+    """Integrated gradients of f (``objective``) from the baseline x' (``baseline_vectors``, or ``baseline``: source
+    [1, S, D] and prefix [1, T, D], to compare another) to the token vectors x, with ``steps`` Gauss-Legendre nodes run
+    ``batch_rows`` at a time (``should_stop`` asked between batches). source_ids end with EOS, prefix_ids start with
+    the start token; -> per piece attributions and the completeness gap."""
     if not 1 <= steps <= MAX_STEPS:
         raise ValueError(f"steps must be from 1 to {MAX_STEPS}, got {steps}")
     _checked(model, source_ids, prefix_ids, [piece] if alternative is None else [piece, alternative])
     f = objective(model, source_ids, prefix_ids, piece, alternative)
     source, prefix = input_vectors(model, source_ids, prefix_ids)  # [1, S, D], [1, T, D]
+    base_source, base_prefix = baseline_vectors(model, source, prefix) if baseline is None else baseline  # [1, S|T, D]
+    if base_source.shape != source.shape or base_prefix.shape != prefix.shape:
+        raise ValueError(f"the baseline must have the inputs' shapes {tuple(source.shape)} and {tuple(prefix.shape)}")
+    moved_source, moved_prefix = source - base_source, prefix - base_prefix  # [1, S, D], [1, T, D]: x - x'
     alphas, weights = gauss_legendre(steps)
     total_source, total_prefix = torch.zeros_like(source[0]), torch.zeros_like(prefix[0])  # [S, D], [T, D]
     for start in range(0, steps, batch_rows):
@@ -152,12 +192,14 @@ def integrated_gradients(model: Transformer, source_ids: Sequence[int], prefix_i
         a = torch.tensor(alphas[start:start + batch_rows], dtype=source.dtype, device=source.device)  # [b]
         w = torch.tensor(weights[start:start + batch_rows], dtype=source.dtype, device=source.device)  # [b]
         with torch.enable_grad():
-            scaled = (a[:, None, None] * source).requires_grad_(), (a[:, None, None] * prefix).requires_grad_()
-            grads = torch.autograd.grad(f(*scaled).sum(), scaled)  # [b, S, D], [b, T, D]
+            points = ((base_source + a[:, None, None] * moved_source).requires_grad_(),  # [b, S, D]
+                      (base_prefix + a[:, None, None] * moved_prefix).requires_grad_())  # [b, T, D]
+            grads = torch.autograd.grad(f(*points).sum(), points)  # [b, S, D], [b, T, D]
         total_source += (w[:, None, None] * grads[0]).sum(0)
         total_prefix += (w[:, None, None] * grads[1]).sum(0)
     with torch.no_grad():
-        ends = f(torch.cat([source, torch.zeros_like(source)]), torch.cat([prefix, torch.zeros_like(prefix)]))  # [2]
-    return Attributions(source=(total_source * source[0]).sum(-1).cpu(),
-                        prefix=(total_prefix * prefix[0]).sum(-1).cpu(), value=float(ends[0]),
-                        baseline_value=float(ends[1]), steps=steps)
+        ends = f(torch.cat([source, base_source]), torch.cat([prefix, base_prefix]))  # [2]
+    return Attributions(source=(total_source * moved_source[0]).sum(-1).cpu(),
+                        prefix=(total_prefix * moved_prefix[0]).sum(-1).cpu(), value=float(ends[0]),
+                        baseline_value=float(ends[1]), steps=steps,
+                        baseline=baseline_name(model) if baseline is None else "the baseline given")

@@ -63,14 +63,18 @@ def attention_beside_attribution(pieces: Sequence[str], attention: np.ndarray, a
     return styled(fig, title, height)
 
 
+SAME = "the same"  # the model's first choice where it is the piece given
+
+
 def forced_frame(pieces: Sequence[str], probs: Sequence[float], ranks: Sequence[int], firsts: Sequence[str],
                  first_probs: Sequence[float]) -> pd.DataFrame:
-    """A scored translation as a table, one row per piece: its probability, its rank in the model's distribution and,
-    where they differ, the model's own first choice and its probability; the first such row marked."""
+    """A scored translation as a table, one row per piece: its probability, its rank in the model's distribution,
+    the model's own first choice ("the same" where it is the given piece) and that choice's probability; the first
+    row where they differ marked. No empty cells: a table a class reads has a word or a number in each."""
     parted = next((i for i, rank in enumerate(ranks) if rank > 1), None)
     return pd.DataFrame({
         "step": range(1, len(pieces) + 1), "piece": list(pieces), "probability": list(probs), "rank": list(ranks),
-        "model's first choice": [("" if rank == 1 else first) for first, rank in zip(firsts, ranks, strict=True)],
-        "its probability": [(None if rank == 1 else p) for p, rank in zip(first_probs, ranks, strict=True)],
+        "model's first choice": [(SAME if rank == 1 else first) for first, rank in zip(firsts, ranks, strict=True)],
+        "its probability": list(first_probs),
         "": ["← the two part ways here" if i == parted else "" for i in range(len(pieces))],
     })

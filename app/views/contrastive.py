@@ -16,7 +16,7 @@ from app.models.registry import load_model
 from app.page import plot, to_numpy
 from app.serving.cancel import session_stop_signal
 from app.serving.scheduler import heavy_slot
-from explain.integrated_gradients import BASELINE, DEFAULT_STEPS, gradient_x_input, integrated_gradients
+from explain.integrated_gradients import DEFAULT_STEPS, gradient_x_input, integrated_gradients
 from model.network.transformer import Transformer
 from model.serving.budget import BudgetError, GradientPlan, plan_gradients
 
@@ -26,8 +26,8 @@ STEP_CHOICES = (8, 16, 32, 64, 128)
 
 @dataclass(frozen=True)
 class Contrast:
-    """One answer, as numpy: attributions over the source [S] and the prefix [T] by both methods, f(x), IG's f(x')
-    and its steps."""
+    """One answer, as numpy: attributions over the source [S] and the prefix [T] by both methods, f(x), IG's f(x'),
+    its steps and its baseline x' in words (the model's family decides it)."""
 
     ig_source: np.ndarray
     ig_prefix: np.ndarray
@@ -38,6 +38,7 @@ class Contrast:
     total: float
     gap: float
     steps: int
+    baseline: str
 
 
 def price(model_name: str, source_len: int, prefix_len: int, steps: int) -> GradientPlan:
@@ -60,7 +61,7 @@ def attribute(model: Transformer, source_ids: tuple[int, ...], prefix_ids: tuple
         gxi = gradient_x_input(model, source_ids, prefix_ids, chosen, alternative)
     return Contrast(ig_source=to_numpy(ig.source), ig_prefix=to_numpy(ig.prefix), gxi_source=to_numpy(gxi.source),
                     gxi_prefix=to_numpy(gxi.prefix), value=ig.value, baseline_value=ig.baseline_value,
-                    total=ig.total, gap=ig.gap, steps=ig.steps)
+                    total=ig.total, gap=ig.gap, steps=ig.steps, baseline=ig.baseline)
 
 
 def contrastive_ui(model_name: str, source_ids: tuple[int, ...], source_pieces: list[str], prefix_ids: tuple[int, ...],
@@ -110,7 +111,7 @@ def contrastive_ui(model_name: str, source_ids: tuple[int, ...], source_pieces: 
          key=f"{key}_prefix")
     st.caption(f"f = log p({md(piece)}) − log p({md(other)}) = {result.value:.3f} at this step. Above 0 a piece pushes "
                f"towards **{md(piece)}**, below 0 towards **{md(other)}**. Integrated gradients (Sundararajan et al., "
-               f"2017): baseline = {BASELINE} (f = {result.baseline_value:.3f} there), {result.steps} Gauss-Legendre "
-               f"steps; its attributions sum to {result.total:.3f} against f(x) − f(baseline) = "
+               f"2017): baseline = {md(result.baseline)} (f = {result.baseline_value:.3f} there), {result.steps} "
+               f"Gauss-Legendre steps; its attributions sum to {result.total:.3f} against f(x) − f(baseline) = "
                f"{result.value - result.baseline_value:.3f}: completeness gap {result.gap:+.3f}. Gradient × input "
                "(grey) is the gradient at the sentence times each token vector: one pass, a first-order estimate.")

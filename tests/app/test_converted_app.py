@@ -11,7 +11,9 @@ import pytest
 import streamlit as st
 import torch
 
+from app.checks.escape import md
 from app.serving.scheduler import store
+from explain.integrated_gradients import MEAN_BASELINE
 from model.checkpoints.files import load_checkpoint
 from tests.bart_helpers import bart_checkpoint, t5_checkpoint
 
@@ -148,3 +150,14 @@ def test_the_model_page_lists_every_way_t5_differs(on_model, converted):
             table["Output layer"], table["FFN activation"]) == ("RMSNorm", "no", "no", "yes", "its own",
                                                                  "GELU (tanh form)")
     assert table["Positional encoding"] == "relative buckets (bias)" and table["d_k = d_v (its own)"] == "16"
+
+
+@pytest.mark.parametrize("converted", ["t5"], indirect=True)
+def test_the_decoding_page_says_t5s_integrated_gradients_start_from_the_mean_token_vector(on_model, converted):
+    """T5 adds no position code, so zero token vectors are no baseline for it (explain.integrated_gradients): the
+    caption beside the contrastive attribution names the one it starts from instead."""
+    at = on_model(PAGES[1], converted, step=2)
+    at.button(key="decoding_why_run").click().run()
+    assert not at.exception and not at.error
+    said = " ".join(c.value for c in at.caption)
+    assert f"baseline = {md(MEAN_BASELINE)} (f = " in said and "completeness gap" in said

@@ -1,6 +1,7 @@
 """Integrated gradients and gradient x input of one decoding step (explain.integrated_gradients): equal to Captum's
 IntegratedGradients on the same model and inputs, complete up to a gap that shrinks with the steps, and the
-contrastive objective is the difference of two log-probabilities the model's own forward gives."""
+contrastive objective is the difference of two log-probabilities the model's own forward gives; T5 (no position code)
+gets a baseline away from the zero vectors where its norms jump."""
 from __future__ import annotations
 
 import copy
@@ -12,14 +13,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from explain.integrated_gradients import (
+    BASELINE,
     MAX_STEPS,
+    MEAN_BASELINE,
+    baseline_name,
+    baseline_vectors,
     gradient_x_input,
     input_vectors,
     integrated_gradients,
     objective,
 )
+from model.checkpoints.files import load_checkpoint
 from model.network.transformer import Transformer
 from model.serving.inference import Cancelled
+from tests.bart_helpers import t5_checkpoint
 from tests.conftest import tiny_config
 
 EOS, BOS, FIRST_ID, VOCAB = 3, 2, 4, 120
@@ -50,7 +57,7 @@ def test_equal_to_captum(models, source, prefix, piece, alternative, steps, whic
     ours = integrated_gradients(model, src, pre, piece, alternative, steps=steps, batch_rows=7)
     inputs = input_vectors(model, src, pre)
     ig = IntegratedGradients(objective(model, src, pre, piece, alternative))
-    theirs, delta = ig.attribute(inputs, baselines=tuple(torch.zeros_like(x) for x in inputs), n_steps=steps,
+    theirs, delta = ig.attribute(inputs, baselines=baseline_vectors(model, *inputs), n_steps=steps,
                                  method="gausslegendre", return_convergence_delta=True)
     torch.testing.assert_close(ours.source, theirs[0][0].sum(-1), atol=1e-4, rtol=0)
     torch.testing.assert_close(ours.prefix, theirs[1][0].sum(-1), atol=1e-4, rtol=0)
@@ -58,12 +65,12 @@ def test_equal_to_captum(models, source, prefix, piece, alternative, steps, whic
 
 
 @given(source=ids, prefix=ids, piece=st.integers(FIRST_ID, VOCAB - 1), alternative=st.integers(FIRST_ID, VOCAB - 1),
-       which=st.sampled_from(["ours", "bart-like"]))
+       which=st.sampled_from(["ours", "bart-like", "t5-like"]))
 def test_completeness_gap_shrinks_as_the_steps_grow(models, source, prefix, piece, alternative, which):
     """Sum of attributions -> f(x) - f(x'): with many steps the gap is a small share of f(x) - f(x') and below
     what a few steps leave (quadrature of a piecewise smooth path is not monotone step by step, so coarse and fine
-    are compared as groups). Models with absolute positions only: they keep the path away from 0, where a norm
-    x / ||x|| jumps (test_a_path_through_a_norm_at_zero_leaves_a_gap_the_page_shows)."""
+    are compared as groups). For every family: each one's baseline keeps the path away from the all-zero input,
+    where T5's norms jump (test_t5s_zero_input_is_a_jump_its_baseline_keeps_away_from)."""
     model, src, pre = models[which], [*source, EOS], [BOS, *prefix]
     gaps = {n: abs(integrated_gradients(model, src, pre, piece, alternative, steps=n, batch_rows=256).gap)
             for n in (2, 4, 8)}
@@ -108,6 +115,8 @@ def test_bad_requests_and_stopping(models):
         integrated_gradients(model, [5, EOS], [BOS], VOCAB)
     with pytest.raises(ValueError):
         integrated_gradients(model, [], [BOS], 6)
+    with pytest.raises(ValueError):  # a baseline of another shape than the inputs
+        integrated_gradients(model, [5, EOS], [BOS], 6, baseline=(torch.zeros(1, 3, 16), torch.zeros(1, 1, 16)))
     asked = []
 
     def stop() -> bool:
@@ -118,9 +127,29 @@ def test_bad_requests_and_stopping(models):
     assert len(asked) == 2  # asked between batches: stopped after the first of four
 
 
-def test_a_path_through_a_norm_at_zero_leaves_a_gap_the_page_shows(models):
-    """T5 adds no position code: the zero baseline is all zeros, its first pre-norm RMSNorm turns a x into about
-    x / ||x|| for any a well above sqrt(eps), and f jumps in a sliver next to a = 0 that quadrature misses. The gap
-    says so (and is shown beside the attributions): it does not shrink to the 2 % of a smooth path."""
-    fine = integrated_gradients(models["t5-like"], [EOS], [BOS], 4, 5, steps=256)
-    assert abs(fine.gap) > 0.02 * (1 + abs(fine.value - fine.baseline_value))
+def test_t5s_zero_input_is_a_jump_its_baseline_keeps_away_from(models, tmp_path):
+    """T5 adds no position code, so zero token vectors would make every activation zero, and its stacked RMSNorms
+    lift a x to full size for any a above about 1e-10: f jumps at a = 0, where no quadrature looks, and the zero
+    baseline's gap does not shrink. Its baseline (the mean token vector, the start piece kept) keeps the path away
+    from zero: the gap shrinks as the steps grow, on a converted T5 too, whose start piece is <pad>, a zero row."""
+    t5 = models["t5-like"]
+    f = objective(t5, [9, EOS], [BOS], 4, 5)
+    source, prefix = input_vectors(t5, [9, EOS], [BOS])
+    with torch.no_grad():
+        assert abs(float(f(1e-8 * source, 1e-8 * prefix)[0] - f(0 * source, 0 * prefix)[0])) > 1  # the jump
+    assert baseline_name(t5) == MEAN_BASELINE and baseline_name(models["ours"]) == BASELINE
+    converted = load_checkpoint(t5_checkpoint(tmp_path / "t5")).model.double()
+    eos, start = converted.config.eos_id, converted.config.decoder_start_id
+    assert not converted.embed.token.weight[start].any()  # the path of the start piece would end at zero
+    for model, src, pre, piece, alternative in ((t5, [10, 20, 30, EOS], [BOS, 7, 8], 12, 30),
+                                                (converted, [15, 25, 40, 50, 60, eos], [start, 9], 40, 41),
+                                                (converted, [10, 20, 30, eos], [start, 7, 8], 12, 30)):
+        runs = {n: integrated_gradients(model, src, pre, piece, alternative, steps=n, batch_rows=256)
+                for n in (8, 256)}
+        change = abs(runs[256].value - runs[256].baseline_value)
+        assert abs(runs[256].gap) < abs(runs[8].gap) and abs(runs[256].gap) <= 0.02 * (1 + change)
+        assert runs[256].baseline == MEAN_BASELINE
+        zeros = tuple(torch.zeros_like(x) for x in input_vectors(model, src, pre))
+        from_zero = integrated_gradients(model, src, pre, piece, alternative, steps=256, batch_rows=256,
+                                         baseline=zeros)
+        assert abs(from_zero.gap) > 0.05 * (1 + abs(from_zero.value - from_zero.baseline_value))
