@@ -1,5 +1,5 @@
 """Command line: python -m model translate "some text" [--checkpoint DIR] [--beam N] [--max-len N]
-[--length-penalty A] [--device auto|cpu|cuda] [--force "given translation"] [--json FILE]
+[--length-penalty A] [--device auto|cpu|cuda] [--compiled-step] [--force "given translation"] [--json FILE]
               python -m model convert DIR --out pretrained/NAME   (a Hugging Face folder; config.json's model_type
               says which family: marian, bart, mbart, m2m_100 or t5; convert-marian is the same for Marian folders;
               each stage is printed as it starts, "1/5: reading config.json", and errors are one line on stderr)"""
@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "forcing): per piece its probability, its rank in the model's distribution and the model's own "
                     "first choice; not with --beam, --sample or --keep-names")
     tr.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    tr.add_argument("--compiled-step", action="store_true", help="compile the decoding step first (about a minute per "
+                    "model the first time, seconds from Inductor's on-disk cache after), then decode with it: the "
+                    "same results, faster steps (docs: serving)")
     tr.add_argument("--json", help="write pieces, steps and attention to this file (at most "
                                    f"{DEFAULT_BUDGET.max_json_bytes // 2**20} MB: a longer decode is refused)")
     from model.huggingface.convert import CONVERTERS
@@ -105,6 +108,7 @@ def translate_command(args: argparse.Namespace) -> int:
     from model.checkpoints.header import CheckpointError
     from model.network.config import DecodeConfig, Sampling
     from model.network.positional import MAX_POSITIONS
+    from model.serving.compiled_step import prepare as prepare_compiled_step
     from model.serving.device import resolve_device
     from model.serving.doubt import doubt_of
     from model.serving.inference import (
@@ -129,6 +133,10 @@ def translate_command(args: argparse.Namespace) -> int:
     try:
         device = resolve_device(args.device)
         ckpt = load_checkpoint(args.checkpoint, device)
+        if args.compiled_step:
+            built = prepare_compiled_step(ckpt.model, wait=True)
+            print(f"note: the decoding step was compiled in {built.seconds:.0f} s" if built.decoder is not None else
+                  f"note: the decoding step stays eager ({built.error})", file=sys.stderr)
         alpha = ckpt.length_penalty if args.length_penalty is None else args.length_penalty
         sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed) if args.sample else None
         codes = ckpt.tokenizer.target_languages

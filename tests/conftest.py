@@ -5,6 +5,9 @@ import copy
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# No background compile of the decoding step in the app's tests and their servers (a minute of CPU each): the tests
+# that check it turn it on themselves (tests/model/test_compiled_step.py, tests/e2e/test_compiled_step_browser.py).
+os.environ.setdefault("ATTENTION_EXPLORER_COMPILED_STEP", "off")
 
 import pytest
 import torch

@@ -14,6 +14,7 @@ from app.models.examples import pair_label
 from model.checkpoints.files import Checkpoint, checkpoint_snapshots, load_checkpoint, peek_checkpoint, read_config
 from model.checkpoints.header import CheckpointError
 from model.checkpoints.meta import decode_rules_of, length_penalty_of
+from model.serving.compiled_step import prepare as prepare_compiled_step
 from model.serving.device import describe, resolve_device
 from model.serving.inference import decode_rules as model_decode_rules
 
@@ -47,9 +48,18 @@ def converted_models() -> dict[str, tuple[Path, dict]]:
     return found
 
 
+# "off": every model decodes on the eager step (the tests' default: a compile costs a minute of CPU per server).
+COMPILED_STEP_ENV = "ATTENTION_EXPLORER_COMPILED_STEP"
+
+
 @st.cache_resource(show_spinner="Loading the model…")
 def _load_shipped(name: str) -> Checkpoint:
-    return load_checkpoint(MODELS[name] if name in MODELS else converted_models()[name][0], resolve_device("auto"))
+    """A model under pretrained/, loaded once per server; its compiled decoding step starts building in the background
+    at once (model.serving.compiled_step: visitors decode on the eager step until it is ready)."""
+    ckpt = load_checkpoint(MODELS[name] if name in MODELS else converted_models()[name][0], resolve_device("auto"))
+    if os.environ.get(COMPILED_STEP_ENV, "background") != "off":
+        prepare_compiled_step(ckpt.model)
+    return ckpt
 
 
 def model_meta(name: str) -> dict:

@@ -169,14 +169,28 @@ INDUCTOR = {"freezing": True, "cpp_wrapper": True}  # weights frozen into the gr
 
 def compile_step(step: StaticStep) -> Callable[..., tuple[torch.Tensor, ...]]:
     """``step`` compiled by Inductor with the INDUCTOR settings (the shapes it may assume: ``mark_shapes``). The
-    settings are Inductor's global config, so they hold only while a call runs (compilation happens in the call):
-    passed as ``torch.compile(options=...)`` they were measured not to take effect."""
+    settings are Inductor's global config, so they hold only while a call that may compile runs (compilation happens
+    in the call): passed as ``torch.compile(options=...)`` they were measured not to take effect. A call that cannot
+    compile (``compiling=False``: a frozen decoder's, whose inputs match a compilation) leaves the global config
+    alone, so that decodes on other threads never change it under a compilation."""
     compiled = torch.compile(step, fullgraph=True)
 
-    def run(*inputs: object) -> tuple[torch.Tensor, ...]:
+    def run(*inputs: object, compiling: bool = True) -> tuple[torch.Tensor, ...]:
+        if not compiling:
+            return compiled(*inputs)
         with torch._inductor.config.patch(INDUCTOR):
             return compiled(*inputs)
     return run
+
+
+def signature(inputs: tuple) -> tuple:
+    """What decides whether a call of the compiled step can reuse a compilation (``mark_shapes``): the row count, a
+    one-piece source (always specialised), the head masks' shapes, the grad mode, the device and the dtype. A frozen
+    decoder runs compiled only the signatures it compiled, so nothing compiles in a visitor's request."""
+    tokens, _, _, memory, _, self_heads, cross_heads = inputs
+    keys = memory[0][0]  # [B, H, S, d_k]
+    return (tokens.size(0), keys.size(2) > 1, tuple(self_heads.shape), tuple(cross_heads.shape),
+            torch.is_grad_enabled(), keys.device.type, keys.dtype)
 
 
 def mark_shapes(tokens: torch.Tensor, cache: list[KeyValue], memory: list[KeyValue], cross_mask: torch.Tensor
@@ -209,14 +223,24 @@ class StaticCacheDecoder(nn.Module):
         self.static_step = StaticStep(model)
         self.compiled = compile_step(self.static_step) if compiled else None
         self.compiled_rows: set[int] = set()  # the row counts compiled so far
+        self.signatures: set[tuple] = set()  # the call signatures compiled so far (``signature``)
+        self.frozen = False  # once frozen (``freeze``), nothing new is compiled: it runs eagerly
 
-    def runner(self, rows: int) -> Callable[..., tuple[torch.Tensor, ...]] | None:
-        """The compiled step if ``rows`` has (or may get) a compilation of its own, else None (the same step runs
-        eagerly): a batch whose sentences end one by one passes through many row counts, and each would cost a
-        compilation (Dynamo refuses past its recompile limit)."""
-        if self.compiled is None or (rows not in self.compiled_rows and len(self.compiled_rows) >= MAX_COMPILED_ROWS):
+    def freeze(self) -> None:
+        """Compile nothing more: the signatures compiled so far run compiled, every other call eagerly (a server's
+        decoder, built before visitors came, never compiles in a request: model.serving.compiled_step)."""
+        self.frozen = True
+
+    def runner(self, inputs: tuple) -> Callable[..., tuple[torch.Tensor, ...]] | None:
+        """The compiled step if these inputs' row count has (or may get) a compilation of its own, else None (the
+        same step runs eagerly): a batch whose sentences end one by one passes through many row counts, and each would
+        cost a compilation (Dynamo refuses past its recompile limit). Frozen: only a signature already compiled."""
+        rows, key = inputs[0].size(0), signature(inputs)
+        if self.compiled is None or (self.frozen and key not in self.signatures) or \
+                (rows not in self.compiled_rows and len(self.compiled_rows) >= MAX_COMPILED_ROWS):
             return None
         self.compiled_rows.add(rows)
+        self.signatures.add(key)
         return self.compiled
 
     def start(self, src: torch.Tensor, capture: Capture = Capture.NONE, head_mask: HeadMask | None = None
@@ -229,12 +253,12 @@ class StaticCacheDecoder(nn.Module):
         """StaticStep on ``inputs``, compiled where ``runner`` allows. If the compiler gives up (an error of its
         own, raised before the step ran), this decoder steps eagerly from then on, with a warning: the same step,
         the same results, only slower."""
-        run = self.runner(inputs[0].size(0))
+        run = self.runner(inputs)
         if run is None:
             return self.static_step(*inputs)
         mark_shapes(inputs[0], inputs[2], inputs[3], inputs[4])
         try:
-            return run(*inputs)
+            return run(*inputs, compiling=not self.frozen)
         except COMPILER_ERRORS as error:
             log.warning("compiling the decoding step failed, it runs eagerly from now on: %s", error)
             self.compiled = None

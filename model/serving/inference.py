@@ -20,6 +20,7 @@ from model.network.positional import MAX_POSITIONS
 from model.network.trace import AttentionTrace, HeadMask
 from model.network.transformer import Transformer
 from model.serving.budget import DEFAULT_BUDGET, Budget, Plan, decode_cost, plan_decode
+from model.serving.compiled_step import decoder_for
 from model.tokenization.huggingface import HFTokenizer
 from model.tokenization.kinds import TextTokenizer
 from model.tokenization.m2m100 import M2M100Tokenizer
@@ -243,8 +244,8 @@ def stream(model: Transformer, source: Source, config: DecodeConfig, capture: Ca
     if config.keep_words and source.keeps is not None:
         return keep_steps(model, torch.tensor(source.ids, device=device), source.keeps, _capped(model, config),
                           capture, None if head_mask is None else head_mask.to(device))
-    return decode_steps(model, torch.tensor(source.ids, device=device), _capped(model, config), capture,
-                        None if head_mask is None else head_mask.to(device))
+    return decode_steps(decoder_for(model, capture), torch.tensor(source.ids, device=device), _capped(model, config),
+                        capture, None if head_mask is None else head_mask.to(device))
 
 
 def stream_batch(model: Transformer, sources: Sequence[Source], configs: Sequence[DecodeConfig],
@@ -253,7 +254,7 @@ def stream_batch(model: Transformer, sources: Sequence[Source], configs: Sequenc
     configs[i]:
     per step, {i: the step ``stream`` yields for source i alone} for each source still decoding."""
     device = next(model.parameters()).device
-    return greedy_batch_steps(model, [torch.tensor(s.ids, device=device) for s in sources],
+    return greedy_batch_steps(decoder_for(model, capture), [torch.tensor(s.ids, device=device) for s in sources],
                               [_capped(model, c) for c in configs], capture)
 
 

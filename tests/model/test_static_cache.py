@@ -105,7 +105,7 @@ class CountingStep:
     def __init__(self, decoder: StaticCacheDecoder, error: Exception | None = None) -> None:
         self.decoder, self.error, self.rows = decoder, error, []
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs, compiling=True):
         if self.error is not None:
             raise self.error
         self.rows.append(inputs[0].size(0))

@@ -1,0 +1,177 @@
+"""The app's own translate path against CTranslate2, as ratios measured within one run (issue 60).
+
+    python benchmarks/app_path.py [--repeats 7] [--threads 1 2] [--profile]
+
+What a visitor's Translate press runs, through the public API as the app calls it: ``model.serving.inference.
+translate`` on the shipped pretrained/en-de (tokenizing, pricing, the decode with every attention captured, the
+trace a page draws and the Translation), for 12 everyday sentences, greedy and beam 4 (max_len 60, the model's own
+decoding rules). Two copies of the model: one on the eager step, one on the compiled static-cache step that the
+server builds in the background (model.serving.compiled_step; built here before timing, and how long that took is
+printed). Against them, CTranslate2 float32 (no attention) on a random model of the same dimensions
+(benchmarks/engines.py), each sentence with the same source length and made to write the same number of pieces as
+ours did. Every case at each thread count, rounds interleaved, medians; ratios at each one's best thread count.
+Targets: ours / CTranslate2 <= 1.2x greedy and beam 4; ours at 2 threads no slower than at 1 (<= 1.0x).
+
+``--profile``: where the path's time goes (cProfile over one round of the 12 sentences at 1 thread): tokenizing and
+pricing, encoding, the decoding steps' arithmetic, the search's own bookkeeping, assembling the Translation, and
+the first map the page draws from it (one cross-attention heatmap and its JSON).
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse
+import cProfile
+import platform
+import pstats
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engines import converted, installed, pieces_of
+from timing import medians
+
+from app.charts.attention import heatmap_figure
+from model.checkpoints.files import Checkpoint, load_checkpoint
+from model.network.config import DecodeConfig
+from model.serving import compiled_step
+from model.serving.inference import decode_rules, translate
+
+SENTENCES = ["Yesterday I bought a new car.", "I have never seen this film.", "I don't know where my keys are.",
+             "We have not seen the new film yet.", "My sister lives in a small house in the village.",
+             "The train to Berlin leaves at eight o'clock.", "Can you tell me the way to the station?",
+             "The children are playing in the garden.", "She has read the book that you gave her yesterday.",
+             "My brother has bought a new house in the city.", "It is raining, so we stay at home today.",
+             "The weather is nice today."]
+TARGET = 1.2
+
+
+def configs(ckpt: Checkpoint) -> dict[str, DecodeConfig]:
+    rules = decode_rules(ckpt.tokenizer, ckpt.meta)
+    return {"greedy": DecodeConfig(beam_size=1, max_len=60, **rules),
+            "beam 4": DecodeConfig(beam_size=4, max_len=60, **rules)}
+
+
+def app_path(ckpt: Checkpoint, config: DecodeConfig) -> Callable[[], object]:
+    """The 12 sentences through ``translate`` as the app calls it (every attention captured)."""
+    return lambda: [translate(ckpt.model, ckpt.tokenizer, text, config) for text in SENTENCES]
+
+
+def dims(ckpt: Checkpoint) -> dict[str, int]:
+    """The model's dimensions, for a random CTranslate2 model of the same size (its vocabulary is the shipped one's)."""
+    shape = ckpt.model.config
+    assert shape.n_encoder_layers == shape.n_decoder_layers and shape.vocab_size == 8000
+    return dict(d_model=shape.d_model, heads=shape.n_heads, layers=shape.n_encoder_layers, d_ff=shape.d_ff)
+
+
+def ct2_path(ckpt: Checkpoint, config: DecodeConfig, threads: int) -> Callable[[], object]:
+    """CTranslate2 float32 on a same-size random model: each sentence a source of its length in pieces, written to
+    exactly as many pieces as ours wrote for it."""
+    import ctranslate2
+
+    translator = ctranslate2.Translator(str(converted(**dims(ckpt))[1]), device="cpu", compute_type="float32",
+                                        inter_threads=1, intra_threads=threads)
+    jobs = []
+    for text in SENTENCES:
+        ours = translate(ckpt.model, ckpt.tokenizer, text, config)
+        jobs.append((pieces_of(list(ours.source.ids)), len(ours.target_ids)))
+    return lambda: [translator.translate_batch([src], beam_size=config.beam_size, max_decoding_length=n,
+                                               min_decoding_length=n) for src, n in jobs]
+
+
+def profile(ckpt: Checkpoint, config: DecodeConfig) -> dict[str, float]:
+    """Seconds per part of one round of the 12 sentences (cProfile's cumulative times of the functions that bound each
+    part; the search's bookkeeping is what the steps loop spends besides the model's steps), then the first map."""
+    app_path(ckpt, config)()
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.runcall(app_path(ckpt, config))
+    total = time.perf_counter() - start
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+
+    def cumulative(file: str, function: str) -> float:
+        return sum(value[3] for (path, _, name), value in stats.items() if path.endswith(file) and name == function)
+    parts = {"tokenizing and pricing (planned)": cumulative("inference.py", "planned"),
+             "encoding (start)": cumulative("transformer.py", "start"),
+             "the decoding steps (model step)": cumulative("transformer.py", "step")
+             + cumulative("static_cache.py", "step"),
+             "assembling the Translation (finish)": cumulative("inference.py", "finish")}
+    steps_loop = cumulative("search.py", "_one_path") + cumulative("search.py", "beam_steps")
+    parts["the search's bookkeeping"] = (steps_loop - parts["encoding (start)"]
+                                         - parts["the decoding steps (model step)"])
+    parts["the rest"] = total - sum(parts.values())
+    translations = app_path(ckpt, config)()
+    start = time.perf_counter()
+    for translation in translations:  # the Translate page's first map: one cross-attention head, as Streamlit sends it
+        weights = translation.trace.cross[-1][0, 0].numpy()  # [T, S]
+        heatmap_figure(weights, translation.target_pieces, translation.source.pieces, title="cross-attention",
+                       query_title="output", key_title="source").to_json()
+    parts["the first map (figure and its JSON)"] = time.perf_counter() - start
+    return parts | {"total": total + parts["the first map (figure and its JSON)"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--profile", action="store_true", help="also where the time goes, eager and compiled")
+    args = parser.parse_args()
+    eager = load_checkpoint(ROOT / "pretrained" / "en-de")
+    fast = load_checkpoint(ROOT / "pretrained" / "en-de")
+    built = compiled_step.prepare(fast.model, wait=True)
+    if built.decoder is None:
+        print(f"the compiled step was not built: {built.error}")
+        return 1
+    print(f"machine: {platform.machine()} {os.cpu_count()} cpus, torch {torch.__version__}; compiled step built in "
+          f"{built.seconds:.0f} s (rows {compiled_step.WARM_ROWS}); median of {args.repeats}, cases interleaved")
+    kinds = configs(eager)
+    best: dict[str, dict[str, float]] = {}
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        cases: dict[str, Callable[[], object]] = {}
+        for search, config in kinds.items():
+            cases[f"app path, eager step, {search}"] = app_path(eager, config)
+            cases[f"app path, compiled step, {search}"] = app_path(fast, config)
+            if installed():
+                cases[f"CTranslate2 float32, {search}"] = ct2_path(eager, config, threads)
+        med = medians(cases, args.repeats)
+        print(f"\n{threads} intra-op thread{'s' if threads > 1 else ''}: 12 sentences, ms per sentence")
+        for name, value in med.items():
+            print(f"  {name:38s} {value * 1000 / len(SENTENCES):7.1f}")
+            best.setdefault(name, {})[str(threads)] = value
+    print()
+    first, *rest = (str(t) for t in args.threads)
+    for search in kinds:
+        for step in ("eager", "compiled"):
+            name = f"app path, {step} step, {search}"
+            for other in rest:
+                ratio = best[name][other] / best[name][first]
+                verdict = "OK" if ratio <= 1.0 else "MISSED"
+                print(f"{name}: {other} threads / {first} = {ratio:.2f}x (target <= 1.0x) {verdict}")
+            ct2 = best.get(f"CTranslate2 float32, {search}")
+            if ct2:
+                ratio = min(best[name].values()) / min(ct2.values())
+                print(f"{name} / CTranslate2 float32, each at its best thread count: {ratio:.2f}x "
+                      f"(target <= {TARGET}x) {'OK' if ratio <= TARGET else 'MISSED'}")
+    if args.profile:
+        torch.set_num_threads(1)
+        for search, config in kinds.items():
+            for step, ckpt in (("eager", eager), ("compiled", fast)):
+                parts = profile(ckpt, config)
+                total = parts.pop("total")
+                print(f"\nwhere the time goes, {step} step, {search} (1 thread, {total * 1000:.0f} ms for 12):")
+                for part, seconds in parts.items():
+                    print(f"  {part:38s} {seconds * 1000:7.1f} ms  {seconds / total:6.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

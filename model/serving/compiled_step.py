@@ -1,0 +1,154 @@
+"""The compiled decoding step, built before anyone needs it, so that no visitor waits for a compile.
+
+``torch.compile`` of the static-cache step (model.decoding.static_cache) takes about a minute per row count on a
+2-core CPU, which no visitor should wait for. ``prepare(model)`` starts a background thread that compiles the step
+for the row counts of WARM_ROWS (1: greedy, and a room's batch of one; 4: beam search's full width, the Decoding
+page's default) and checks that the compiled decode equals the eager one; meanwhile, and for every other row count
+(a beam of 2 or 3, or the last steps of beam 4 once some hypotheses have finished), decoding stays on the eager
+step. Each row count is a graph of its own with the weights packed for it: about 40 MB each for en-de (its
+weights' size), and about 150 MB once for the compiler itself. ``decoder_for(model)`` is what
+``model.serving.inference.stream`` decodes with: the compiled decoder once it is ready, else the model itself. The
+results are the same either way (every attention weight and log-probability to 1e-5: tests/model/
+test_static_cache.py, tests/model/test_compiled_step.py); only the time differs.
+
+Once compiled, nothing compiles again in a visitor's request: the decoder is frozen to the call signatures it
+compiled (``model.decoding.static_cache.signature``: row count, a one-piece source, head masks, grad mode), and a
+call outside them (a one-piece source, 2 or 3 rows, beam 5-8) runs the same step eagerly instead of compiling.
+Every model's step is the same code to Dynamo, so its recompile limit is raised to RECOMPILE_LIMIT: room for the
+row counts of many models (past it a model's build fails and it stays eager, as a T5 does). Inductor keeps what it
+built in its on-disk cache (``TORCHINDUCTOR_CACHE_DIR``, by default ``/tmp/torchinductor_<user>``), so a server
+started again on the same machine builds the step faster (measured 47 s against about 230 s cold: docs/serving.md).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import cast
+
+import torch
+
+from model.decoding.search import decode_steps
+from model.decoding.static_cache import StaticCacheDecoder, unsupported
+from model.network.attention import Capture
+from model.network.config import DecodeConfig
+from model.network.transformer import Transformer
+
+log = logging.getLogger(__name__)
+WARM_ROWS = (1, 4)  # the row counts compiled: greedy and beam 4 at full width (each costs the weights' size again)
+WARM_SOURCE = 6  # pieces of the made-up source the warm-up decodes (any length >= 2 serves every length after it)
+WARM_TOKENS = 8  # steps each warm-up decode takes
+RECOMPILE_LIMIT = 64  # Dynamo's compilations of one code object (StaticStep.forward, shared by every model)
+
+
+@dataclass
+class CompiledStep:
+    """One model's compiled step and how its building went: ``ready`` is set when ``decoder`` may be used (or when
+    building ended without it: ``error`` says why); ``seconds`` is how long building took."""
+
+    model: Transformer
+    decoder: StaticCacheDecoder | None = None
+    ready: threading.Event = field(default_factory=threading.Event)
+    error: str | None = None
+    seconds: float | None = None
+
+    def build(self) -> None:
+        """Compile for the row counts of WARM_ROWS and check the compiled decode against the eager one; on any
+        failure the model stays on the eager step (logged once), as it would without this."""
+        start = time.perf_counter()
+        try:
+            reason = unsupported(self.model.config)
+            if reason is not None:
+                raise ValueError(reason)
+            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
+            decoder = StaticCacheDecoder(self.model, compiled=True)
+            src = warm_source(self.model)
+            compile_rows(decoder, src)
+            decoder.freeze()  # from now on only what was compiled runs compiled, everything else eagerly
+            for beam in range(1, max(WARM_ROWS) + 1):  # the other widths step eagerly: the same results
+                config = DecodeConfig(beam_size=beam, max_len=WARM_TOKENS)
+                if not same_decode(decoder, self.model, src, config):
+                    raise RuntimeError(f"the compiled step disagreed with the eager step at beam {beam}")
+            if decoder.compiled is None:
+                raise RuntimeError("the compiler gave up (see the warning above)")
+            self.decoder = decoder
+        except Exception as error:  # the eager step serves on: slower, never wrong
+            self.error = f"{type(error).__name__}: {error}"
+            log.warning("the compiled decoding step was not built, decoding stays eager: %s", self.error)
+        finally:
+            self.seconds = time.perf_counter() - start
+            self.ready.set()
+
+
+def warm_source(model: Transformer) -> torch.Tensor:
+    """A made-up source of WARM_SOURCE ordinary pieces ending in EOS: [S]."""
+    config = model.config
+    ids = [i for i in range(config.vocab_size) if i not in (config.pad_id, config.bos_id, config.eos_id)]
+    return torch.tensor([*ids[:WARM_SOURCE - 1], config.eos_id], device=next(model.parameters()).device)  # [S]
+
+
+@torch.inference_mode()  # as every decoder of model.decoding.search runs: the compilation's guards expect it
+def compile_rows(decoder: StaticCacheDecoder, src: torch.Tensor) -> None:
+    """One step at every row count of WARM_ROWS (the first call of each compiles)."""
+    for rows in WARM_ROWS:
+        state, _ = decoder.start(src.expand(rows, -1))  # [rows, S]
+        decoder.step(state, torch.full((rows, 1), decoder.config.bos_id, device=src.device), Capture.WEIGHTS)
+
+
+def same_decode(decoder: StaticCacheDecoder, model: Transformer, src: torch.Tensor, config: DecodeConfig) -> bool:
+    """Whether ``decoder`` and the eager ``model`` decode ``src`` to the same steps: pieces, and log-probabilities
+    and attention weights to 1e-5 (the first call of each row count compiles)."""
+    ours = list(decode_steps(as_model(decoder), src, config, Capture.WEIGHTS))
+    eager = list(decode_steps(model, src, config, Capture.WEIGHTS))
+    if len(ours) != len(eager):
+        return False
+    for a, b in zip(ours, eager, strict=True):
+        if not torch.equal(a.beams, b.beams) or not torch.allclose(a.beam_scores, b.beam_scores, atol=1e-5):
+            return False
+        assert a.attention is not None and b.attention is not None
+        if any(not torch.allclose(x, y, atol=1e-5) for x, y in zip(a.attention.tensors(), b.attention.tensors(),
+                                                                    strict=True)):
+            return False
+    return True
+
+
+_STEPS: weakref.WeakKeyDictionary[Transformer, CompiledStep] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()  # one build per model; builds run one at a time (each takes the CPU for a while)
+_BUILDING = threading.Lock()
+
+
+def prepare(model: Transformer, wait: bool = False) -> CompiledStep:
+    """Start building ``model``'s compiled step on a background thread (once per model; later calls return the same
+    CompiledStep); with ``wait``, return only once it is built or failed."""
+    with _LOCK:
+        step = _STEPS.get(model)
+        if step is None:
+            step = _STEPS[model] = CompiledStep(model)
+
+            def run() -> None:
+                with _BUILDING:
+                    step.build()
+            threading.Thread(target=run, name="compile-decoding-step", daemon=True).start()
+    if wait:
+        step.ready.wait()
+    return step
+
+
+def decoder_for(model: Transformer, capture: Capture = Capture.WEIGHTS) -> Transformer:
+    """What to decode ``model`` with now: its compiled decoder once ``prepare`` built it, else ``model`` itself (as
+    for a capture of the internals, which only the eager step records)."""
+    step = _STEPS.get(model)
+    if step is None or step.decoder is None or capture is Capture.INTERNALS:
+        return model
+    return as_model(step.decoder)
+
+
+def as_model(decoder: StaticCacheDecoder) -> Transformer:
+    """The decoder as model.decoding.search's decoders take it: it has a Transformer's ``config``, ``start`` and
+    ``step`` (and its parameters), which is all they use."""
+    return cast(Transformer, decoder)
+
+
+__all__ = ["CompiledStep", "decoder_for", "prepare"]
