@@ -8,7 +8,7 @@ from app.browser import link_box, one_entry_per_view
 from app.checks.escape import md
 from app.models.converter import convert_ui
 from app.models.examples import first_sentence, is_example, leading_token, with_token
-from app.models.registry import MODELS, converted_models, device_label, load_model, log, model_label
+from app.models.registry import MODELS, converted_models, device_label, load_model, log, model_label, step_label
 from app.models.uploads import load_upload
 from app.presenter import apply_presenter
 from app.state import DEFAULTS, init_state, link_notice, share_link
@@ -78,7 +78,10 @@ def render_sidebar() -> None:
                           "letter-reversal model has a known correct attention pattern (each output letter must look "
                           "at its mirror position). Models converted into pretrained/ (python -m model "
                           "convert, or *Open a Hugging Face model* below) appear here too.")
-        st.caption(f"Running on **{device_label()}**")
+        step = step_label(st.session_state["model_name"])
+        st.caption(f"Running on **{device_label()}**" + (f" · {step}" if step else ""),
+                   help=None if step is None else "A server compiles each model's decoding step in the background and "
+                   "switches to it once it decodes exactly as the eager step: the same numbers, faster.")
         st.radio("Figure download format", ["png", "svg"], key="image_format", horizontal=True,
                  help="What the camera icon in each chart's toolbar saves.")
         _upload_ui()

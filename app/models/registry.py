@@ -14,6 +14,8 @@ from app.models.examples import pair_label
 from model.checkpoints.files import Checkpoint, checkpoint_snapshots, load_checkpoint, peek_checkpoint, read_config
 from model.checkpoints.header import CheckpointError
 from model.checkpoints.meta import decode_rules_of, length_penalty_of
+from model.network.transformer import Transformer
+from model.serving.compiled_step import describe as describe_step
 from model.serving.compiled_step import prepare as prepare_compiled_step
 from model.serving.device import describe, resolve_device
 from model.serving.inference import decode_rules as model_decode_rules
@@ -59,7 +61,11 @@ def _load_shipped(name: str) -> Checkpoint:
     ckpt = load_checkpoint(MODELS[name] if name in MODELS else converted_models()[name][0], resolve_device("auto"))
     if os.environ.get(COMPILED_STEP_ENV, "background") != "off":
         prepare_compiled_step(ckpt.model)
+        _PREPARED[name] = ckpt.model
     return ckpt
+
+
+_PREPARED: dict[str, Transformer] = {}  # the models whose compiled step was started, by name (held by the cache too)
 
 
 def model_meta(name: str) -> dict:
@@ -139,3 +145,10 @@ def model_label(name: str) -> str:
 
 def device_label() -> str:
     return describe(resolve_device("auto"))
+
+
+def step_label(name: str) -> str | None:
+    """Which decoding step a model under pretrained/ runs on now (model.serving.compiled_step); None for an upload, a
+    model not loaded yet, or when the server builds no compiled step (ATTENTION_EXPLORER_COMPILED_STEP=off)."""
+    model = _PREPARED.get(name)  # never loaded here: the sidebar of a page that uses no model loads none
+    return None if model is None else describe_step(model)

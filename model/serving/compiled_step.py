@@ -136,6 +136,18 @@ def prepare(model: Transformer, wait: bool = False) -> CompiledStep:
     return step
 
 
+def describe(model: Transformer) -> str | None:
+    """Which step ``model`` decodes on, in a few words for the app's sidebar; None when nothing was prepared for it."""
+    step = _STEPS.get(model)
+    if step is None:
+        return None
+    if not step.ready.is_set():
+        return "eager step (the compiled one is being built)"
+    if step.decoder is None:
+        return "eager step"
+    return f"compiled step (built in {step.seconds:.0f} s)"
+
+
 def decoder_for(model: Transformer, capture: Capture = Capture.WEIGHTS) -> Transformer:
     """What to decode ``model`` with now: its compiled decoder once ``prepare`` built it, else ``model`` itself (as
     for a capture of the internals, which only the eager step records)."""
@@ -151,4 +163,4 @@ def as_model(decoder: StaticCacheDecoder) -> Transformer:
     return cast(Transformer, decoder)
 
 
-__all__ = ["CompiledStep", "decoder_for", "prepare"]
+__all__ = ["CompiledStep", "decoder_for", "describe", "prepare"]

@@ -76,6 +76,7 @@ def test_visitors_decode_eagerly_until_the_step_is_built_then_on_it(stand_in, ow
     built = compiled_step.prepare(model)
     assert compiled_step.prepare(model) is built  # one build per model
     assert compiled_step.decoder_for(model) is model  # not ready: the eager step serves
+    assert compiled_step.describe(model) == "eager step (the compiled one is being built)"  # the sidebar's words
     before = translate(model, tokenizer, "the house is small.", DecodeConfig(beam_size=2, max_len=12))
     same_translation(translate(reference, tokenizer, "the house is small.", DecodeConfig(beam_size=2, max_len=12)),
                      before)
@@ -83,6 +84,8 @@ def test_visitors_decode_eagerly_until_the_step_is_built_then_on_it(stand_in, ow
     assert built.ready.wait(60) and built.error is None
     assert compiled_step.decoder_for(model) is built.decoder
     assert built.decoder is not None and built.decoder.frozen
+    assert re.fullmatch(r"compiled step \(built in \d+ s\)", compiled_step.describe(model) or "")
+    assert compiled_step.describe(reference) is None  # a model nobody prepared
     calls = len(made[0].rows)
     after = translate(model, tokenizer, "the house is small.", DecodeConfig(beam_size=2, max_len=12))
     assert len(made[0].rows) > calls  # this request ran on the built step
@@ -135,6 +138,7 @@ def test_a_model_the_step_cannot_serve_stays_eager_with_the_reason():
     built = compiled_step.prepare(model, wait=True)
     assert built.decoder is None and "relative positions" in (built.error or "")
     assert compiled_step.decoder_for(model) is model
+    assert compiled_step.describe(model) == "eager step"
 
 
 @pytest.mark.slow
