@@ -79,13 +79,15 @@ class Shared(Generic[P, V]):
             return found
         with self._lock:
             building = self._building.setdefault(key, threading.Lock())
-        with building:
-            found = self.cache.get(key)
-            if found is None:
-                found = self._func(*args, **kwargs)
-                self.cache.put(key, found)
-        with self._lock:
-            self._building.pop(key, None)
+        try:
+            with building:
+                found = self.cache.get(key)
+                if found is None:
+                    found = self._func(*args, **kwargs)
+                    self.cache.put(key, found)
+        finally:  # a build that raised leaves no lock behind either
+            with self._lock:
+                self._building.pop(key, None)
         return found
 
     def clear(self) -> None:
