@@ -275,14 +275,22 @@ def notes_ui(translation: Translation, request: Request, stale: bool, model_max_
 
 
 def shown_ui(translation: Translation) -> None:
-    """The translation, large, beside the sentence (and the model's doubt under it)."""
+    """The translation, large, beside the sentence. When the model doubts it, a word of doubt ends its last line:
+    a badge the room reads with the translation, adding no height above the map (a warning box there pushed the map
+    below a 1280x720 screen); what the doubt rests on is said under the map (doubt_note) and in the badge's tooltip."""
+    note = doubt_line(translation)
+    badge = (f" <span class='ae-doubt' title='{html.escape(note)}' style='font-size:0.95rem;font-weight:600;"
+             "white-space:nowrap;vertical-align:middle;padding:0.1rem 0.5rem;border-radius:0.5rem;"
+             f"background:#fff4d6;color:#7a4b00'>⚠ unsure: a guess</span>") if note else ""
     st.markdown(f"<div style='font-size:1.9rem;font-weight:600;line-height:1.25;margin:0.1rem 0 1rem 0'>"
-                f"{html.escape(translation.text) or '(empty output)'}</div>", unsafe_allow_html=True)
-    doubt_note(translation)
+                f"<span class='ae-text'>{html.escape(translation.text) or '(empty output)'}</span>{badge}</div>",
+                unsafe_allow_html=True)
 
 
 def details_ui(translation: Translation, request: Request) -> None:
-    """Under the map: the pieces each side reads and writes, how the search ran, the way to every step."""
+    """Under the map: the model's doubt, the pieces each side reads and writes, how the search ran, the way to every
+    step."""
+    doubt_note(translation)
     c_src, c_tgt = st.columns(2)
     c_src.markdown("**Source pieces** (what the encoder reads)" + pieces_html(translation.source.pieces),
                    unsafe_allow_html=True)
@@ -298,12 +306,18 @@ def details_ui(translation: Translation, request: Request) -> None:
     st.page_link("app/views/decoding.py", label="See how it was decoded, step by step", icon=":material/stairs:")
 
 
-def doubt_note(translation: Translation) -> None:
-    """One line under the translation when the model was unsure of it, by its own per-piece probabilities
-    (model.serving.doubt, calibrated on held-out text); not for a translation it was handed to score."""
+def doubt_line(translation: Translation) -> str | None:
+    """The sentence saying that the model was unsure of its translation, by its own per-piece probabilities
+    (model.serving.doubt, calibrated on held-out text), or None; never for a translation it was handed to score."""
     note = None if translation.forced else doubt_of(translation.result, translation.target_pieces).note()
+    return note[0].upper() + note[1:] + "." if note else None
+
+
+def doubt_note(translation: Translation) -> None:
+    """Under the map, with the pieces: why the badge beside the translation says "unsure"."""
+    note = doubt_line(translation)
     if note:
-        st.warning(md(note[0].upper() + note[1:]) + ".", icon=":material/help:")
+        st.warning(md(note), icon=":material/help:")
 
 
 def kept_note(translation: Translation) -> str:

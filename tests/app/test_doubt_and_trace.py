@@ -24,15 +24,23 @@ def _unsure_warnings(at) -> list[str]:
     return [w.value for w in at.warning if "unsure of this translation" in w.value]
 
 
+def _badges(at) -> list[str]:
+    """The word of doubt that ends the translation's line (its tooltip holds the warning's sentence)."""
+    return [m.value for m in at.markdown if "class='ae-doubt'" in m.value]
+
+
 def test_translate_page_says_when_the_model_is_unsure(app_test):
     at = app_test(model_name="en-de")
     assert not at.exception
-    assert not _unsure_warnings(at), "the default sentence is translated right and must not be doubted"
+    assert not _unsure_warnings(at) and not _badges(at), "the default sentence is translated right: no doubt"
     at.text_area(key="text").input(UNSURE)
     at.button(key="translate").click().run()
     assert not at.exception
     notes = _unsure_warnings(at)
     assert len(notes) == 1 and "\n" not in notes[0] and "guess" in notes[0]
+    badges = _badges(at)
+    assert len(badges) == 1 and "Attentatine" in badges[0] and "unsure: a guess" in badges[0]
+    assert "title='The model is unsure of this translation" in badges[0] and "&#x27;ine&#x27;" in badges[0]
 
 
 def test_lecture_caption_says_when_the_model_is_unsure(app_test):

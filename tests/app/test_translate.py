@@ -34,7 +34,7 @@ def _shown_text(at) -> str:
     """The big translation line (an HTML div) on the page."""
     shown = [m.value for m in at.markdown if "font-size:1.9rem" in m.value]
     assert len(shown) == 1, "expected exactly one translation on the page"
-    return shown[0].split(">", 1)[1].rsplit("</div>", 1)[0]
+    return shown[0].split("<span class='ae-text'>", 1)[1].split("</span>", 1)[0]  # without a word of doubt
 
 
 def _direct(ckpt, text, beam_size=1):

@@ -68,7 +68,9 @@ def unfold(page, key: str) -> None:
     if fold.count():
         if fold.first.get_attribute("open") is None:
             page.locator(f".st-key-{key} summary").first.click()
-        expect(page.locator(f".st-key-{key} details[open]").first).to_be_visible()
+        opened = page.locator(f".st-key-{key} details[open]").first
+        expect(opened).to_be_visible()
+        steady_box(opened)  # the fold grows open in an animation: a click on its content before it ends can miss
     else:
         page.locator(f".st-key-{key} [data-testid=stPopoverButton]").first.click()
         expect(page.locator("[data-testid=stPopoverBody]").first).to_be_visible()

@@ -20,7 +20,7 @@ from tests.e2e.waits import charts_settled, expect
 pytestmark = pytest.mark.e2e
 
 WAIT_MS = 60_000
-SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem']"  # the big translation line
+SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem'] .ae-text"  # the big translation line's text
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot .main-svg"
 BASELINE_PAGE = ROOT / "benchmarks" / "one_chart_page.py"  # one 2x2 st.plotly_chart, nothing else
 MEASURED_VISITS = 3  # per page, in turn; the fastest of each counts: on 2 shared cores a visit may meet a burst
@@ -187,20 +187,31 @@ FIRST_VIEW = """() => {
 }""".replace("SHOWN", SHOWN)
 
 
-def test_the_translation_and_its_whole_map_fit_a_1280x720_screen(browser, streamlit_server, screenshot_dir):
+@pytest.mark.parametrize("text", [None, "Attention is all you need."], ids=["default", "doubted"])
+def test_the_translation_and_its_whole_map_fit_a_1280x720_screen(browser, streamlit_server, screenshot_dir, text):
     """The first view shows attention at work: the default sentence's translation and its whole first map, opened on
     the most focused cross-attention head (the line above the map says which), on a projector's 1280x720 with the
-    sidebar open as it opens by default, without scrolling."""
+    sidebar open as it opens by default, without scrolling. Also for the first sentence a class types, whose
+    translation the model doubts: the word of doubt stands beside it and does not push the map off the screen
+    (a warning box there did, by 122 px)."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     try:
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)
-        page.goto(streamlit_server.url, wait_until="domcontentloaded")
+        query = "" if text is None else "/?text=" + urllib.parse.quote(text)
+        page.goto(streamlit_server.url + query, wait_until="domcontentloaded")
         page.locator(SHOWN).first.wait_for()
         page.locator(".st-key-translate_heatmap .main-svg").first.wait_for()
         charts_settled(page)
         page.screenshot(path=str(screenshot_dir / "first_view_1280x720.png"))  # the viewport: what the room sees
         view = page.evaluate(FIRST_VIEW)
+        badge = page.locator(".ae-doubt")
+        if text is None:
+            assert badge.count() == 0, "the default sentence is translated right: no doubt"
+        else:
+            expect(badge.first).to_be_visible()
+            box = badge.first.bounding_box()
+            assert box and box["y"] + box["height"] <= view["figure"]["top"], f"the doubt is not above the map: {box}"
         assert view["sidebar"]["right"] > 200, f"the sidebar is not open: {view['sidebar']}"
         assert not view["documentScrolls"] and view["mainScrollTop"] == 0
         assert view["shown"]["top"] >= 0 and view["shown"]["bottom"] <= view["height"], view["shown"]

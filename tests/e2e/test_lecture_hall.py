@@ -93,7 +93,7 @@ def test_a_link_made_of_markdown_shows_as_text_not_as_a_link(browser, hall_serve
 
 ROOM = ("Can you help me, please?", "The shop closes at six o'clock.", "I would like a glass of water.",
         "We are going to the cinema tonight.", "How much does this coat cost?")
-SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem']"  # the big translation line
+SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem'] .ae-text"  # the big translation line's text
 
 
 def alone(text: str) -> str:

@@ -25,7 +25,7 @@ from tests.e2e.waits import IDLE
 pytestmark = pytest.mark.e2e
 
 WAIT_MS = 60_000
-SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem']"  # the big translation line
+SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem'] .ae-text"  # the big translation line's text
 
 
 def free_port() -> int:

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.e2e
 
 WAIT_MS = 30_000
 PROGRESS = "[data-testid=stProgress]"
-SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem']"  # the big translation line
+SHOWN = "[data-testid=stMarkdownContainer] div[style*='1.9rem'] .ae-text"  # the big translation line's text
 FOREIGN_ORIGIN = "http://evil.example"
 SECRET = "SECRET-DETAIL-5f3a"  # in the simulated failures' messages: must reach the log, never the page
 PY_PATH = re.compile(r"[\w./\\-]+\.py\b")
