@@ -55,6 +55,7 @@ from model.network.attention import Capture
 from model.network.config import DecodeConfig, ModelConfig
 from model.network.masks import decoder_self_mask
 from model.network.transformer import Transformer
+from model.network.weight_layout import lay_out_for_decoding
 from model.serving.batch_queue import BatchQueue
 from model.serving.inference import decode_rules, planned, translate
 
@@ -197,6 +198,7 @@ def main() -> int:
     model = Transformer(ModelConfig(vocab_size=8000, d_model=dims["d_model"], n_heads=dims["heads"],
                                     n_encoder_layers=dims["layers"], n_decoder_layers=dims["layers"],
                                     d_ff=dims["d_ff"])).eval()
+    lay_out_for_decoding(model)  # as load_checkpoint lays out every model it loads for the CPU
     with torch.no_grad():
         model.embed.token.weight[model.config.eos_id].zero_()
     src = torch.randint(4, 8000, (20,))

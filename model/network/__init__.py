@@ -8,4 +8,5 @@
     layers             EncoderLayer, DecoderLayer and the position-wise feed-forward network (3.1, 3.3)
     transformer        Embeddings, Encoder, Decoder, Transformer: teacher-forced forward and KV-cached steps
     trace              AttentionTrace, the one container for every attention weight a pass or a step used
+    weight_layout      the weights stored column-major for decoding on the CPU (the same values, faster steps)
 """
