@@ -94,4 +94,7 @@ def test_one_figure_holds_the_same_numbers_in_the_app_the_exported_file_and_the_
     model_z = translation.trace.weights("cross")[-1, 0].mean(0).numpy()  # [T, S], the heads' mean the figures show
     np.testing.assert_allclose(app_z, model_z, atol=1e-6)
     np.testing.assert_array_equal(file_z, app_z)
-    np.testing.assert_array_equal(notebook_z, app_z)
+    # The notebook's kernel is another process with torch's default thread count. The weights are stored
+    # column-major for the CPU (model.network.weight_layout), and MKL splits such a product over threads in a way that
+    # can change the last float32 bits: 3.6e-7 between 1 and 2 threads here, far below what a figure shows.
+    np.testing.assert_allclose(notebook_z, app_z, rtol=0, atol=1e-6)
