@@ -274,23 +274,24 @@ def notes_ui(translation: Translation, request: Request, stale: bool, model_max_
                 icon=":material/straighten:")
 
 
-def shown_ui(translation: Translation) -> None:
-    """The translation, large, beside the sentence. When the model doubts it, a word of doubt ends its last line:
-    a badge the room reads with the translation, adding no height above the map (a warning box there pushed the map
-    below a 1280x720 screen); what the doubt rests on is said under the map (doubt_note) and in the badge's tooltip."""
-    note = doubt_line(translation)
-    badge = (f" <span class='ae-doubt' title='{html.escape(note)}' style='font-size:0.95rem;font-weight:600;"
+def shown_ui(translation: Translation, doubt: str | None) -> None:
+    """The translation, large, beside the sentence. When the model doubts it (``doubt``: doubt_line), a word of
+    doubt ends its last line: a badge the room reads with the translation, adding no height above the map (a warning
+    box there pushed the map below a 1280x720 screen); what the doubt rests on is said under the map (details_ui)
+    and in the badge's tooltip."""
+    badge = (f" <span class='ae-doubt' title='{html.escape(doubt)}' style='font-size:0.95rem;font-weight:600;"
              "white-space:nowrap;vertical-align:middle;padding:0.1rem 0.5rem;border-radius:0.5rem;"
-             f"background:#fff4d6;color:#7a4b00'>⚠ unsure: a guess</span>") if note else ""
+             f"background:#fff4d6;color:#7a4b00'>⚠ unsure: a guess</span>") if doubt else ""
     st.markdown(f"<div style='font-size:1.9rem;font-weight:600;line-height:1.25;margin:0.1rem 0 1rem 0'>"
                 f"<span class='ae-text'>{html.escape(translation.text) or '(empty output)'}</span>{badge}</div>",
                 unsafe_allow_html=True)
 
 
-def details_ui(translation: Translation, request: Request) -> None:
-    """Under the map: the model's doubt, the pieces each side reads and writes, how the search ran, the way to every
-    step."""
-    doubt_note(translation)
+def details_ui(translation: Translation, request: Request, doubt: str | None) -> None:
+    """Under the map: why the model doubts its translation (``doubt``: doubt_line), the pieces each side reads and
+    writes, how the search ran, the way to every step."""
+    if doubt:
+        st.warning(md(doubt), icon=":material/help:")
     c_src, c_tgt = st.columns(2)
     c_src.markdown("**Source pieces** (what the encoder reads)" + pieces_html(translation.source.pieces),
                    unsafe_allow_html=True)
@@ -311,13 +312,6 @@ def doubt_line(translation: Translation) -> str | None:
     (model.serving.doubt, calibrated on held-out text), or None; never for a translation it was handed to score."""
     note = None if translation.forced else doubt_of(translation.result, translation.target_pieces).note()
     return note[0].upper() + note[1:] + "." if note else None
-
-
-def doubt_note(translation: Translation) -> None:
-    """Under the map, with the pieces: why the badge beside the translation says "unsure"."""
-    note = doubt_line(translation)
-    if note:
-        st.warning(md(note), icon=":material/help:")
 
 
 def kept_note(translation: Translation) -> str:
@@ -456,11 +450,12 @@ def main() -> None:
     else:
         st.session_state["last_request"] = request
         sync_url()
+    doubt = doubt_line(translation)  # beside the translation and, with its reason, under the map
     with c_out:
-        shown_ui(translation)
+        shown_ui(translation, doubt)
     notes_ui(translation, shown, stale, load_model(shown.model_name).config.max_len)
     explorer = st.container()  # the map first; what is read after it is drawn below it, and decided here
-    details_ui(translation, shown)
+    details_ui(translation, shown, doubt)
     scored = score_ui(translation, shown)
     downloads_ui(translation, shown)
     with explorer:

@@ -26,6 +26,6 @@ def lay_out_for_decoding(model: nn.Module) -> nn.Module:
     then gathers strided rows, a few per step, which costs far less than the output layer gains."""
     with torch.no_grad():
         for module in model.modules():
-            if isinstance(module, nn.Linear | nn.Embedding) and module.weight.dim() == 2:
+            if isinstance(module, nn.Linear | nn.Embedding):
                 module.weight.data = column_major(module.weight.data)
     return model
