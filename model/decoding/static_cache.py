@@ -30,7 +30,7 @@ from model.network.attention import Capture, KeyValue, MultiHeadAttention
 from model.network.config import ModelConfig
 from model.network.layers import DecoderLayer
 from model.network.trace import AttentionTrace, HeadMask
-from model.network.transformer import DecoderState, StepOutput, Transformer
+from model.network.transformer import DecoderState, StepOutput, Transformer, keep_rows
 
 log = logging.getLogger(__name__)
 # What the compiler raises when it gives up, before the step ran (the recompile limit is no TorchDynamoException).
@@ -59,14 +59,31 @@ class StaticState:
     cache: list[KeyValue]
     heads: tuple[torch.Tensor, torch.Tensor]
     length: int = 0
+    one_source: bool = False  # every row decodes the same source (one sentence's beams): memory rows are alike
 
     def reorder(self, index: torch.Tensor) -> StaticState:
-        """Keep rows ``index`` [B'] (beam search's back-pointers), in that order."""
-        def pick(kv: KeyValue) -> KeyValue:
-            return kv[0].index_select(0, index), kv[1].index_select(0, index)
+        """Keep rows ``index`` [B'] (beam search's back-pointers), in that order. Like a step, this uses the state
+        up: with as many rows as before, the cache's written rows are gathered in place (a beam step's cache is
+        mostly unwritten capacity: 72 against 261 us at 12 of 64 rows); one source's memory rows are kept without a
+        gather (``keep_rows``)."""
+        def alike(kv: KeyValue) -> KeyValue:
+            return keep_rows(kv[0], index, self.one_source), keep_rows(kv[1], index, self.one_source)
 
-        return replace(self, memory=[pick(kv) for kv in self.memory],
-                       cross_mask=self.cross_mask.index_select(0, index), cache=[pick(kv) for kv in self.cache])
+        return replace(self, memory=[alike(kv) for kv in self.memory],
+                       cross_mask=keep_rows(self.cross_mask, index, self.one_source),
+                       cache=[(self._gathered(k, index), self._gathered(v, index)) for k, v in self.cache])
+
+    def _gathered(self, cache: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """Rows ``index`` [B'] of one cache [B, H, C, d_k]: in place when B' = B, else a new cache (zeros past the
+        written rows: a masked key's weight is 0, and 0 times a finite value is 0)."""
+        written = cache[:, :, :self.length]  # [B, H, length, d_k]
+        kept = written.index_select(0, index)  # [B', H, length, d_k]
+        if index.numel() == cache.size(0):
+            written.copy_(kept)
+            return cache
+        grown = cache.new_zeros(index.numel(), *cache.shape[1:])  # [B', H, C, d_k]
+        grown[:, :, :self.length] = kept
+        return grown
 
     def with_room(self) -> StaticState:
         """The same state with at least one unwritten cache row (the capacity doubled when it is full)."""
@@ -276,7 +293,7 @@ class StaticCacheDecoder(nn.Module):
         on = k.new_ones(layers, 1, n_heads)  # [L, 1, H]
         return StaticState(memory=list(state.memory_kv), cross_mask=cross_mask,
                            cache=[(empty(), empty()) for _ in range(layers)],
-                           heads=state.heads if state.heads is not None else (on, on))
+                           heads=state.heads if state.heads is not None else (on, on), one_source=state.one_source)
 
     def step(self, state: StaticState, tokens: torch.Tensor, capture: Capture = Capture.NONE
              ) -> StepOutput[StaticState]:
