@@ -14,7 +14,9 @@ Targets: ours / CTranslate2 <= 1.2x greedy and beam 4; ours at 2 threads no slow
 
 ``--profile``: where the path's time goes (cProfile over one round of the 12 sentences at 1 thread): tokenizing and
 pricing, encoding, the decoding steps' arithmetic, the search's own bookkeeping, assembling the Translation, and
-the first map the page draws from it (one cross-attention heatmap and its JSON).
+the first map the page draws from it (one cross-attention heatmap and its JSON); and the floor a float32 step cannot
+go under on this machine (``step_floor``: the bytes of weights a step reads over the memory bandwidth measured on the
+spot), times the steps each search took, beside what each engine spends per sentence.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engines import converted, installed, pieces_of
-from timing import medians
+from timing import medians, timed
 
 from app.charts.attention import heatmap_figure
 from model.checkpoints.files import Checkpoint, load_checkpoint
@@ -118,6 +120,37 @@ def profile(ckpt: Checkpoint, config: DecodeConfig) -> dict[str, float]:
     return parts | {"total": total + parts["the first map (figure and its JSON)"]}
 
 
+def step_floor(ckpt: Checkpoint, rounds: int = 20) -> tuple[float, float, float]:
+    """What one decoding step cannot go under in float32 here, whatever the engine: it reads every weight it applies
+    (the decoder's layers but the cross-attention's key and value maps, applied once per source, and the output
+    layer) from memory, 4 rows as 1 (a beam of 4 costs a greedy step). -> (megabytes read, the best of ``rounds``
+    sums over a buffer that size in GB/s, the step's floor in ms)."""
+    model = ckpt.model
+    once = {id(p) for layer in model.decoder.layers for linear in (layer.cross_attn.w_k, layer.cross_attn.w_v)
+            for p in linear.parameters()}
+    output = model.embed.token.weight if model.output is None else model.output.weight  # [V, D]
+    read = {id(p): p for p in (*model.decoder.parameters(), output) if id(p) not in once}
+    nbytes = sum(p.numel() * p.element_size() for p in read.values())
+    buffer = torch.ones(nbytes // 4)  # float32
+    buffer.sum()
+    best = min(timed(buffer.sum) for _ in range(rounds))
+    return nbytes / 1e6, nbytes / best / 1e9, best * 1000
+
+
+def floor_report(ckpt: Checkpoint, config: DecodeConfig, ours: float, ct2: float | None) -> str:
+    """One search's floor per sentence (``step_floor`` times the steps it took over the 12 sentences) against the
+    app's path (``ours``) and CTranslate2 (``ct2``), seconds for the 12."""
+    megabytes, bandwidth, floor_ms = step_floor(ckpt)
+    steps = sum(len(translate(ckpt.model, ckpt.tokenizer, text, config).result.steps) for text in SENTENCES)
+    floor = floor_ms * steps / len(SENTENCES)
+    line = (f"a step reads {megabytes:.1f} MB of weights; at {bandwidth:.1f} GB/s (measured) at least "
+            f"{floor_ms:.2f} ms: {steps / len(SENTENCES):.1f} steps a sentence make {floor:.1f} ms; the app's path "
+            f"{ours * 1000 / len(SENTENCES):.1f} ms ({ours * 1000 / len(SENTENCES) / floor:.2f}x the floor)")
+    if ct2 is not None:
+        line += f", CTranslate2 {ct2 * 1000 / len(SENTENCES):.1f} ms ({ct2 * 1000 / len(SENTENCES) / floor:.2f}x)"
+    return line
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
@@ -170,6 +203,9 @@ def main() -> int:
                 print(f"\nwhere the time goes, {step} step, {search} (1 thread, {total * 1000:.0f} ms for 12):")
                 for part, seconds in parts.items():
                     print(f"  {part:38s} {seconds * 1000:7.1f} ms  {seconds / total:6.1%}")
+            ct2 = best.get(f"CTranslate2 float32, {search}", {}).get("1")
+            print(f"\nthe floor, {search} (1 thread): "
+                  + floor_report(fast, config, best[f"app path, compiled step, {search}"].get("1", float("nan")), ct2))
     return 0
 
 

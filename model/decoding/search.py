@@ -107,18 +107,17 @@ class DecodeStep:
 def _stack_rows(steps: Sequence[DecodeStep], path: Sequence[int], field: str, fill: float) -> list[torch.Tensor]:
     """Per layer, the query rows of one trace field (e.g. "cross" or "dec_self_scores") along a path, stacked
     into the map a teacher-forced forward gives: [1, H, T, K], the keys a row could not see yet (dec_self's
-    future) set to ``fill``."""
-    length = len(path)
-    per_step = [getattr(steps[t].attention, field) for t in range(length)]  # [step][layer] [R, H, 1, K_t]
-    keys = per_step[-1][0].size(-1)
-    layers = []
-    for layer in range(len(per_step[0])):
-        rows = per_step[0][layer].new_full((1, per_step[0][layer].size(1), length, keys), fill)  # [1, H, T, K]
-        for t, row in enumerate(path):
-            piece = per_step[t][layer][row, :, 0]  # [H, K_t]
-            rows[0, :, t, : piece.size(-1)] = piece
-        layers.append(rows)
-    return layers
+    future) set to ``fill``. All layers move at once: a few tensor operations per step, not per layer and step."""
+    rows = [torch.stack(getattr(steps[t].attention, field))[:, row, :, 0]
+            for t, row in enumerate(path)]  # per step [L, H, K_t]: every layer's row of the hypothesis's path
+    keys = rows[-1].size(-1)
+    if all(row.size(-1) == keys for row in rows):  # every step saw every key (cross-attention)
+        stacked = torch.stack(rows, dim=2)  # [L, H, T, K]
+    else:
+        stacked = rows[0].new_full((*rows[0].shape[:2], len(rows), keys), fill)  # [L, H, T, K]
+        for t, row in enumerate(rows):
+            stacked[:, :, t, :row.size(-1)] = row
+    return list(stacked[:, None].unbind(0))  # per layer [1, H, T, K]
 
 
 @dataclass(frozen=True)
