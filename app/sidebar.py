@@ -80,8 +80,9 @@ def render_sidebar() -> None:
                           "convert, or *Open a Hugging Face model* below) appear here too.")
         step = step_label(st.session_state["model_name"])
         st.caption(f"Running on **{device_label()}**" + (f" · {step}" if step else ""),
-                   help=None if step is None else "A server compiles each model's decoding step in the background and "
-                   "switches to it once it decodes exactly as the eager step: the same numbers, faster.")
+                   help=None if step is None else "A server compiles each model's decoding step in the background "
+                   "(once per machine: a later start loads it from disk) and switches to it once it decodes exactly "
+                   "as the eager step: the same numbers, faster.")
         st.radio("Figure download format", ["png", "svg"], key="image_format", horizontal=True,
                  help="What the camera icon in each chart's toolbar saves.")
         _upload_ui()

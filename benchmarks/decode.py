@@ -11,8 +11,8 @@ exactly --tokens tokens). Measured, interleaved and repeated, medians reported, 
     CTranslate2 float32 and int8 (no attention; it returns one averaged cross-attention at most) and
     Hugging Face Marian with output_attentions (eager attention); target: our greedy and beam 4 with every
     attention captured <= CTranslate2 float32 without attention
-  * the compiled static-cache step (model/decoding/static_cache.py): the same decodes with the step compiled once
-  (Inductor, frozen weights, C++ wrapper), against the eager step and CTranslate2
+  * the compiled static-cache step (model/serving/step_package.py): the same decodes with the step compiled ahead of
+  time (AOTInductor, frozen weights), against the eager step and CTranslate2
   * throughput for a room: N = 1, 4, 16 sentences decoded one at a time, as one batch (model/decoding/batch_decoding.py,
     eager and compiled) and by CTranslate2's translate_batch, in sentences per second (target >= 0.8x at N = 16)
   * N concurrent sessions through the app's scheduler (--sessions: only this row): N = 1, 4, 16 threads, each a
@@ -58,6 +58,7 @@ from model.network.transformer import Transformer
 from model.network.weight_layout import lay_out_for_decoding
 from model.serving.batch_queue import BatchQueue
 from model.serving.inference import decode_rules, planned, translate
+from model.serving.step_package import package_step
 
 
 @torch.inference_mode()
@@ -206,12 +207,16 @@ def main() -> int:
     n = args.tokens
     greedy, beam = DecodeConfig(beam_size=1, max_len=n), DecodeConfig(beam_size=4, max_len=n)
     produced = len(greedy_decode(model, src, greedy, capture=Capture.NONE).best.tokens)
-    compiled = StaticCacheDecoder(model, compiled=True)
+    compiled = StaticCacheDecoder(model)
     warm_up = time.perf_counter()
-    for config in (greedy, beam):  # the first call of each compiles (one row; several rows)
+    rows = sorted({1, 4, *args.batches})  # greedy, beam 4 and each room's batch: a package per row count
+    for count in rows:
+        compiled.add_package(*package_step(compiled, src, count))
+    for config in (greedy, beam):
         assert beam_search(compiled, src, config).best.tokens == beam_search(model, src, config).best.tokens, \
             "the compiled static-cache step and the eager step disagree"
-    print(f"compiled static-cache step: compiled for one row and for beams in {time.perf_counter() - warm_up:.0f} s")
+    print(f"compiled static-cache step (model/serving/step_package.py): rows {rows} built or loaded in "
+          f"{time.perf_counter() - warm_up:.0f} s")
     cached = greedy_decode(model, src, greedy, False).best.tokens
     assert cached == tuple(greedy_without_cache(model, src, n)) == tuple(greedy_full_forward(model, src, n)), \
         "cached and uncached greedy disagree"

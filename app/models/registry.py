@@ -50,7 +50,7 @@ def converted_models() -> dict[str, tuple[Path, dict]]:
     return found
 
 
-# "off": every model decodes on the eager step (the tests' default: a compile costs a minute of CPU per server).
+# "off": every model decodes on the eager step (the tests' default: a first compile costs 30 s of CPU per server).
 COMPILED_STEP_ENV = "ATTENTION_EXPLORER_COMPILED_STEP"
 
 

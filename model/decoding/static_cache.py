@@ -9,16 +9,13 @@ the new keys and values are written in place at that index, as Hugging Face's St
 step's AttentionTrace is the eager step's, row for row (tested to 1e-5 with hypothesis).
 
 ``StaticCacheDecoder(model)`` has the ``config`` / ``start`` / ``step`` of a Transformer, so every decoder of
-model.decoding.search runs on it unchanged. ``compiled=True`` wraps the step in ``torch.compile`` (Inductor, frozen
-weights, its C++ wrapper; one compilation per row count, serving every source length and cache size: see
-``mark_shapes``; past MAX_COMPILED_ROWS row counts, or when the compiler gives up, the same step runs eagerly): 15-50 s
-a compilation on a 2-core CPU, then measured 1.19x faster than the eager step greedy, 1.13x beam 4 (README,
-benchmarks/decode.py). The eager Transformer.step stays the reference and the fallback (T5's relative positions are
-not supported here).
+model.decoding.search runs on it unchanged. Its step runs eagerly unless a compiled step was added for the call's
+signature (``add_package``: model.serving.step_package compiles it ahead of time with AOTInductor, weights frozen, for
+one row count and every source length and cache size); every other call runs the same step eagerly. The eager
+Transformer.step stays the reference and the fallback (T5's relative positions are not supported here).
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import cast
@@ -32,11 +29,7 @@ from model.network.layers import DecoderLayer
 from model.network.trace import AttentionTrace, HeadMask
 from model.network.transformer import DecoderState, StepOutput, Transformer, keep_rows
 
-log = logging.getLogger(__name__)
-# What the compiler raises when it gives up, before the step ran (the recompile limit is no TorchDynamoException).
-COMPILER_ERRORS = (torch._dynamo.exc.TorchDynamoException, torch._dynamo.exc.FailOnRecompileLimitHit)
 FIRST_CAPACITY = 64  # cache rows allocated at the start; doubled whenever a decode runs past them
-MAX_COMPILED_ROWS = 4  # row counts compiled per decoder (greedy, a beam width or two, a batch); others run eagerly
 
 
 def unsupported(config: ModelConfig) -> str | None:
@@ -121,8 +114,8 @@ def attend(attention: MultiHeadAttention, q: torch.Tensor, keys: torch.Tensor, v
 
 
 class StaticStep(nn.Module):
-    """One decoding step of ``model`` over a static cache, written for ``torch.compile``: no Python int varies
-    between calls, the new keys and values are written into the cache in place."""
+    """One decoding step of ``model`` over a static cache, written for a compiler (``torch.export``): no Python int
+    varies between calls, the new keys and values are written into the cache in place."""
 
     def __init__(self, model: Transformer) -> None:
         super().__init__()
@@ -181,55 +174,23 @@ class StaticStep(nn.Module):
         return layer.sublayers[2](after_cross, layer.feed_forward)  # [B, 1, D]
 
 
-INDUCTOR = {"freezing": True, "cpp_wrapper": True}  # weights frozen into the graph and packed; C++ between kernels
-
-
-def compile_step(step: StaticStep) -> Callable[..., tuple[torch.Tensor, ...]]:
-    """``step`` compiled by Inductor with the INDUCTOR settings (the shapes it may assume: ``mark_shapes``). The
-    settings are Inductor's global config, so they hold only while a call that may compile runs (compilation happens
-    in the call): passed as ``torch.compile(options=...)`` they were measured not to take effect. A call that cannot
-    compile (``compiling=False``: a frozen decoder's, whose inputs match a compilation) leaves the global config
-    alone, so that decodes on other threads never change it under a compilation."""
-    compiled = torch.compile(step, fullgraph=True)
-
-    def run(*inputs: object, compiling: bool = True) -> tuple[torch.Tensor, ...]:
-        if not compiling:
-            return compiled(*inputs)
-        with torch._inductor.config.patch(INDUCTOR):
-            return compiled(*inputs)
-    return run
-
-
 def signature(inputs: tuple) -> tuple:
-    """What decides whether a call of the compiled step can reuse a compilation (``mark_shapes``): the row count, a
-    one-piece source (always specialised), the head masks' shapes, the grad mode, the device and the dtype. A frozen
-    decoder runs compiled only the signatures it compiled, so nothing compiles in a visitor's request."""
-    tokens, _, _, memory, _, self_heads, cross_heads = inputs
+    """Which compiled step can run a call: the row count, a one-piece source (the package's source length starts at
+    2), the head masks' shapes, the grad mode, the device, the dtype and whether every input is contiguous (a package
+    reads its inputs with the strides it was built for and checks none of this itself)."""
+    tokens, position, cache, memory, cross_mask, self_heads, cross_heads = inputs
     keys = memory[0][0]  # [B, H, S, d_k]
+    tensors = (tokens, position, *(t for kv in (*cache, *memory) for t in kv), cross_mask, self_heads, cross_heads)
     return (tokens.size(0), keys.size(2) > 1, tuple(self_heads.shape), tuple(cross_heads.shape),
-            torch.is_grad_enabled(), keys.device.type, keys.dtype)
-
-
-def mark_shapes(tokens: torch.Tensor, cache: list[KeyValue], memory: list[KeyValue], cross_mask: torch.Tensor
-                ) -> None:
-    """What the compiler may assume: the row count is fixed (one compilation per count: 1 for greedy, the beam width
-    for beam search), so the matrix library's weights can be packed for it, which is most of the speed-up (a
-    symbolic row count measured no faster than the eager step); the key lengths (the cache's capacity, the source's
-    length) vary freely, 1 included, so a new source length or a grown cache does not compile again."""
-    torch._dynamo.mark_static(tokens, 0)
-    for tensor, length in ((cross_mask, 3), *((t, 2) for kv in (*cache, *memory) for t in kv)):
-        torch._dynamo.mark_static(tensor, 0)
-        if tensor.size(length) > 1:  # a size of 1 is always specialised (a one-piece source compiles on its own)
-            torch._dynamo.mark_dynamic(tensor, length)
+            torch.is_grad_enabled(), keys.device.type, keys.dtype, all(t.is_contiguous() for t in tensors))
 
 
 class StaticCacheDecoder(nn.Module):
     """A Transformer's ``start`` and ``step`` over a static KV cache, for model.decoding.search's decoders:
-    ``greedy_decode(StaticCacheDecoder(model), src)`` equals ``greedy_decode(model, src)``. ``compiled``: the step
-    runs compiled (``compile_step``); its first call compiles. ``first_capacity``: the cache rows allocated at the
-    start (doubled whenever a decode runs past them)."""
+    ``greedy_decode(StaticCacheDecoder(model), src)`` equals ``greedy_decode(model, src)``. ``first_capacity``: the
+    cache rows allocated at the start (doubled whenever a decode runs past them)."""
 
-    def __init__(self, model: Transformer, compiled: bool = False, first_capacity: int = FIRST_CAPACITY) -> None:
+    def __init__(self, model: Transformer, first_capacity: int = FIRST_CAPACITY) -> None:
         super().__init__()
         reason = unsupported(model.config)
         if reason is not None:
@@ -238,27 +199,18 @@ class StaticCacheDecoder(nn.Module):
         self.config = model.config
         self.first_capacity = first_capacity
         self.static_step = StaticStep(model)
-        self.compiled = compile_step(self.static_step) if compiled else None
-        self.compiled_rows: set[int] = set()  # the row counts compiled so far
-        self.signatures: set[tuple] = set()  # the call signatures compiled so far (``signature``)
-        self.frozen = False  # once frozen (``freeze``), nothing new is compiled: it runs eagerly
+        # ahead-of-time compiled steps (model.serving.step_package), each for the call signature it was built for
+        self.packaged: dict[tuple, Callable[..., tuple[torch.Tensor, ...]]] = {}
 
-    def freeze(self) -> None:
-        """Compile nothing more: the signatures compiled so far run compiled, every other call eagerly (a server's
-        decoder, built before visitors came, never compiles in a request: model.serving.compiled_step)."""
-        self.frozen = True
+    @property
+    def compiled_rows(self) -> set[int]:
+        """The row counts a compiled step serves."""
+        return {key[0] for key in self.packaged}
 
-    def runner(self, inputs: tuple) -> Callable[..., tuple[torch.Tensor, ...]] | None:
-        """The compiled step if these inputs' row count has (or may get) a compilation of its own, else None (the
-        same step runs eagerly): a batch whose sentences end one by one passes through many row counts, and each would
-        cost a compilation (Dynamo refuses past its recompile limit). Frozen: only a signature already compiled."""
-        rows, key = inputs[0].size(0), signature(inputs)
-        if self.compiled is None or (self.frozen and key not in self.signatures) or \
-                (rows not in self.compiled_rows and len(self.compiled_rows) >= MAX_COMPILED_ROWS):
-            return None
-        self.compiled_rows.add(rows)
-        self.signatures.add(key)
-        return self.compiled
+    def add_package(self, key: tuple, runner: Callable[..., tuple[torch.Tensor, ...]]) -> None:
+        """Run the calls of signature ``key`` (``signature``) on ``runner``, an ahead-of-time compiled step that
+        takes the step's inputs: no compiler and no guard in the call."""
+        self.packaged[key] = runner
 
     def start(self, src: torch.Tensor, capture: Capture = Capture.NONE, head_mask: HeadMask | None = None
               ) -> tuple[StaticState, list]:
@@ -267,19 +219,12 @@ class StaticCacheDecoder(nn.Module):
         return self.static_state(state, src.size(0)), encoder
 
     def run_step(self, inputs: tuple) -> tuple[torch.Tensor, ...]:
-        """StaticStep on ``inputs``, compiled where ``runner`` allows. If the compiler gives up (an error of its
-        own, raised before the step ran), this decoder steps eagerly from then on, with a warning: the same step,
-        the same results, only slower."""
-        run = self.runner(inputs)
-        if run is None:
+        """StaticStep on ``inputs``: on the compiled step added for their signature, else eagerly (the same step, the
+        same results to 1e-5, only slower)."""
+        packaged = self.packaged.get(signature(inputs))
+        if packaged is None:
             return self.static_step(*inputs)
-        mark_shapes(inputs[0], inputs[2], inputs[3], inputs[4])
-        try:
-            return run(*inputs, compiling=not self.frozen)
-        except COMPILER_ERRORS as error:
-            log.warning("compiling the decoding step failed, it runs eagerly from now on: %s", error)
-            self.compiled = None
-            return self.static_step(*inputs)
+        return tuple(packaged(*inputs))
 
     def static_state(self, state: DecoderState, rows: int) -> StaticState:
         """The eager start's state with an empty preallocated cache and every mask made explicit."""
@@ -291,7 +236,8 @@ class StaticCacheDecoder(nn.Module):
         cross_mask = state.cross_mask if state.cross_mask is not None else \
             torch.ones(rows, 1, 1, k.size(2), dtype=torch.bool, device=k.device)  # [B, 1, 1, S]
         on = k.new_ones(layers, 1, n_heads)  # [L, 1, H]
-        return StaticState(memory=list(state.memory_kv), cross_mask=cross_mask,
+        memory = [(k.contiguous(), v.contiguous()) for k, v in state.memory_kv]  # as a beam's reorder leaves them
+        return StaticState(memory=memory, cross_mask=cross_mask.contiguous(),
                            cache=[(empty(), empty()) for _ in range(layers)],
                            heads=state.heads if state.heads is not None else (on, on), one_source=state.one_source)
 
@@ -316,4 +262,4 @@ class StaticCacheDecoder(nn.Module):
         return StepOutput(log_probs, new_state, trace)
 
 
-__all__ = ["StaticCacheDecoder", "StaticState", "StaticStep", "compile_step", "unsupported"]
+__all__ = ["StaticCacheDecoder", "StaticState", "StaticStep", "signature", "unsupported"]

@@ -1,23 +1,19 @@
 """The compiled decoding step, built before anyone needs it, so that no visitor waits for a compile.
 
-``torch.compile`` of the static-cache step (model.decoding.static_cache) takes about a minute per row count on a
-2-core CPU, which no visitor should wait for. ``prepare(model)`` starts a background thread that compiles the step
-for the row counts of WARM_ROWS (1: greedy, and a room's batch of one; 4: beam search's full width, the Decoding
-page's default) and checks that the compiled decode equals the eager one; meanwhile, and for every other row count
-(a beam of 2 or 3, or the last steps of beam 4 once some hypotheses have finished), decoding stays on the eager
-step. Each row count is a graph of its own with the weights packed for it: about 40 MB each for en-de (its
-weights' size), and about 150 MB once for the compiler itself. ``decoder_for(model)`` is what
-``model.serving.inference.stream`` decodes with: the compiled decoder once it is ready, else the model itself. The
-results are the same either way (every attention weight and log-probability to 1e-5: tests/model/
-test_static_cache.py, tests/model/test_compiled_step.py); only the time differs.
+Compiling the static-cache step (model.decoding.static_cache) takes about 15 s per row count on a 2-core CPU, which no
+visitor should wait for. ``prepare(model)`` starts a background thread that gets the step for the row counts of
+WARM_ROWS (1: greedy, and a room's batch of one; 4: beam search's full width, the Decoding page's default) as
+AOTInductor packages (model.serving.step_package: compiled once per machine and model and kept on disk, loaded in
+milliseconds on every later start) and checks that the packaged decode equals the eager one; meanwhile, and for every
+other call (a beam of 2 or 3, the last steps of beam 4 once some hypotheses have finished, a one-piece source, a head
+mask of another shape), decoding stays on the eager step. Each row count holds the weights packed for it: about 29 MB
+each for en-de. ``decoder_for(model)`` is what ``model.serving.inference.stream`` decodes with: the packaged decoder
+once it is ready, else the model itself. The results are the same either way (every attention weight and
+log-probability to 1e-5: tests/model/test_static_cache.py, tests/model/test_compiled_step.py); only the time differs.
 
-Once compiled, nothing compiles again in a visitor's request: the decoder is frozen to the call signatures it
-compiled (``model.decoding.static_cache.signature``: row count, a one-piece source, head masks, grad mode), and a
-call outside them (a one-piece source, 2 or 3 rows, beam 5-8) runs the same step eagerly instead of compiling.
-Every model's step is the same code to Dynamo, so its recompile limit is raised to RECOMPILE_LIMIT: room for the
-row counts of many models (past it a model's build fails and it stays eager, as a T5 does). Inductor keeps what it
-built in its on-disk cache (``TORCHINDUCTOR_CACHE_DIR``, by default ``/tmp/torchinductor_<user>``), so a server
-started again on the same machine builds the step faster (measured 47 s against about 230 s cold: docs/serving.md).
+A package is called without a compiler in between: nothing compiles in a visitor's request, and no guard is checked
+(a package serves exactly the call signature it was built for, ``model.decoding.static_cache.signature``; any other
+call runs eagerly).
 """
 from __future__ import annotations
 
@@ -35,12 +31,12 @@ from model.decoding.static_cache import StaticCacheDecoder, unsupported
 from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.transformer import Transformer
+from model.serving.step_package import package_step
 
 log = logging.getLogger(__name__)
 WARM_ROWS = (1, 4)  # the row counts compiled: greedy and beam 4 at full width (each costs the weights' size again)
 WARM_SOURCE = 6  # pieces of the made-up source the warm-up decodes (any length >= 2 serves every length after it)
 WARM_TOKENS = 8  # steps each warm-up decode takes
-RECOMPILE_LIMIT = 64  # Dynamo's compilations of one code object (StaticStep.forward, shared by every model)
 
 
 @dataclass
@@ -55,24 +51,22 @@ class CompiledStep:
     seconds: float | None = None
 
     def build(self) -> None:
-        """Compile for the row counts of WARM_ROWS and check the compiled decode against the eager one; on any
-        failure the model stays on the eager step (logged once), as it would without this."""
+        """Load (or compile, then load) the step's packages for the row counts of WARM_ROWS and check the packaged
+        decode against the eager one; on any failure the model stays on the eager step (logged once), as it would
+        without this."""
         start = time.perf_counter()
         try:
             reason = unsupported(self.model.config)
             if reason is not None:
                 raise ValueError(reason)
-            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
-            decoder = StaticCacheDecoder(self.model, compiled=True)
+            decoder = StaticCacheDecoder(self.model)
             src = warm_source(self.model)
-            compile_rows(decoder, src)
-            decoder.freeze()  # from now on only what was compiled runs compiled, everything else eagerly
+            for rows in WARM_ROWS:
+                decoder.add_package(*package_step(decoder, src, rows))
             for beam in range(1, max(WARM_ROWS) + 1):  # the other widths step eagerly: the same results
                 config = DecodeConfig(beam_size=beam, max_len=WARM_TOKENS)
                 if not same_decode(decoder, self.model, src, config):
                     raise RuntimeError(f"the compiled step disagreed with the eager step at beam {beam}")
-            if decoder.compiled is None:
-                raise RuntimeError("the compiler gave up (see the warning above)")
             self.decoder = decoder
         except Exception as error:  # the eager step serves on: slower, never wrong
             self.error = f"{type(error).__name__}: {error}"
@@ -87,14 +81,6 @@ def warm_source(model: Transformer) -> torch.Tensor:
     config = model.config
     ids = [i for i in range(config.vocab_size) if i not in (config.pad_id, config.bos_id, config.eos_id)]
     return torch.tensor([*ids[:WARM_SOURCE - 1], config.eos_id], device=next(model.parameters()).device)  # [S]
-
-
-@torch.inference_mode()  # as every decoder of model.decoding.search runs: the compilation's guards expect it
-def compile_rows(decoder: StaticCacheDecoder, src: torch.Tensor) -> None:
-    """One step at every row count of WARM_ROWS (the first call of each compiles)."""
-    for rows in WARM_ROWS:
-        state, _ = decoder.start(src.expand(rows, -1))  # [rows, S]
-        decoder.step(state, torch.full((rows, 1), decoder.config.bos_id, device=src.device), Capture.WEIGHTS)
 
 
 def same_decode(decoder: StaticCacheDecoder, model: Transformer, src: torch.Tensor, config: DecodeConfig) -> bool:

@@ -2,8 +2,9 @@
 decodes on the eager step, after it on the compiled one, with the same results either way; once built, nothing
 compiles in a request; a model it cannot serve stays eager.
 
-The switching is tested with a stand-in for the compiler (the eager static step, counted: compiling takes a minute);
-one slow test builds the real thing and checks that a request afterwards compiles nothing."""
+The switching is tested with a stand-in for the packages (the eager static step, counted: compiling takes 15 s a row
+count); slow tests build the real packages, check that a request afterwards compiles nothing, and that a second build
+loads them from disk."""
 from __future__ import annotations
 
 import copy
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 import model.decoding.static_cache as static_cache
 from model.network.config import DecodeConfig
 from model.network.transformer import Transformer
-from model.serving import compiled_step
+from model.serving import compiled_step, step_package
 from model.serving.inference import prepare_source, stream_batch, translate
 from tests.conftest import eos_leaning, tiny_config
 from tests.model.test_static_cache import TOL
@@ -27,13 +28,13 @@ TEXTS = st.text(alphabet="abcdefghij klmnop.,", min_size=1, max_size=30).filter(
 
 
 class StandIn:
-    """What compile_step returns, without compiling: the eager static step, its calls counted per row count; it can
-    be held (``gate``) so that a test sees the time before the build is done."""
+    """What package_step loads, without compiling: the eager static step, its calls counted (the row count of each);
+    it can be held (``gate``) so that a test sees the time before the build is done."""
 
     def __init__(self, step: static_cache.StaticStep, gate: threading.Event) -> None:
         self.step, self.gate, self.rows = step, gate, []
 
-    def __call__(self, *inputs, compiling=True):
+    def __call__(self, *inputs):
         self.gate.wait(10)
         self.rows.append(inputs[0].size(0))
         return self.step(*inputs)
@@ -41,14 +42,21 @@ class StandIn:
 
 @pytest.fixture
 def stand_in(monkeypatch):
-    """compile_step replaced by StandIn; yields (the gate that releases the build, the stand-ins made)."""
+    """package_step replaced by StandIns, one per row count; yields (the gate that releases the build, the stand-ins
+    made)."""
     gate, made = threading.Event(), []
 
-    def fake(step):
-        made.append(StandIn(step, gate))
-        return made[-1]
-    monkeypatch.setattr(static_cache, "compile_step", fake)
+    def fake(decoder, src, rows):
+        made.append(StandIn(decoder.static_step, gate))
+        with torch.no_grad():
+            return static_cache.signature(step_package.example_inputs(decoder, src, rows)), made[-1]
+    monkeypatch.setattr(compiled_step, "package_step", fake)
     return gate, made
+
+
+def rows_run(made: list[StandIn]) -> list[int]:
+    """The row count of every call the stand-ins ran."""
+    return [rows for stand_in in made for rows in stand_in.rows]
 
 
 @pytest.fixture
@@ -83,12 +91,12 @@ def test_visitors_decode_eagerly_until_the_step_is_built_then_on_it(stand_in, ow
     gate.set()
     assert built.ready.wait(60) and built.error is None
     assert compiled_step.decoder_for(model) is built.decoder
-    assert built.decoder is not None and built.decoder.frozen
+    assert built.decoder is not None and built.decoder.compiled_rows == set(compiled_step.WARM_ROWS)
     assert re.fullmatch(r"compiled step \(built in \d+ s\)", compiled_step.describe(model) or "")
     assert compiled_step.describe(reference) is None  # a model nobody prepared
-    calls = len(made[0].rows)
+    calls = len(rows_run(made))
     after = translate(model, tokenizer, "the house is small.", DecodeConfig(beam_size=2, max_len=12))
-    assert len(made[0].rows) > calls  # this request ran on the built step
+    assert len(rows_run(made)) > calls  # this request ran on the built step
     same_translation(before, after)
 
 
@@ -108,7 +116,7 @@ def test_the_built_step_translates_exactly_as_the_eager_step(stand_in, own_check
     same_translation(translate(reference, own_checkpoint.tokenizer, text, config),
                      translate(model, own_checkpoint.tokenizer, text, config))
     assert built.decoder.compiled_rows == compiled_rows == set(compiled_step.WARM_ROWS)  # nothing new after the build
-    assert set(made[0].rows) <= set(compiled_step.WARM_ROWS)  # the other widths ran eagerly
+    assert set(rows_run(made)) <= set(compiled_step.WARM_ROWS)  # the other widths ran eagerly
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -142,20 +150,36 @@ def test_a_model_the_step_cannot_serve_stays_eager_with_the_reason():
 
 
 @pytest.mark.slow
-def test_once_built_a_request_compiles_nothing(own_checkpoint):
-    """The real build (Inductor, about a minute here): afterwards requests of every kind, a one-piece source and a
-    beam wider than the build's included, compile no new graph and give the eager step's results."""
+def test_once_built_a_request_compiles_nothing_and_a_restart_loads_the_packages(own_checkpoint, tmp_path,
+                                                                                monkeypatch):
+    """The real build (AOTInductor, about 10 s a row count here): afterwards requests of every kind, a one-piece source
+    and a beam wider than the build's included, compile no new graph and give the eager step's results. The same
+    model loaded again (a server restarted) loads the packages from disk without compiling, and a damaged package is
+    built again."""
     from torch._dynamo.utils import counters
 
+    monkeypatch.setenv(step_package.CACHE_ENV, str(tmp_path))
     model, tokenizer = own_checkpoint.model, own_checkpoint.tokenizer
-    reference = copy.deepcopy(model)
+    reference, restarted, damaged = (copy.deepcopy(model) for _ in range(3))
     built = compiled_step.prepare(model, wait=True)
     assert built.decoder is not None, built.error
+    assert len(list(tmp_path.glob("step-*.pt2"))) == len(compiled_step.WARM_ROWS)
     graphs = counters["stats"]["unique_graphs"]
     for text, beam in (("the house is small.", 1), ("where is the station?", 4), ("a", 3), ("the tea.", 6)):
         config = DecodeConfig(beam_size=beam, max_len=12)
         same_translation(translate(reference, tokenizer, text, config), translate(model, tokenizer, text, config))
     assert counters["stats"]["unique_graphs"] == graphs
+
+    builds: list[object] = []
+    compile_package = step_package.build
+    monkeypatch.setattr(step_package, "build", lambda *args: builds.append(args) or compile_package(*args))
+    again = compiled_step.prepare(restarted, wait=True)
+    assert again.decoder is not None and builds == []  # loaded, not compiled
+    config = DecodeConfig(beam_size=4, max_len=12)
+    same_translation(translate(reference, tokenizer, "where is the station?", config),
+                     translate(restarted, tokenizer, "where is the station?", config))
+    sorted(tmp_path.glob("step-*.pt2"))[0].write_bytes(b"half a package")
+    assert compiled_step.prepare(damaged, wait=True).decoder is not None and len(builds) == 1
 
 
 def test_the_command_line_compiles_first_on_request_and_says_so(stand_in, tiny_checkpoint, capsys):
@@ -171,4 +195,4 @@ def test_the_command_line_compiles_first_on_request_and_says_so(stand_in, tiny_c
     compiled = capsys.readouterr()
     assert compiled.out == eager.out
     assert re.search(r"^note: the decoding step was compiled in \d+ s$", compiled.err, re.M), compiled.err
-    assert stand_in[1] and set(stand_in[1][0].rows) == set(compiled_step.WARM_ROWS)  # it ran on the built step
+    assert set(rows_run(stand_in[1])) == set(compiled_step.WARM_ROWS)  # it ran on the built step

@@ -2,8 +2,8 @@
 pieces, scores and log-probabilities, and every attention weight and score of every step, for every kind of model it
 accepts.
 
-The eager version of the step runs the properties (fast); one slow test checks that the compiled step (Inductor,
-frozen weights, C++ wrapper) gives the same results, which is what benchmarks/decode.py times.
+The eager version of the step runs the properties (fast); one slow test checks that the compiled step (AOTInductor,
+frozen weights) gives the same results, which is what benchmarks/decode.py times.
 """
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.decoding.batch_decoding import greedy_batch
 from model.decoding.search import DecodeResult, beam_search, greedy_decode
 from model.decoding.static_cache import StaticCacheDecoder
 from model.network.attention import Capture
@@ -99,50 +98,19 @@ def test_relative_positions_keep_the_eager_step():
         StaticCacheDecoder(model)
 
 
-class CountingStep:
-    """Stands in for the compiled step (compiling takes seconds): runs the eager StaticStep and counts rows per call."""
-
-    def __init__(self, decoder: StaticCacheDecoder, error: Exception | None = None) -> None:
-        self.decoder, self.error, self.rows = decoder, error, []
-
-    def __call__(self, *inputs, compiling=True):
-        if self.error is not None:
-            raise self.error
-        self.rows.append(inputs[0].size(0))
-        return self.decoder.static_step(*inputs)
-
-
-def test_only_a_few_row_counts_are_compiled_the_others_step_eagerly():
-    """A batch whose sentences end one by one passes through many row counts, each of which would be a compilation.
-    Here 12 sentences end after 1, 2, 3, 9 and 12 pieces: 5 row counts (12, 7, 4, 2, 1), one more than is compiled."""
-    torch.manual_seed(0)
-    model = eos_leaning(Transformer(tiny_config(VOCAB)).eval(), EOS, strength=4.0)
-    decoder = StaticCacheDecoder(model)
-    decoder.compiled = counting = CountingStep(decoder)
-    batch = [torch.tensor([5 + 3 * i, 6 + i, EOS]) for i in range(12)]
-    config = DecodeConfig(max_len=12)
-    results = greedy_batch(decoder, batch, config, capture=Capture.NONE)
-    assert [r.tokens for r in results] == [r.tokens for r in greedy_batch(model, batch, config, capture=Capture.NONE)]
-    assert sorted({len(r.tokens) for r in results}) == [1, 2, 3, 9, 12]
-    assert decoder.compiled_rows == set(counting.rows) == {12, 7, 4, 2}  # the fifth, 1 row, stepped eagerly
-    assert len(counting.rows) < 12
-
-
-def test_when_the_compiler_gives_up_the_decode_goes_on_eagerly(models, caplog):
-    model, src, config = models["paper"], torch.tensor([5, 9, 22, EOS]), DecodeConfig(beam_size=2, max_len=8)
-    decoder = StaticCacheDecoder(model)
-    decoder.compiled = CountingStep(decoder, torch._dynamo.exc.FailOnRecompileLimitHit("recompile limit"))
-    assert_same_decode(beam_search(model, src, config), beam_search(decoder, src, config))
-    assert decoder.compiled is None
-    assert "runs eagerly" in caplog.text
-
-
 @pytest.mark.slow
-def test_the_compiled_step_decodes_as_the_eager_step(models):
-    """Inductor with frozen weights and its C++ wrapper (about 30 s to compile here): one row, then beams."""
+def test_the_compiled_step_decodes_as_the_eager_step(models, tmp_path, monkeypatch):
+    """The step compiled ahead of time (model.serving.step_package: AOTInductor, frozen weights; about 10 s a row count
+    here) for one row and for three: greedy and beam 3 on two source lengths, the beam's last rows (fewer than three)
+    eagerly, all as the eager step."""
+    from model.serving import step_package
+
+    monkeypatch.setenv(step_package.CACHE_ENV, str(tmp_path))
     model = models["pre-norm"]
-    compiled = StaticCacheDecoder(model, compiled=True)
-    for src in (torch.tensor([7, 8, 9, 10, EOS]), torch.tensor([11, 12, EOS])):  # another source length: no recompile
+    compiled = StaticCacheDecoder(model)
+    for rows in (1, 3):
+        compiled.add_package(*step_package.package_step(compiled, torch.tensor([4, 5, 6, EOS]), rows))
+    for src in (torch.tensor([7, 8, 9, 10, EOS]), torch.tensor([11, 12, EOS])):  # any source length: one package
         for config in (DecodeConfig(max_len=12), DecodeConfig(beam_size=3, max_len=12)):
             decode = greedy_decode if config.beam_size == 1 else beam_search
             assert_same_decode(decode(model, src, config), decode(compiled, src, config))
