@@ -58,7 +58,7 @@ from model.network.transformer import Transformer
 from model.network.weight_layout import lay_out_for_decoding
 from model.serving.batch_queue import BatchQueue
 from model.serving.inference import decode_rules, planned, translate
-from model.serving.step_package import package_step
+from model.serving.step_package import add_packages
 
 
 @torch.inference_mode()
@@ -210,8 +210,7 @@ def main() -> int:
     compiled = StaticCacheDecoder(model)
     warm_up = time.perf_counter()
     rows = sorted({1, 4, *args.batches})  # greedy, beam 4 and each room's batch: a package per row count
-    for count in rows:
-        compiled.add_package(*package_step(compiled, src, count))
+    add_packages(compiled, src, rows)
     for config in (greedy, beam):
         assert beam_search(compiled, src, config).best.tokens == beam_search(model, src, config).best.tokens, \
             "the compiled static-cache step and the eager step disagree"

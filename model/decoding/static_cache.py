@@ -221,7 +221,7 @@ class StaticCacheDecoder(nn.Module):
     def run_step(self, inputs: tuple) -> tuple[torch.Tensor, ...]:
         """StaticStep on ``inputs``: on the compiled step added for their signature, else eagerly (the same step, the
         same results to 1e-5, only slower)."""
-        packaged = self.packaged.get(signature(inputs))
+        packaged = self.packaged.get(signature(inputs)) if self.packaged else None
         if packaged is None:
             return self.static_step(*inputs)
         return tuple(packaged(*inputs))

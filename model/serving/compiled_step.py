@@ -31,7 +31,7 @@ from model.decoding.static_cache import StaticCacheDecoder, unsupported
 from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.transformer import Transformer
-from model.serving.step_package import package_step
+from model.serving.step_package import add_packages
 
 log = logging.getLogger(__name__)
 WARM_ROWS = (1, 4)  # the row counts compiled: greedy and beam 4 at full width (each costs the weights' size again)
@@ -61,8 +61,7 @@ class CompiledStep:
                 raise ValueError(reason)
             decoder = StaticCacheDecoder(self.model)
             src = warm_source(self.model)
-            for rows in WARM_ROWS:
-                decoder.add_package(*package_step(decoder, src, rows))
+            add_packages(decoder, src, WARM_ROWS)
             for beam in range(1, max(WARM_ROWS) + 1):  # the other widths step eagerly: the same results
                 config = DecodeConfig(beam_size=beam, max_len=WARM_TOKENS)
                 if not same_decode(decoder, self.model, src, config):
@@ -85,7 +84,7 @@ def warm_source(model: Transformer) -> torch.Tensor:
 
 def same_decode(decoder: StaticCacheDecoder, model: Transformer, src: torch.Tensor, config: DecodeConfig) -> bool:
     """Whether ``decoder`` and the eager ``model`` decode ``src`` to the same steps: pieces, and log-probabilities
-    and attention weights to 1e-5 (the first call of each row count compiles)."""
+    and attention weights to 1e-5."""
     ours = list(decode_steps(as_model(decoder), src, config, Capture.WEIGHTS))
     eager = list(decode_steps(model, src, config, Capture.WEIGHTS))
     if len(ours) != len(eager):

@@ -18,7 +18,7 @@ import hashlib
 import os
 import platform
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import torch
@@ -56,10 +56,11 @@ def _cpu() -> str:
     return f"{platform.machine()} {platform.processor()} {torch.backends.cpu.get_cpu_capability()} {flags}"
 
 
-def package_key(decoder: StaticCacheDecoder, rows: int) -> str:
-    """A name for the package of ``decoder``'s step at ``rows`` rows that changes with anything it depends on."""
+def model_digest(decoder: StaticCacheDecoder) -> str:
+    """What every package of ``decoder``'s step depends on but its row count, hashed once for all of them: the torch
+    version, this machine's CPU, the model's configuration, weights and their layout, and the step's source code."""
     digest = hashlib.sha256()
-    for part in (torch.__version__, _cpu(), repr(decoder.config), str(rows), repr(INDUCTOR)):
+    for part in (torch.__version__, _cpu(), repr(decoder.config), repr(INDUCTOR)):
         digest.update(part.encode())
     for name, tensor in decoder.model.state_dict().items():  # values and layout (column-major weights pack otherwise)
         digest.update(f"{name}{tuple(tensor.shape)}{tensor.stride()}{tensor.dtype}".encode())
@@ -68,7 +69,12 @@ def package_key(decoder: StaticCacheDecoder, rows: int) -> str:
         path = ROOT / source
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             digest.update(file.read_bytes())
-    return digest.hexdigest()[:32]
+    return digest.hexdigest()
+
+
+def package_path(digest: str, rows: int) -> Path:
+    """Where the package of the step ``digest`` names (``model_digest``) at ``rows`` rows is kept."""
+    return cache_dir() / f"step-{hashlib.sha256(f'{digest} {rows}'.encode()).hexdigest()[:32]}.pt2"
 
 
 def example_inputs(decoder: StaticCacheDecoder, src: torch.Tensor, rows: int) -> tuple:
@@ -99,22 +105,23 @@ def build(decoder: StaticCacheDecoder, inputs: tuple, path: Path) -> None:
         os.replace(written, path)
 
 
-def package_step(decoder: StaticCacheDecoder, src: torch.Tensor, rows: int) -> tuple[tuple, Runner]:
-    """``decoder``'s step at ``rows`` rows as a loaded package (built first if this machine has none for it): the
-    call signature it serves (model.decoding.static_cache.signature) and the callable."""
-    inputs = example_inputs(decoder, src, rows)
-    path = cache_dir() / f"step-{package_key(decoder, rows)}.pt2"
-    if not path.exists():
-        build(decoder, inputs, path)
-    try:
-        runner = load_package(str(path), num_runners=RUNNERS)
-    except Exception:  # a damaged file: built again once
-        path.unlink(missing_ok=True)
-        build(decoder, inputs, path)
-        runner = load_package(str(path), num_runners=RUNNERS)
-    with torch.no_grad():
-        key = signature(inputs)
-    return key, runner
+def add_packages(decoder: StaticCacheDecoder, src: torch.Tensor, rows: Iterable[int]) -> None:
+    """Give ``decoder`` a package of its step for each row count of ``rows`` (``add_package``), each loaded from
+    this machine's cache or built first; ``src`` [S] (2 pieces or more) is the made-up source they are traced with."""
+    digest = model_digest(decoder)
+    for count in rows:
+        inputs = example_inputs(decoder, src, count)
+        path = package_path(digest, count)
+        if not path.exists():
+            build(decoder, inputs, path)
+        try:
+            runner = load_package(str(path), num_runners=RUNNERS)
+        except Exception:  # a damaged file: built again once
+            path.unlink(missing_ok=True)
+            build(decoder, inputs, path)
+            runner = load_package(str(path), num_runners=RUNNERS)
+        with torch.no_grad():
+            decoder.add_package(signature(inputs), runner)
 
 
-__all__ = ["CACHE_ENV", "cache_dir", "package_key", "package_step"]
+__all__ = ["CACHE_ENV", "add_packages", "cache_dir", "model_digest", "package_path"]

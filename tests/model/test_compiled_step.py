@@ -28,7 +28,7 @@ TEXTS = st.text(alphabet="abcdefghij klmnop.,", min_size=1, max_size=30).filter(
 
 
 class StandIn:
-    """What package_step loads, without compiling: the eager static step, its calls counted (the row count of each);
+    """What add_packages adds, without compiling: the eager static step, its calls counted (the row count of each);
     it can be held (``gate``) so that a test sees the time before the build is done."""
 
     def __init__(self, step: static_cache.StaticStep, gate: threading.Event) -> None:
@@ -42,15 +42,16 @@ class StandIn:
 
 @pytest.fixture
 def stand_in(monkeypatch):
-    """package_step replaced by StandIns, one per row count; yields (the gate that releases the build, the stand-ins
+    """add_packages replaced by StandIns, one per row count; yields (the gate that releases the build, the stand-ins
     made)."""
     gate, made = threading.Event(), []
 
     def fake(decoder, src, rows):
-        made.append(StandIn(decoder.static_step, gate))
-        with torch.no_grad():
-            return static_cache.signature(step_package.example_inputs(decoder, src, rows)), made[-1]
-    monkeypatch.setattr(compiled_step, "package_step", fake)
+        for count in rows:
+            made.append(StandIn(decoder.static_step, gate))
+            with torch.no_grad():
+                decoder.add_package(static_cache.signature(step_package.example_inputs(decoder, src, count)), made[-1])
+    monkeypatch.setattr(compiled_step, "add_packages", fake)
     return gate, made
 
 

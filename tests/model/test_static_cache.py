@@ -108,8 +108,7 @@ def test_the_compiled_step_decodes_as_the_eager_step(models, tmp_path, monkeypat
     monkeypatch.setenv(step_package.CACHE_ENV, str(tmp_path))
     model = models["pre-norm"]
     compiled = StaticCacheDecoder(model)
-    for rows in (1, 3):
-        compiled.add_package(*step_package.package_step(compiled, torch.tensor([4, 5, 6, EOS]), rows))
+    step_package.add_packages(compiled, torch.tensor([4, 5, 6, EOS]), (1, 3))
     for src in (torch.tensor([7, 8, 9, 10, EOS]), torch.tensor([11, 12, EOS])):  # any source length: one package
         for config in (DecodeConfig(max_len=12), DecodeConfig(beam_size=3, max_len=12)):
             decode = greedy_decode if config.beam_size == 1 else beam_search
