@@ -11,8 +11,10 @@ step's AttentionTrace is the eager step's, row for row (tested to 1e-5 with hypo
 ``StaticCacheDecoder(model)`` has the ``config`` / ``start`` / ``step`` of a Transformer, so every decoder of
 model.decoding.search runs on it unchanged. Its step runs eagerly unless a compiled step was added for the call's
 signature (``add_package``: model.serving.step_package compiles it ahead of time with AOTInductor, weights frozen, for
-one row count and every source length and cache size); every other call runs the same step eagerly. The eager
-Transformer.step stays the reference and the fallback (T5's relative positions are not supported here).
+one row count and every source length and cache size); every other call runs the same step eagerly. Its start
+encodes on a compiled ``StaticStart`` the same way when one was added (``add_start_package``), else with the model's
+own ``start``. The eager Transformer.step stays the reference and the fallback (T5's relative positions are not
+supported here).
 """
 from __future__ import annotations
 
@@ -23,11 +25,12 @@ from typing import cast
 import torch
 from torch import nn
 
-from model.network.attention import Capture, KeyValue, MultiHeadAttention
+from model.network.attention import AttentionOutput, Capture, KeyValue, MultiHeadAttention
 from model.network.config import ModelConfig
 from model.network.layers import DecoderLayer
+from model.network.masks import padding_mask
 from model.network.trace import AttentionTrace, HeadMask
-from model.network.transformer import DecoderState, StepOutput, Transformer, keep_rows
+from model.network.transformer import DecoderState, StepOutput, Transformer, keep_rows, state_after
 
 FIRST_CAPACITY = 64  # cache rows allocated at the start; doubled whenever a decode runs past them
 
@@ -43,49 +46,55 @@ class StaticState:
     """What incremental decoding carries between steps, with the self-attention cache preallocated.
 
     memory: per decoder layer the encoder's keys/values [B, H, S, d_k]; cross_mask [B, 1, 1, S] (all True when
-    nothing is padded); cache: per layer the self-attention keys/values [B, H, capacity, d_k], rows 0..length-1
-    written; heads (self, cross) head masks [L, B or 1, H] (1 = on); length = the number of target tokens fed.
+    nothing is padded); buffer: every layer's self-attention keys and values in one tensor [L, 2, B, H, capacity,
+    d_k], rows 0..length-1 written, so that a beam's reorder is one gather, not one per layer and tensor; cache: per
+    layer (keys, values), views of the buffer as the step takes them (``StaticState.build`` makes them); heads (self,
+    cross) head masks [L, B or 1, H] (1 = on); length = the number of target tokens fed.
     """
 
     memory: list[KeyValue]
     cross_mask: torch.Tensor
+    buffer: torch.Tensor
     cache: list[KeyValue]
     heads: tuple[torch.Tensor, torch.Tensor]
     length: int = 0
     one_source: bool = False  # every row decodes the same source (one sentence's beams): memory rows are alike
 
+    @classmethod
+    def build(cls, memory: list[KeyValue], cross_mask: torch.Tensor, buffer: torch.Tensor,
+              heads: tuple[torch.Tensor, torch.Tensor], length: int = 0, one_source: bool = False) -> StaticState:
+        """A state over ``buffer`` [L, 2, B, H, C, d_k], its per-layer views made once (a step passes them on)."""
+        cache = [(layer[0], layer[1]) for layer in buffer.unbind(0)]  # per layer [B, H, C, d_k], contiguous
+        return cls(memory, cross_mask, buffer, cache, heads, length, one_source)
+
     def reorder(self, index: torch.Tensor) -> StaticState:
         """Keep rows ``index`` [B'] (beam search's back-pointers), in that order. Like a step, this uses the state
-        up: with as many rows as before, the cache's written rows are gathered in place (a beam step's cache is
-        mostly unwritten capacity: 72 against 261 us at 12 of 64 rows); one source's memory rows are kept without a
-        gather (``keep_rows``)."""
+        up: with as many rows as before, the cache's written rows are gathered in place, every layer at once (a beam
+        step's cache is mostly unwritten capacity); one source's memory rows are kept without a gather
+        (``keep_rows``)."""
         def alike(kv: KeyValue) -> KeyValue:
             return keep_rows(kv[0], index, self.one_source), keep_rows(kv[1], index, self.one_source)
 
-        return replace(self, memory=[alike(kv) for kv in self.memory],
-                       cross_mask=keep_rows(self.cross_mask, index, self.one_source),
-                       cache=[(self._gathered(k, index), self._gathered(v, index)) for k, v in self.cache])
-
-    def _gathered(self, cache: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        """Rows ``index`` [B'] of one cache [B, H, C, d_k]: in place when B' = B, else a new cache (zeros past the
-        written rows: a masked key's weight is 0, and 0 times a finite value is 0)."""
-        written = cache[:, :, :self.length]  # [B, H, length, d_k]
-        kept = written.index_select(0, index)  # [B', H, length, d_k]
-        if index.numel() == cache.size(0):
+        written = self.buffer[:, :, :, :, :self.length]  # [L, 2, B, H, length, d_k]
+        kept = written.index_select(2, index)  # [L, 2, B', H, length, d_k]
+        if index.numel() == self.buffer.size(2):
             written.copy_(kept)
-            return cache
-        grown = cache.new_zeros(index.numel(), *cache.shape[1:])  # [B', H, C, d_k]
-        grown[:, :, :self.length] = kept
-        return grown
+            if self.one_source:  # as many rows as before, all alike: the memory stays as it is
+                return self
+            return replace(self, memory=[alike(kv) for kv in self.memory],
+                           cross_mask=keep_rows(self.cross_mask, index, self.one_source))
+        memory = [alike(kv) for kv in self.memory]
+        cross_mask = keep_rows(self.cross_mask, index, self.one_source)
+        buffer = self.buffer.new_zeros(*self.buffer.shape[:2], index.numel(), *self.buffer.shape[3:])
+        buffer[:, :, :, :, :self.length] = kept  # zeros past the written rows: a masked key's weight is 0
+        return StaticState.build(memory, cross_mask, buffer, self.heads, self.length, self.one_source)
 
     def with_room(self) -> StaticState:
         """The same state with at least one unwritten cache row (the capacity doubled when it is full)."""
-        if self.length < self.cache[0][0].size(2):
+        if self.length < self.buffer.size(4):
             return self
-
-        def grow(cache: torch.Tensor) -> torch.Tensor:
-            return torch.cat([cache, torch.zeros_like(cache)], dim=2)  # [B, H, 2 capacity, d_k]
-        return replace(self, cache=[(grow(k), grow(v)) for k, v in self.cache])
+        grown = torch.cat([self.buffer, torch.zeros_like(self.buffer)], dim=4)  # [L, 2, B, H, 2 capacity, d_k]
+        return StaticState.build(self.memory, self.cross_mask, grown, self.heads, self.length, self.one_source)
 
 
 def position_rows(model: Transformer, position: torch.Tensor) -> torch.Tensor:
@@ -174,15 +183,51 @@ class StaticStep(nn.Module):
         return layer.sublayers[2](after_cross, layer.feed_forward)  # [B, 1, D]
 
 
+class StaticStart(nn.Module):
+    """Encoding sources as ``Transformer.start`` does with the attention captured (Capture.WEIGHTS), written for a
+    compiler (``torch.export``): what the start hands the decoder and the page comes back as tensors."""
+
+    def __init__(self, model: Transformer) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, src: torch.Tensor, heads: torch.Tensor) -> tuple[list[torch.Tensor], ...]:
+        """src [B, S] (ids), heads the encoder's head mask [L, B or 1, H] (1 = on) -> (per decoder layer the
+        cross-attention keys and values [B, H, S, d_k]; per encoder layer its self-attention's output [B, S, D],
+        keys and values [B, H, S, d_k], weights and scores [B, H, S, S])."""
+        model = self.model
+        src_mask = padding_mask(src, model.config.pad_id)  # [B, 1, 1, S]
+        memory, outputs = model.encoder(model.embed(src), src_mask, Capture.WEIGHTS, heads)  # [B, S, D]
+        memory_kv = model.memory_key_values(memory)  # made contiguous here, as the step takes them: written so
+        return ([k.contiguous() for k, _ in memory_kv], [v.contiguous() for _, v in memory_kv],
+                [o.output for o in outputs],
+                [o.key_value[0] for o in outputs], [o.key_value[1] for o in outputs],
+                [cast(torch.Tensor, o.weights) for o in outputs], [cast(torch.Tensor, o.scores) for o in outputs])
+
+
+def step_tensors(inputs: tuple) -> list[torch.Tensor]:
+    """A step's inputs (``StaticStep.forward``'s arguments) as the flat list of tensors a package takes, in
+    ``torch.utils._pytree``'s order."""
+    tokens, position, cache, memory, cross_mask, self_heads, cross_heads = inputs
+    return [tokens, position, *(t for kv in cache for t in kv), *(t for kv in memory for t in kv), cross_mask,
+            self_heads, cross_heads]
+
+
 def signature(inputs: tuple) -> tuple:
     """Which compiled step can run a call: the row count, a one-piece source (the package's source length starts at
     2), the head masks' shapes, the grad mode, the device, the dtype and whether every input is contiguous (a package
     reads its inputs with the strides it was built for and checks none of this itself)."""
-    tokens, position, cache, memory, cross_mask, self_heads, cross_heads = inputs
-    keys = memory[0][0]  # [B, H, S, d_k]
-    tensors = (tokens, position, *(t for kv in (*cache, *memory) for t in kv), cross_mask, self_heads, cross_heads)
-    return (tokens.size(0), keys.size(2) > 1, tuple(self_heads.shape), tuple(cross_heads.shape),
-            torch.is_grad_enabled(), keys.device.type, keys.dtype, all(t.is_contiguous() for t in tensors))
+    keys = inputs[3][0][0]  # memory [B, H, S, d_k]
+    return (inputs[0].size(0), keys.size(2) > 1, tuple(inputs[5].shape), tuple(inputs[6].shape),
+            torch.is_grad_enabled(), keys.device.type, keys.dtype, all(t.is_contiguous() for t in step_tensors(inputs)))
+
+
+def start_signature(src: torch.Tensor, heads: torch.Tensor) -> tuple:
+    """Which compiled start can encode ``src`` [B, S] with the encoder's head mask ``heads`` [L, B or 1, H]: as for
+    a step (``signature``), a one-piece source, the mask's shape (one for every row, or one per row), the grad mode,
+    device, dtype and contiguity; any number of rows."""
+    return (src.size(1) > 1, tuple(heads.shape), torch.is_grad_enabled(), heads.device.type, heads.dtype,
+            src.is_contiguous() and heads.is_contiguous())
 
 
 class StaticCacheDecoder(nn.Module):
@@ -199,8 +244,11 @@ class StaticCacheDecoder(nn.Module):
         self.config = model.config
         self.first_capacity = first_capacity
         self.static_step = StaticStep(model)
-        # ahead-of-time compiled steps (model.serving.step_package), each for the call signature it was built for
+        self.static_start = StaticStart(model)
+        # ahead-of-time compiled steps and starts (model.serving.step_package), each for the call signature it was
+        # built for (``signature``, ``start_signature``)
         self.packaged: dict[tuple, Callable[..., tuple[torch.Tensor, ...]]] = {}
+        self.packaged_starts: dict[tuple, Callable[..., tuple[list[torch.Tensor], ...]]] = {}
 
     @property
     def compiled_rows(self) -> set[int]:
@@ -212,10 +260,28 @@ class StaticCacheDecoder(nn.Module):
         takes the step's inputs: no compiler and no guard in the call."""
         self.packaged[key] = runner
 
+    def add_start_package(self, key: tuple, runner: Callable[..., tuple[list[torch.Tensor], ...]]) -> None:
+        """Encode the sources of signature ``key`` (``start_signature``) with attention captured on ``runner``, an
+        ahead-of-time compiled ``StaticStart``."""
+        self.packaged_starts[key] = runner
+
     def start(self, src: torch.Tensor, capture: Capture = Capture.NONE, head_mask: HeadMask | None = None
               ) -> tuple[StaticState, list]:
-        """Encode once (the model's own encoder): src [B, S] -> (state, encoder self-attention per layer)."""
-        state, encoder = self.model.start(src, capture, head_mask=head_mask)
+        """Encode once (the model's own encoder, or its compiled start when one serves this call): src [B, S] ->
+        (state, encoder self-attention per layer)."""
+        heads = None
+        if capture is Capture.WEIGHTS and self.packaged_starts:
+            heads = head_mask.enc_self if head_mask is not None else self.model.embed.token.weight.new_ones(
+                self.config.n_encoder_layers, 1, self.config.n_heads)  # [L, B or 1, H] (1 = on)
+        runner = None if heads is None else self.packaged_starts.get(start_signature(src, heads))
+        if runner is None:
+            state, encoder = self.model.start(src, capture, head_mask=head_mask)
+        else:
+            keys, values, outputs, self_keys, self_values, weights, scores = runner(src, heads)
+            encoder = [AttentionOutput(output, (k, v), w, s)
+                       for output, k, v, w, s in zip(outputs, self_keys, self_values, weights, scores, strict=True)]
+            state = state_after(list(zip(keys, values, strict=True)), padding_mask(src, self.config.pad_id),
+                                head_mask)
         return self.static_state(state, src.size(0)), encoder
 
     def run_step(self, inputs: tuple) -> tuple[torch.Tensor, ...]:
@@ -230,16 +296,13 @@ class StaticCacheDecoder(nn.Module):
         """The eager start's state with an empty preallocated cache and every mask made explicit."""
         k = state.memory_kv[0][0]  # [B, H, S, d_k]
         layers, n_heads, d_k = len(state.memory_kv), k.size(1), k.size(3)
-
-        def empty() -> torch.Tensor:
-            return k.new_zeros(rows, n_heads, self.first_capacity, d_k)  # [B, H, C, d_k]
         cross_mask = state.cross_mask if state.cross_mask is not None else \
             torch.ones(rows, 1, 1, k.size(2), dtype=torch.bool, device=k.device)  # [B, 1, 1, S]
         on = k.new_ones(layers, 1, n_heads)  # [L, 1, H]
         memory = [(k.contiguous(), v.contiguous()) for k, v in state.memory_kv]  # as a beam's reorder leaves them
-        return StaticState(memory=memory, cross_mask=cross_mask.contiguous(),
-                           cache=[(empty(), empty()) for _ in range(layers)],
-                           heads=state.heads if state.heads is not None else (on, on), one_source=state.one_source)
+        buffer = k.new_zeros(layers, 2, rows, n_heads, self.first_capacity, d_k)  # [L, 2, B, H, C, d_k]
+        return StaticState.build(memory, cross_mask.contiguous(), buffer,
+                                 state.heads if state.heads is not None else (on, on), one_source=state.one_source)
 
     def step(self, state: StaticState, tokens: torch.Tensor, capture: Capture = Capture.NONE
              ) -> StepOutput[StaticState]:
@@ -262,4 +325,5 @@ class StaticCacheDecoder(nn.Module):
         return StepOutput(log_probs, new_state, trace)
 
 
-__all__ = ["StaticCacheDecoder", "StaticState", "StaticStep", "signature", "unsupported"]
+__all__ = ["StaticCacheDecoder", "StaticStart", "StaticState", "StaticStep", "signature", "start_signature",
+           "step_tensors", "unsupported"]

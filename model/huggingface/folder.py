@@ -16,6 +16,7 @@ import json
 import os
 import pickle
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -164,7 +165,9 @@ def _load_pickle(path: Path) -> dict[str, torch.Tensor]:
     """pytorch_model.bin through torch's restricted unpickler: tensors only, any other object refused."""
     _read_size(path)
     try:
-        state = torch.load(path, weights_only=True, map_location="cpu")
+        with warnings.catch_warnings():  # torch's note on an old pickle protocol says nothing to whoever converts
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            state = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # UnpicklingError for a forbidden object, RuntimeError/EOFError for a corrupt file
         raise pickle_refusal(path.name, exc) from None
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)

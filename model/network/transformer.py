@@ -204,6 +204,15 @@ def keep_rows(rows: torch.Tensor, index: torch.Tensor, alike: bool) -> torch.Ten
     return rows.index_select(0, index)  # [B', ...]
 
 
+def state_after(memory_kv: list[KeyValue], src_mask: torch.Tensor, head_mask: HeadMask | None) -> DecoderState:
+    """The decoder's state once sources [B, S] are encoded: each decoder layer's cross-attention keys and values
+    [B, H, S, d_k], their padding mask [B, 1, 1, S] (None when nothing is padded: every step then skips masking) and
+    the decoder's head masks."""
+    cross_mask = None if bool(src_mask.all()) else src_mask
+    heads = None if head_mask is None else (head_mask.dec_self, head_mask.cross)
+    return DecoderState(memory_kv=memory_kv, cross_mask=cross_mask, heads=heads, one_source=src_mask.size(0) == 1)
+
+
 State = TypeVar("State")  # what a decoder carries between steps: DecoderState, or a static cache's state
 
 
@@ -289,10 +298,7 @@ class Transformer(nn.Module):
         """Encode once for incremental decoding: src [B, S] -> (state, encoder self-attention per layer).
         A ``head_mask`` holds for the encoder here and for the decoder in every step."""
         memory, src_mask, enc_attn = self.encode(src, capture, head_mask)
-        cross_mask = None if bool(src_mask.all()) else src_mask  # no padding: skip masking work in every step
-        heads = None if head_mask is None else (head_mask.dec_self, head_mask.cross)
-        return DecoderState(memory_kv=self.memory_key_values(memory), cross_mask=cross_mask, heads=heads,
-                            one_source=src.size(0) == 1), enc_attn
+        return state_after(self.memory_key_values(memory), src_mask, head_mask), enc_attn
 
     def step(self, state: DecoderState, tokens: torch.Tensor, capture: Capture = Capture.NONE
              ) -> StepOutput[DecoderState]:

@@ -30,6 +30,7 @@ from model.decoding.search import decode_steps
 from model.decoding.static_cache import StaticCacheDecoder, unsupported
 from model.network.attention import Capture
 from model.network.config import DecodeConfig
+from model.network.trace import KINDS, HeadMask
 from model.network.transformer import Transformer
 from model.serving.step_package import add_packages
 
@@ -63,9 +64,11 @@ class CompiledStep:
             src = warm_source(self.model)
             add_packages(decoder, src, WARM_ROWS)
             for beam in range(1, max(WARM_ROWS) + 1):  # the other widths step eagerly: the same results
-                config = DecodeConfig(beam_size=beam, max_len=WARM_TOKENS)
-                if not same_decode(decoder, self.model, src, config):
-                    raise RuntimeError(f"the compiled step disagreed with the eager step at beam {beam}")
+                for mask in (None, one_head_off(self.model)):
+                    config = DecodeConfig(beam_size=beam, max_len=WARM_TOKENS)
+                    if not same_decode(decoder, self.model, src, config, mask):
+                        raise RuntimeError(f"the compiled step disagreed with the eager step at beam {beam}"
+                                           f"{'' if mask is None else ' with heads switched off'}")
             self.decoder = decoder
         except Exception as error:  # the eager step serves on: slower, never wrong
             self.error = f"{type(error).__name__}: {error}"
@@ -82,11 +85,21 @@ def warm_source(model: Transformer) -> torch.Tensor:
     return torch.tensor([*ids[:WARM_SOURCE - 1], config.eos_id], device=next(model.parameters()).device)  # [S]
 
 
-def same_decode(decoder: StaticCacheDecoder, model: Transformer, src: torch.Tensor, config: DecodeConfig) -> bool:
-    """Whether ``decoder`` and the eager ``model`` decode ``src`` to the same steps: pieces, and log-probabilities
-    and attention weights to 1e-5."""
-    ours = list(decode_steps(as_model(decoder), src, config, Capture.WEIGHTS))
-    eager = list(decode_steps(model, src, config, Capture.WEIGHTS))
+def one_head_off(model: Transformer) -> HeadMask:
+    """The first head of the last layer of every kind switched off: what the Heads page does, which a package must
+    follow (its masks are inputs like any other)."""
+    config = model.config
+    layers = {"enc_self": config.n_encoder_layers, "dec_self": config.n_decoder_layers,
+              "cross": config.n_decoder_layers}
+    return HeadMask.switched_off([(kind, layers[kind] - 1, 0) for kind in KINDS], layers, config.n_heads)
+
+
+def same_decode(decoder: StaticCacheDecoder, model: Transformer, src: torch.Tensor, config: DecodeConfig,
+                head_mask: HeadMask | None = None) -> bool:
+    """Whether ``decoder`` and the eager ``model`` decode ``src`` (with ``head_mask``'s heads off) to the same steps:
+    pieces, and log-probabilities and attention weights to 1e-5."""
+    ours = list(decode_steps(as_model(decoder), src, config, Capture.WEIGHTS, head_mask))
+    eager = list(decode_steps(model, src, config, Capture.WEIGHTS, head_mask))
     if len(ours) != len(eager):
         return False
     for a, b in zip(ours, eager, strict=True):

@@ -1,16 +1,21 @@
-"""The decoding step as an AOTInductor package: compiled once per machine, model and row count, loaded in milliseconds.
+"""The decoding step and the encoding as AOTInductor packages: compiled once per machine and model, loaded in
+milliseconds.
 
 ``torch.compile`` keeps a compiled step behind Dynamo, which checks its guards and wraps the graph on every call:
 about 0.25 ms of a 1.5 ms step for en-de. ``torch.export`` and AOTInductor compile the same static-cache step
 (model.decoding.static_cache.StaticStep, weights frozen into the package) to a shared library that is called with no
-guards: measured 1.49 -> 1.19 ms a greedy step, 1.90 -> 1.67 ms at beam 4 (benchmarks/results/2026-11-29-app-path.md).
-A package serves one row count and every cache capacity and source length from 2 pieces up (a one-piece source, or
-any other call, runs the eager static step).
+guards: measured 1.49 -> 1.19 ms a greedy step, 1.90 -> 1.67 ms at beam 4 (benchmarks/results/2026-11-29-app-path.md),
+and 70 us less again since it is called through its loader (``direct``). A step's package serves one row count and
+every cache capacity and source length from 2 pieces up. The start (``StaticStart``: the encoder with its attention
+captured, and each decoder layer's cross-attention keys and values) is one package for any number of sources of 2
+pieces or more: 2.89 -> 2.06 ms for an everyday sentence whose weights are no longer in cache. Any other call runs
+eagerly, with the same results.
 
 Packages are kept in ``ATTENTION_EXPLORER_STEP_CACHE`` (default ``~/.cache/attention-explorer/compiled-steps``), each
 named by a key of everything it depends on (the torch version, this machine's CPU, the model's configuration, weights
-and their layout, the row count and the step's source code), written atomically, about 29 MB each for en-de. A server
-started again on the same machine loads them instead of compiling (15 s a row count): no key, no reuse.
+and their layout, the row count, and the code compiled and how), written atomically, about 29 MB each for en-de. A
+server started again on the same machine loads them instead of compiling (10-15 s each): no key, no reuse. The
+folder is held under CACHE_BYTES, the least recently loaded packages deleted first (``prune``).
 """
 from __future__ import annotations
 
@@ -24,16 +29,21 @@ from pathlib import Path
 import torch
 from torch._inductor.package.package import load_package
 from torch.export import Dim
+from torch.export.pt2_archive._package import AOTICompiledModel
+from torch.utils import _pytree as pytree
 
-from model.decoding.static_cache import StaticCacheDecoder, signature
+from model.decoding.static_cache import StaticCacheDecoder, signature, start_signature, step_tensors
 from model.network.attention import Capture
 
 CACHE_ENV = "ATTENTION_EXPLORER_STEP_CACHE"
 INDUCTOR = {"freezing": True}  # the weights are constants of the package, packed for its row count
+CACHE_BYTES = 2 * 2**30  # the folder's cap: the least recently used packages beyond it are deleted (``prune``)
 RUNNERS = 2  # calls a package can run at once: a server's two decoding slots (app.serving.scheduler) share the weights
-SOURCES = ("model/network", "model/decoding/static_cache.py")  # the code a package compiles: a change rebuilds it
+SOURCES = ("model/network", "model/decoding/static_cache.py", "model/serving/step_package.py")  # the code a package
+# compiles, and how: a change rebuilds it
 ROOT = Path(__file__).resolve().parent.parent.parent
 
+STEP_OUTPUTS = 5  # log-probs, then the self- and cross-attention's weights and scores
 Runner = Callable[..., tuple[torch.Tensor, ...]]
 
 
@@ -72,32 +82,56 @@ def model_digest(decoder: StaticCacheDecoder) -> str:
     return digest.hexdigest()
 
 
-def package_path(digest: str, rows: int) -> Path:
-    """Where the package of the step ``digest`` names (``model_digest``) at ``rows`` rows is kept."""
-    return cache_dir() / f"step-{hashlib.sha256(f'{digest} {rows}'.encode()).hexdigest()[:32]}.pt2"
+def package_path(digest: str, part: str) -> Path:
+    """Where the package of ``part`` ("step 4": the step at 4 rows; "start": the encoding) of the model ``digest``
+    names (``model_digest``) is kept."""
+    kind = part.split()[0]
+    return cache_dir() / f"{kind}-{hashlib.sha256(f'{digest} {part}'.encode()).hexdigest()[:32]}.pt2"
 
 
 def example_inputs(decoder: StaticCacheDecoder, src: torch.Tensor, rows: int) -> tuple:
     """The first step's inputs for ``src`` [S] repeated on ``rows`` rows (no head mask), made outside inference mode:
-    export traces with them."""
+    export traces with them. Every input is a tensor of its own here: export takes inputs that share memory for one
+    (a decode's caches are views of one buffer; with no head mask, one tensor of ones serves as both masks), and a
+    package built so would read one of them for both: the decoder's head masks were mixed up so."""
     with torch.no_grad():
         state, _ = decoder.start(src.expand(rows, -1), Capture.NONE)  # [rows, S]
     tokens = torch.full((rows, 1), decoder.config.bos_id, device=src.device)  # [rows, 1]
-    return (tokens, torch.tensor([0], device=src.device), state.cache, state.memory, state.cross_mask, *state.heads)
+    cache = [(k.clone(), v.clone()) for k, v in state.cache]
+    heads = [mask.clone() for mask in state.heads]  # [L, 1, H] each
+    return (tokens, torch.tensor([0], device=src.device), cache, state.memory, state.cross_mask, *heads)
 
 
-def build(decoder: StaticCacheDecoder, inputs: tuple, path: Path) -> None:
-    """Export the step for ``inputs``' row count (any cache capacity and source length of 2 or more) and compile it to
-    ``path``, written atomically (a half-written package is never loaded). The compiler is imported here, so that a
-    server whose packages are on disk never loads it."""
-    from torch._inductor import aoti_compile_and_package
+def start_inputs(decoder: StaticCacheDecoder, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The compiled start's inputs for ``src`` [S]: two rows of it [2, S] (export takes a dimension of 1 for a
+    constant) and the encoder's head mask, all on, one for every row [L, 1, H]."""
+    config = decoder.config
+    return (src[None].expand(2, -1).contiguous(),
+            decoder.model.embed.token.weight.new_ones(config.n_encoder_layers, 1, config.n_heads))
 
+
+def step_shapes(inputs: tuple) -> tuple[object, ...]:
+    """What varies between a step's calls: the cache's capacity and the source's length (2 pieces or more)."""
     capacity, source = Dim("capacity", min=2), Dim("source", min=2)
     layers = len(inputs[2])
-    shapes: tuple[object, ...] = ({}, {}, [({2: capacity}, {2: capacity}) for _ in range(layers)],
-                                  [({2: source}, {2: source}) for _ in range(layers)], {3: source}, {}, {})
+    return ({}, {}, [({2: capacity}, {2: capacity}) for _ in range(layers)],
+            [({2: source}, {2: source}) for _ in range(layers)], {3: source}, {}, {})
+
+
+def start_shapes(decoder: StaticCacheDecoder) -> tuple[object, ...]:
+    """What varies between a start's calls: the number of sources (one sentence, or a room's batch) and their length,
+    from 2 pieces to the model's position limit."""
+    return {0: Dim("sources", min=1), 1: Dim("source", min=2, max=decoder.model.embed.limit)}, {}
+
+
+def build(module: torch.nn.Module, inputs: tuple, shapes: tuple[object, ...], path: Path) -> None:
+    """Export ``module`` for ``inputs`` (what may vary: ``shapes``) and compile it to ``path``, written atomically (a
+    half-written package is never loaded). The compiler is imported here, so that a server whose packages are on disk
+    never loads it."""
+    from torch._inductor import aoti_compile_and_package
+
     with torch.no_grad():
-        program = torch.export.export(decoder.static_step, inputs, dynamic_shapes=shapes)
+        program = torch.export.export(module, inputs, dynamic_shapes=shapes)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
         written = aoti_compile_and_package(program, package_path=str(Path(scratch) / path.name),
@@ -105,23 +139,80 @@ def build(decoder: StaticCacheDecoder, inputs: tuple, path: Path) -> None:
         os.replace(written, path)
 
 
+def loaded(module: torch.nn.Module, inputs: tuple, shapes: tuple[object, ...], path: Path) -> AOTICompiledModel:
+    """The package at ``path``, built first when there is none; a damaged file is built again once."""
+    if not path.exists():
+        build(module, inputs, shapes, path)
+    try:
+        package = load_package(str(path), num_runners=RUNNERS)
+    except Exception:  # a damaged file: built again once
+        path.unlink(missing_ok=True)
+        build(module, inputs, shapes, path)
+        package = load_package(str(path), num_runners=RUNNERS)
+    os.utime(path)  # used now: ``prune`` deletes the least recently used first
+    return package
+
+
+def direct(package: AOTICompiledModel, inputs: tuple) -> Runner:
+    """The step's package called through its loader with the step's tensors in order (``step_tensors``).
+    ``AOTICompiledModel.__call__`` parses its call spec from JSON and flattens the inputs with pytree on every call:
+    70 us of a 1.2 ms step. The step's inputs have one structure, checked here once against the package's own spec;
+    a package of any other structure is called as it is."""
+    in_spec, out_spec = (pytree.treespec_loads(spec) for spec in package.loader.get_call_spec())
+    leaves, spec = pytree.tree_flatten((inputs, {}))
+    ours = step_tensors(inputs)
+    if spec != in_spec or len(leaves) != len(ours) or any(a is not b for a, b in zip(leaves, ours, strict=False)) \
+            or out_spec != pytree.tree_flatten(tuple(range(STEP_OUTPUTS)))[1]:
+        return package
+    run = package.loader.boxed_run
+    return lambda *args: tuple(run(step_tensors(args)))  # boxed_run takes the list over: a new one each call
+
+
+def prune(kept: Iterable[Path], cap: int = CACHE_BYTES) -> list[Path]:
+    """Delete the packages least recently loaded until the folder holds at most ``cap`` bytes, never one of ``kept``
+    (those this process just loaded: each load marks its file as used). Packages of older weights, code or torch
+    versions are never loaded again; without this they would pile up (29 MB each for en-de, several hundred for a
+    large converted model). -> the files deleted."""
+    kept = {path.resolve() for path in kept}
+    deleted, held = [], 0
+    for path in sorted(cache_dir().glob("*.pt2"), key=_last_used, reverse=True):  # the most recently used first
+        try:
+            size = path.stat().st_size
+            if path.resolve() in kept or held + size <= cap:
+                held += size
+                continue
+            path.unlink()
+        except OSError:  # gone already: another server pruned it too
+            continue
+        deleted.append(path)
+    return deleted
+
+
+def _last_used(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def add_packages(decoder: StaticCacheDecoder, src: torch.Tensor, rows: Iterable[int]) -> None:
-    """Give ``decoder`` a package of its step for each row count of ``rows`` (``add_package``), each loaded from
-    this machine's cache or built first; ``src`` [S] (2 pieces or more) is the made-up source they are traced with."""
+    """Give ``decoder`` a package of its step for each row count of ``rows`` (``add_package``) and one of its start
+    for one source (``add_start_package``), each loaded from this machine's cache or built first; ``src`` [S] (2
+    pieces or more) is the made-up source they are traced with."""
     digest = model_digest(decoder)
+    paths = []
     for count in rows:
         inputs = example_inputs(decoder, src, count)
-        path = package_path(digest, count)
-        if not path.exists():
-            build(decoder, inputs, path)
-        try:
-            runner = load_package(str(path), num_runners=RUNNERS)
-        except Exception:  # a damaged file: built again once
-            path.unlink(missing_ok=True)
-            build(decoder, inputs, path)
-            runner = load_package(str(path), num_runners=RUNNERS)
+        paths.append(package_path(digest, f"step {count}"))
+        package = loaded(decoder.static_step, inputs, step_shapes(inputs), paths[-1])
         with torch.no_grad():
-            decoder.add_package(signature(inputs), runner)
+            decoder.add_package(signature(inputs), direct(package, inputs))
+    first = start_inputs(decoder, src)
+    paths.append(package_path(digest, "start"))
+    package = loaded(decoder.static_start, first, start_shapes(decoder), paths[-1])
+    with torch.no_grad():
+        decoder.add_start_package(start_signature(*first), package)
+    prune(paths)
 
 
-__all__ = ["CACHE_ENV", "add_packages", "cache_dir", "model_digest", "package_path"]
+__all__ = ["CACHE_BYTES", "CACHE_ENV", "add_packages", "cache_dir", "model_digest", "package_path", "prune"]

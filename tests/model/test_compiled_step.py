@@ -40,19 +40,35 @@ class StandIn:
         return self.step(*inputs)
 
 
+class StartStandIn:
+    """What add_packages adds for the start, without compiling: the eager StaticStart, its calls counted."""
+
+    def __init__(self, start: static_cache.StaticStart, gate: threading.Event) -> None:
+        self.start, self.gate, self.calls = start, gate, 0
+
+    def __call__(self, src, heads):
+        self.gate.wait(10)
+        self.calls += 1
+        return self.start(src, heads)
+
+
 @pytest.fixture
 def stand_in(monkeypatch):
-    """add_packages replaced by StandIns, one per row count; yields (the gate that releases the build, the stand-ins
-    made)."""
-    gate, made = threading.Event(), []
+    """add_packages replaced by StandIns, one per row count, and a StartStandIn; yields (the gate that releases the
+    build, the stand-ins made, the start's stand-ins made)."""
+    gate, made, starts = threading.Event(), [], []
 
     def fake(decoder, src, rows):
         for count in rows:
             made.append(StandIn(decoder.static_step, gate))
             with torch.no_grad():
                 decoder.add_package(static_cache.signature(step_package.example_inputs(decoder, src, count)), made[-1])
+        starts.append(StartStandIn(decoder.static_start, gate))
+        with torch.no_grad():
+            decoder.add_start_package(static_cache.start_signature(*step_package.start_inputs(decoder, src)),
+                                      starts[-1])
     monkeypatch.setattr(compiled_step, "add_packages", fake)
-    return gate, made
+    return gate, made, starts
 
 
 def rows_run(made: list[StandIn]) -> list[int]:
@@ -79,7 +95,7 @@ def same_translation(a, b) -> None:
 
 
 def test_visitors_decode_eagerly_until_the_step_is_built_then_on_it(stand_in, own_checkpoint):
-    gate, made = stand_in
+    gate, made, starts = stand_in
     model, tokenizer = own_checkpoint.model, own_checkpoint.tokenizer
     reference = copy.deepcopy(model)  # never prepared: always the eager Transformer.step
     built = compiled_step.prepare(model)
@@ -95,9 +111,9 @@ def test_visitors_decode_eagerly_until_the_step_is_built_then_on_it(stand_in, ow
     assert built.decoder is not None and built.decoder.compiled_rows == set(compiled_step.WARM_ROWS)
     assert re.fullmatch(r"compiled step \(built in \d+ s\)", compiled_step.describe(model) or "")
     assert compiled_step.describe(reference) is None  # a model nobody prepared
-    calls = len(rows_run(made))
+    calls, encoded = len(rows_run(made)), starts[0].calls
     after = translate(model, tokenizer, "the house is small.", DecodeConfig(beam_size=2, max_len=12))
-    assert len(rows_run(made)) > calls  # this request ran on the built step
+    assert len(rows_run(made)) > calls and starts[0].calls == encoded + 1  # it ran on the built step and start
     same_translation(before, after)
 
 
@@ -105,8 +121,8 @@ def test_visitors_decode_eagerly_until_the_step_is_built_then_on_it(stand_in, ow
 @given(text=TEXTS, beam=st.integers(1, 6))
 def test_the_built_step_translates_exactly_as_the_eager_step(stand_in, own_checkpoint, text, beam):
     """Every request after the build, beam widths the build did not compile (2, 3, 5, 6) included: those run
-    eagerly."""
-    gate, made = stand_in
+    eagerly. Every source is encoded by the built start (one of more than one piece)."""
+    gate, made, starts = stand_in
     gate.set()
     model = own_checkpoint.model
     built = compiled_step.prepare(model, wait=True)
@@ -118,6 +134,7 @@ def test_the_built_step_translates_exactly_as_the_eager_step(stand_in, own_check
                      translate(model, own_checkpoint.tokenizer, text, config))
     assert built.decoder.compiled_rows == compiled_rows == set(compiled_step.WARM_ROWS)  # nothing new after the build
     assert set(rows_run(made)) <= set(compiled_step.WARM_ROWS)  # the other widths ran eagerly
+    assert starts[0].calls > 0
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -165,6 +182,7 @@ def test_once_built_a_request_compiles_nothing_and_a_restart_loads_the_packages(
     built = compiled_step.prepare(model, wait=True)
     assert built.decoder is not None, built.error
     assert len(list(tmp_path.glob("step-*.pt2"))) == len(compiled_step.WARM_ROWS)
+    assert len(list(tmp_path.glob("start-*.pt2"))) == 1
     graphs = counters["stats"]["unique_graphs"]
     for text, beam in (("the house is small.", 1), ("where is the station?", 4), ("a", 3), ("the tea.", 6)):
         config = DecodeConfig(beam_size=beam, max_len=12)

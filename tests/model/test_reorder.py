@@ -41,16 +41,16 @@ def test_alike_rows_are_kept_as_a_gather_would_keep_them(case: tuple[int, list[i
     assert torch.equal(keep_rows(distinct, picked, alike=False), distinct.index_select(0, picked))
 
 
-def static_state(rows: int, length: int, one_source: bool) -> StaticState:
-    """A static state with ``length`` of CAPACITY cache rows written (the rest zeros, as a decode leaves them)."""
-    def cache() -> torch.Tensor:
-        tensor = torch.zeros(rows, H, CAPACITY, D_K)
-        tensor[:, :, :length] = torch.randn(rows, H, length, D_K)
-        return tensor  # [B, H, C, d_k]
+def static_state(rows: int, length: int, one_source: bool, layers: int = 2) -> StaticState:
+    """A static state with ``length`` of CAPACITY cache rows written in every layer (the rest zeros, as a decode
+    leaves them)."""
+    buffer = torch.zeros(layers, 2, rows, H, CAPACITY, D_K)  # [L, 2, B, H, C, d_k]
+    buffer[:, :, :, :, :length] = torch.randn(layers, 2, rows, H, length, D_K)
     memory = torch.randn(1 if one_source else rows, H, S, D_K).expand(rows, -1, -1, -1).contiguous()
-    return StaticState(memory=[(memory, memory.clone())], cross_mask=torch.ones(rows, 1, 1, S, dtype=torch.bool),
-                       cache=[(cache(), cache())], heads=(torch.ones(1, 1, H), torch.ones(1, 1, H)), length=length,
-                       one_source=one_source)
+    return StaticState.build(memory=[(memory, memory.clone())] * layers,
+                             cross_mask=torch.ones(rows, 1, 1, S, dtype=torch.bool), buffer=buffer,
+                             heads=(torch.ones(layers, 1, H), torch.ones(layers, 1, H)), length=length,
+                             one_source=one_source)
 
 
 @given(st.integers(1, 4).flatmap(lambda rows: st.tuples(st.just(rows), back_pointers(rows))),
@@ -60,13 +60,16 @@ def test_a_static_state_keeps_exactly_the_rows_asked_for(case: tuple[int, list[i
     rows, index = case
     state = static_state(rows, length, one_source)
     picked = torch.tensor(index)
-    expected = {"memory": [t.index_select(0, picked) for t in state.memory[0]],
-                "cache": [t.index_select(0, picked) for t in state.cache[0]],
+    expected = {"memory": [t.index_select(0, picked) for kv in state.memory for t in kv],
+                "cache": [t.index_select(0, picked) for kv in state.cache for t in kv],
                 "cross_mask": state.cross_mask.index_select(0, picked)}
     reordered = state.reorder(picked)  # uses the state up (in place when the rows stay as many)
-    for got, want in zip([*reordered.memory[0], *reordered.cache[0]], [*expected["memory"], *expected["cache"]],
-                         strict=True):
-        assert torch.equal(got, want)  # the unwritten rows stay zeros either way
+    got = [t for kv in reordered.memory for t in kv], [t for kv in reordered.cache for t in kv]
+    for have, want in zip([*got[0], *got[1]], [*expected["memory"], *expected["cache"]], strict=True):
+        assert torch.equal(have, want)  # the unwritten rows stay zeros either way
+    for layer, (keys, values) in enumerate(reordered.cache):  # the views the next step writes are the buffer's
+        assert keys.data_ptr() == reordered.buffer[layer, 0].data_ptr() and keys.is_contiguous()
+        assert values.data_ptr() == reordered.buffer[layer, 1].data_ptr() and values.is_contiguous()
     assert torch.equal(reordered.cross_mask, expected["cross_mask"])
     assert reordered.length == length and reordered.one_source == one_source
 

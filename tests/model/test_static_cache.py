@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from model.decoding.search import DecodeResult, beam_search, greedy_decode
-from model.decoding.static_cache import StaticCacheDecoder
+from model.decoding.static_cache import StaticCacheDecoder, start_signature
 from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.trace import HeadMask
@@ -53,24 +53,43 @@ def assert_same_decode(expected: DecodeResult, got: DecodeResult) -> None:
     for mine, theirs in zip(got.steps, expected.steps, strict=True):
         assert torch.equal(mine.topk_ids, theirs.topk_ids)
         torch.testing.assert_close(mine.topk_probs, theirs.topk_probs, atol=TOL, rtol=0)
-        for field in ("dec_self", "cross", "dec_self_scores", "cross_scores"):
+        for field in ("enc_self", "dec_self", "cross", "enc_self_scores", "dec_self_scores", "cross_scores"):
             for a, b in zip(getattr(mine.attention, field), getattr(theirs.attention, field), strict=True):
                 assert a.shape == b.shape, field
                 torch.testing.assert_close(a, b, atol=TOL, rtol=TOL)
 
 
 @given(variant=st.sampled_from(sorted(VARIANTS)), src=sources(), beam=st.integers(1, 4), max_len=st.integers(1, 12),
-       heads_off=st.lists(st.integers(0, 3), max_size=2))
-def test_the_static_cache_decodes_exactly_as_the_eager_step(models, variant, src, beam, max_len, heads_off):
-    """Greedy and beam search, with heads switched off or not, and a cache of 4 rows that doubles while it runs."""
+       heads_off=st.lists(st.integers(0, 3), max_size=2), started=st.booleans())
+def test_the_static_cache_decodes_exactly_as_the_eager_step(models, variant, src, beam, max_len, heads_off, started):
+    """Greedy and beam search, with heads switched off or not, and a cache of 4 rows that doubles while it runs;
+    ``started``: the source encoded by the StaticStart a package compiles (here eagerly, in its place)."""
     model = models[variant]
-    off = [(kind, index % 2, index // 2) for index in heads_off for kind in ("dec_self", "cross")]  # (layer, head)
-    mask = HeadMask.switched_off(off, {"enc_self": 2, "dec_self": 2, "cross": 2}, n_heads=2)
+    off = [(kind, index % 2, index // 2) for index in heads_off for kind in ("enc_self", "dec_self", "cross")]
+    mask = HeadMask.switched_off(off, {"enc_self": 2, "dec_self": 2, "cross": 2}, n_heads=2)  # (layer, head) off
     config = DecodeConfig(beam_size=beam, max_len=max_len)
     decode = greedy_decode if beam == 1 else beam_search
     expected = decode(model, src, config, capture=Capture.WEIGHTS, head_mask=mask)
-    assert_same_decode(expected, decode(StaticCacheDecoder(model, first_capacity=4), src, config,
-                                        capture=Capture.WEIGHTS, head_mask=mask))
+    decoder = StaticCacheDecoder(model, first_capacity=4)
+    if started:
+        with torch.no_grad():  # as decoding calls it
+            decoder.add_start_package(start_signature(src[None], mask.enc_self), counted(decoder.static_start))
+    assert_same_decode(expected, decode(decoder, src, config, capture=Capture.WEIGHTS, head_mask=mask))
+    if started and src.numel() > 1:  # a one-piece source is encoded eagerly
+        assert calls[decoder.static_start] == 1
+
+
+calls: dict[object, int] = {}
+
+
+def counted(start):
+    """``start`` with its calls counted in ``calls``."""
+    calls[start] = 0
+
+    def run(*inputs):
+        calls[start] += 1
+        return start(*inputs)
+    return run
 
 
 def test_without_capture_the_same_pieces_come_out(models):
@@ -101,15 +120,26 @@ def test_relative_positions_keep_the_eager_step():
 @pytest.mark.slow
 def test_the_compiled_step_decodes_as_the_eager_step(models, tmp_path, monkeypatch):
     """The step compiled ahead of time (model.serving.step_package: AOTInductor, frozen weights; about 10 s a row count
-    here) for one row and for three: greedy and beam 3 on two source lengths, the beam's last rows (fewer than three)
-    eagerly, all as the eager step."""
+    here) for one row and for three, and the start: greedy and beam 3 on two source lengths, the beam's last rows
+    (fewer than three) eagerly, all as the eager step; a head mask through the same start."""
     from model.serving import step_package
 
     monkeypatch.setenv(step_package.CACHE_ENV, str(tmp_path))
     model = models["pre-norm"]
     compiled = StaticCacheDecoder(model)
     step_package.add_packages(compiled, torch.tensor([4, 5, 6, EOS]), (1, 3))
+    (key, start), = compiled.packaged_starts.items()
+    compiled.add_start_package(key, counted(start))
     for src in (torch.tensor([7, 8, 9, 10, EOS]), torch.tensor([11, 12, EOS])):  # any source length: one package
         for config in (DecodeConfig(max_len=12), DecodeConfig(beam_size=3, max_len=12)):
             decode = greedy_decode if config.beam_size == 1 else beam_search
             assert_same_decode(decode(model, src, config), decode(compiled, src, config))
+    assert calls[start] == 4  # every source encoded by the compiled start
+    src, layers = torch.tensor([7, 8, 9, 10, EOS]), {"enc_self": 2, "dec_self": 2, "cross": 2}
+    for off in ([("enc_self", 0, 1)], [("dec_self", 1, 0)], [("cross", 1, 0)]):  # each mask an input of its own
+        mask = HeadMask.switched_off(off, layers, n_heads=2)
+        for config in (DecodeConfig(max_len=12), DecodeConfig(beam_size=3, max_len=12)):
+            decode = greedy_decode if config.beam_size == 1 else beam_search
+            assert_same_decode(decode(model, src, config, head_mask=mask), decode(compiled, src, config,
+                                                                                  head_mask=mask))
+    assert calls[start] == 10  # heads switched off: the same compiled start
