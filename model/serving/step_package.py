@@ -19,6 +19,7 @@ folder is held under CACHE_BYTES, the least recently loaded packages deleted fir
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -149,7 +150,8 @@ def loaded(module: torch.nn.Module, inputs: tuple, shapes: tuple[object, ...], p
         path.unlink(missing_ok=True)
         build(module, inputs, shapes, path)
         package = load_package(str(path), num_runners=RUNNERS)
-    os.utime(path)  # used now: ``prune`` deletes the least recently used first
+    with contextlib.suppress(OSError):  # a folder this user may read but not write: nothing to mark
+        os.utime(path)  # used now: ``prune`` deletes the least recently used first
     return package
 
 
