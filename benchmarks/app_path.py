@@ -1,6 +1,6 @@
 """The app's own translate path against CTranslate2, as ratios measured within one run (issue 60).
 
-    python benchmarks/app_path.py [--repeats 7] [--threads 1 2] [--profile]
+    python benchmarks/app_path.py [--repeats 7] [--threads 1 2] [--profile] [--device cpu|cuda]
 
 What a visitor's Translate press runs, through the public API as the app calls it: ``model.serving.inference.
 translate`` on the shipped pretrained/en-de (tokenizing, pricing, the decode with every attention captured, the
@@ -11,6 +11,10 @@ printed). Against them, CTranslate2 float32 (no attention) on a random model of 
 (benchmarks/engines.py), each sentence with the same source length and made to write the same number of pieces as
 ours did. Every case at each thread count, rounds interleaved, medians; ratios at each one's best thread count.
 Targets: ours / CTranslate2 <= 1.2x greedy and beam 4; ours at 2 threads no slower than at 1 (<= 1.0x).
+
+``--device cuda``: the same on a GPU (the packages compiled for it: model.serving.step_package keys them by device),
+CTranslate2 on the GPU too where it loads there (its 4.8.5 wheels need CUDA 12's cuBLAS; where it does not load, the
+reason is printed and its rows are left out); the floor is the CPU's and is not printed.
 
 ``--profile``: where the path's time goes (cProfile over one round of the 12 sentences at 1 thread): tokenizing and
 pricing, encoding, the decoding steps' arithmetic, the search's own bookkeeping, assembling the Translation, and
@@ -41,7 +45,6 @@ sys.path.insert(0, str(ROOT))
 from engines import converted, installed, pieces_of
 from timing import medians, timed
 
-from app.charts.attention import heatmap_figure
 from model.checkpoints.files import Checkpoint, load_checkpoint
 from model.network.config import DecodeConfig
 from model.serving import compiled_step
@@ -74,12 +77,12 @@ def dims(ckpt: Checkpoint) -> dict[str, int]:
     return dict(d_model=shape.d_model, heads=shape.n_heads, layers=shape.n_encoder_layers, d_ff=shape.d_ff)
 
 
-def ct2_path(ckpt: Checkpoint, config: DecodeConfig, threads: int) -> Callable[[], object]:
+def ct2_path(ckpt: Checkpoint, config: DecodeConfig, threads: int, device: str = "cpu") -> Callable[[], object]:
     """CTranslate2 float32 on a same-size random model: each sentence a source of its length in pieces, written to
     exactly as many pieces as ours wrote for it."""
     import ctranslate2
 
-    translator = ctranslate2.Translator(str(converted(**dims(ckpt))[1]), device="cpu", compute_type="float32",
+    translator = ctranslate2.Translator(str(converted(**dims(ckpt))[1]), device=device, compute_type="float32",
                                         inter_threads=1, intra_threads=threads)
     jobs = []
     for text in SENTENCES:
@@ -113,8 +116,10 @@ def profile(ckpt: Checkpoint, config: DecodeConfig) -> dict[str, float]:
     parts["the rest"] = total - sum(parts.values())
     translations = app_path(ckpt, config)()
     start = time.perf_counter()
+    from app.charts.attention import heatmap_figure  # plotly: only where a profile is asked for
+
     for translation in translations:  # the Translate page's first map: one cross-attention head, as Streamlit sends it
-        weights = translation.trace.cross[-1][0, 0].numpy()  # [T, S]
+        weights = translation.trace.cross[-1][0, 0].cpu().numpy()  # [T, S]
         heatmap_figure(weights, translation.target_pieces, translation.source.pieces, title="cross-attention",
                        query_title="output", key_title="source").to_json()
     parts["the first map (figure and its JSON)"] = time.perf_counter() - start
@@ -152,20 +157,34 @@ def floor_report(ckpt: Checkpoint, config: DecodeConfig, ours: float, ct2: float
     return line
 
 
+def ct2_loads(ckpt: Checkpoint, device: str) -> bool:
+    """Whether CTranslate2 runs on ``device`` here (on a GPU its wheel needs the CUDA libraries it was built with);
+    if not, why is printed."""
+    try:
+        ct2_path(ckpt, DecodeConfig(max_len=2), 1, device)()  # a GPU's libraries load at the first product
+    except (RuntimeError, OSError, ValueError) as error:
+        print(f"CTranslate2 on {device}: not measured ({type(error).__name__}: {error})")
+        return False
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--profile", action="store_true", help="also where the time goes, eager and compiled")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
-    eager = load_checkpoint(ROOT / "pretrained" / "en-de")
-    fast = load_checkpoint(ROOT / "pretrained" / "en-de")
+    eager = load_checkpoint(ROOT / "pretrained" / "en-de", args.device)
+    fast = load_checkpoint(ROOT / "pretrained" / "en-de", args.device)
     built = compiled_step.prepare(fast.model, wait=True)
     if built.decoder is None:
         print(f"the compiled step was not built: {built.error}")
         return 1
-    print(f"machine: {platform.machine()} {os.cpu_count()} cpus, torch {torch.__version__}; compiled step built in "
-          f"{built.seconds:.0f} s (rows {compiled_step.WARM_ROWS}); median of {args.repeats}, cases interleaved")
+    gpu = f", {torch.cuda.get_device_name()}" if args.device == "cuda" else ""
+    print(f"machine: {platform.machine()} {os.cpu_count()} cpus{gpu}, torch {torch.__version__}; compiled step built "
+          f"in {built.seconds:.0f} s (rows {compiled_step.WARM_ROWS}); median of {args.repeats}, cases interleaved")
+    engine = installed() and ct2_loads(eager, args.device)
     kinds = configs(eager)
     best: dict[str, dict[str, float]] = {}
     for threads in args.threads:
@@ -174,8 +193,8 @@ def main() -> int:
         for search, config in kinds.items():
             cases[f"app path, eager step, {search}"] = app_path(eager, config)
             cases[f"app path, compiled step, {search}"] = app_path(fast, config)
-            if installed():
-                cases[f"CTranslate2 float32, {search}"] = ct2_path(eager, config, threads)
+            if engine:
+                cases[f"CTranslate2 float32, {search}"] = ct2_path(eager, config, threads, args.device)
         med = medians(cases, args.repeats)
         print(f"\n{threads} intra-op thread{'s' if threads > 1 else ''}: 12 sentences, ms per sentence")
         for name, value in med.items():
@@ -205,8 +224,9 @@ def main() -> int:
                 for part, seconds in parts.items():
                     print(f"  {part:38s} {seconds * 1000:7.1f} ms  {seconds / total:6.1%}")
             ct2 = best.get(f"CTranslate2 float32, {search}", {}).get("1")
-            print(f"\nthe floor, {search} (1 thread): "
-                  + floor_report(fast, config, best[f"app path, compiled step, {search}"].get("1", float("nan")), ct2))
+            if args.device == "cpu":
+                print(f"\nthe floor, {search} (1 thread): " + floor_report(
+                    fast, config, best[f"app path, compiled step, {search}"].get("1", float("nan")), ct2))
     return 0
 
 

@@ -54,6 +54,16 @@ def cache_dir() -> Path:
     return Path(chosen) if chosen else Path.home() / ".cache" / "attention-explorer" / "compiled-steps"
 
 
+def _machine(device: torch.device) -> str:
+    """What a package's compiled code depends on where it runs: this machine's CPU (``_cpu``) and, for a model on a
+    GPU, that GPU's name and compute capability and the CUDA version (a package compiled for one device serves no
+    other: the same weights on the CPU and on CUDA get packages of their own)."""
+    if device.type != "cuda":
+        return _cpu()
+    return (f"{_cpu()} {device.type} {torch.cuda.get_device_name(device)} {torch.cuda.get_device_capability(device)} "
+            f"{torch.version.cuda}")
+
+
 def _cpu() -> str:
     """This machine's CPU as a package's compiled code depends on it: its instruction-set flags, not only its name
     (a home directory shared by machines of two kinds must not load the other's packages)."""
@@ -69,9 +79,11 @@ def _cpu() -> str:
 
 def model_digest(decoder: StaticCacheDecoder) -> str:
     """What every package of ``decoder``'s step depends on but its row count, hashed once for all of them: the torch
-    version, this machine's CPU, the model's configuration, weights and their layout, and the step's source code."""
+    version, the device it runs on (``_machine``), the model's configuration, weights and their layout, and the
+    code compiled."""
     digest = hashlib.sha256()
-    for part in (torch.__version__, _cpu(), repr(decoder.config), repr(INDUCTOR)):
+    device = next(decoder.model.parameters()).device
+    for part in (torch.__version__, _machine(device), repr(decoder.config), repr(INDUCTOR)):
         digest.update(part.encode())
     for name, tensor in decoder.model.state_dict().items():  # values and layout (column-major weights pack otherwise)
         digest.update(f"{name}{tuple(tensor.shape)}{tensor.stride()}{tensor.dtype}".encode())

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -40,3 +41,14 @@ def check_prune(folder: Path, sizes: list[int], cap: int, kept: set[int]) -> Non
         newer = sum(sizes[i] for i in range(age) if paths[i] in left)
         if path not in loaded:
             assert (path in left) == (newer + sizes[age] <= cap)
+
+
+def test_a_package_for_a_gpu_is_keyed_by_that_gpu(monkeypatch) -> None:
+    """The same weights on the CPU and on a GPU, or on two kinds of GPU, never share a package: compiled code serves
+    the device it was compiled for only."""
+    names = iter(["NVIDIA H200", "NVIDIA A100"])
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: next(names))
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    cpu, h200, a100 = (step_package._machine(torch.device(kind)) for kind in ("cpu", "cuda", "cuda"))
+    assert cpu == step_package._cpu()
+    assert len({cpu, h200, a100}) == 3 and "H200" in h200 and "A100" in a100
