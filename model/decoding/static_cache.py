@@ -89,6 +89,12 @@ class StaticState:
         buffer[:, :, :, :, :self.length] = kept  # zeros past the written rows: a masked key's weight is 0
         return StaticState.build(memory, cross_mask, buffer, self.heads, self.length, self.one_source)
 
+    def advanced(self) -> StaticState:
+        """The state once a step has written cache row ``length`` (every field passed on as it is: a step runs this
+        for every token, and ``dataclasses.replace`` costs several times a constructor call)."""
+        return StaticState(self.memory, self.cross_mask, self.buffer, self.cache, self.heads, self.length + 1,
+                           self.one_source)
+
     def with_room(self) -> StaticState:
         """The same state with at least one unwritten cache row (the capacity doubled when it is full)."""
         if self.length < self.buffer.size(4):
@@ -243,6 +249,7 @@ class StaticCacheDecoder(nn.Module):
         self.model = model.eval()
         self.config = model.config
         self.first_capacity = first_capacity
+        self.limit = model.embed.limit  # the positions the model has: a step past them is refused
         self.static_step = StaticStep(model)
         self.static_start = StaticStart(model)
         # ahead-of-time compiled steps and starts (model.serving.step_package), each for the call signature it was
@@ -307,15 +314,14 @@ class StaticCacheDecoder(nn.Module):
     def step(self, state: StaticState, tokens: torch.Tensor, capture: Capture = Capture.NONE
              ) -> StepOutput[StaticState]:
         """Feed the newest token of every row, tokens [B, 1]: ``Transformer.step`` over the static cache."""
-        if state.length >= self.model.embed.limit:
-            raise ValueError(f"sequence of {state.length + 1} tokens exceeds the limit of "
-                             f"{self.model.embed.limit} positions")
+        if state.length >= self.limit:
+            raise ValueError(f"sequence of {state.length + 1} tokens exceeds the limit of {self.limit} positions")
         state = state.with_room()
         position = torch.tensor([state.length], device=tokens.device)  # [1]
         tokens = tokens.clone(memory_format=torch.contiguous_format)  # a slice of the prefixes: one stride for all
         inputs = (tokens, position, state.cache, state.memory, state.cross_mask, *state.heads)
         log_probs, self_w, self_s, cross_w, cross_s = self.run_step(inputs)
-        new_state = replace(state, length=state.length + 1)
+        new_state = state.advanced()
         if not capture:
             return StepOutput(log_probs, new_state)
         seen = state.length + 1  # keys written so far; the rest of the cache is not part of this step
