@@ -95,6 +95,8 @@ def ct2_path(ckpt: Checkpoint, config: DecodeConfig, threads: int, device: str =
 def profile(ckpt: Checkpoint, config: DecodeConfig) -> dict[str, float]:
     """Seconds per part of one round of the 12 sentences (cProfile's cumulative times of the functions that bound each
     part; the search's bookkeeping is what the steps loop spends besides the model's steps), then the first map."""
+    from app.charts.attention import heatmap_figure  # plotly: only where a profile is asked for, imported untimed
+
     app_path(ckpt, config)()
     profiler = cProfile.Profile()
     start = time.perf_counter()
@@ -116,8 +118,6 @@ def profile(ckpt: Checkpoint, config: DecodeConfig) -> dict[str, float]:
     parts["the rest"] = total - sum(parts.values())
     translations = app_path(ckpt, config)()
     start = time.perf_counter()
-    from app.charts.attention import heatmap_figure  # plotly: only where a profile is asked for
-
     for translation in translations:  # the Translate page's first map: one cross-attention head, as Streamlit sends it
         weights = translation.trace.cross[-1][0, 0].cpu().numpy()  # [T, S]
         heatmap_figure(weights, translation.target_pieces, translation.source.pieces, title="cross-attention",
