@@ -16,7 +16,7 @@ from torch import nn
 
 from model.network.attention import Capture, MultiHeadAttention
 from model.network.masks import padding_mask
-from model.network.trace import KINDS, Head, HeadMask, PerKind
+from model.network.trace import KINDS, Head, HeadMask, PerKind, layer_counts
 from model.network.transformer import Transformer, shifted_right
 from model.serving.inference import StopSignal, check_stop
 from model.tokenization.pieces import SPECIAL_PIECES
@@ -112,8 +112,7 @@ def all_heads(layers: Mapping[str, int], n_heads: int) -> list[Head]:
 
 
 def n_layers_of(model: Transformer) -> PerKind[int]:
-    cfg = model.config
-    return PerKind(enc_self=cfg.n_encoder_layers, dec_self=cfg.n_decoder_layers, cross=cfg.n_decoder_layers)
+    return layer_counts(model.config)
 
 
 LOGIT_CHUNK = 2**20  # logits per output-layer chunk (4 MB): all 73 rows of a 500-piece output at once would be

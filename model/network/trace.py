@@ -14,6 +14,7 @@ from typing import Generic, Literal, TypeVar, cast, get_args
 import torch
 
 from model.network.attention import AttentionOutput, Intermediates
+from model.network.config import ModelConfig
 
 Kind = Literal["enc_self", "dec_self", "cross"]  # the three kinds of attention a trace holds
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -124,6 +125,11 @@ class AttentionTrace:
         return PerKind.build(lambda kind: len(getattr(self, kind)))
 
 
+def layer_counts(config: ModelConfig) -> PerKind[int]:
+    """How many layers of each kind of attention a model of ``config`` has (cross-attention: one per decoder layer)."""
+    return PerKind(enc_self=config.n_encoder_layers, dec_self=config.n_decoder_layers, cross=config.n_decoder_layers)
+
+
 Head = tuple[str, int, int]  # (kind, layer, head), 0-based
 
 
@@ -143,7 +149,7 @@ class HeadMask:
     @classmethod
     def rows(cls, off_per_row: Sequence[Iterable[Head]], layers: Mapping[str, int], n_heads: int) -> HeadMask:
         """One row per entry of ``off_per_row``, the heads listed there switched off. ``layers`` is the number
-        of layers per kind (AttentionTrace.n_layers or n_layers_of(config))."""
+        of layers per kind (AttentionTrace.n_layers or layer_counts(config))."""
         masks = {kind: torch.ones(layers[kind], len(off_per_row), n_heads) for kind in KINDS}  # [L, B, H]
         for row, heads in enumerate(off_per_row):
             for kind, layer, head in heads:

@@ -6,10 +6,11 @@ WARM_ROWS (1: greedy, and a room's batch of one; 4: beam search's full width, th
 AOTInductor packages (model.serving.step_package: compiled once per machine and model and kept on disk, loaded in
 milliseconds on every later start) and checks that the packaged decode equals the eager one; meanwhile, and for every
 other call (a beam of 2 or 3, the last steps of beam 4 once some hypotheses have finished, a one-piece source, a head
-mask of another shape), decoding stays on the eager step. Each row count holds the weights packed for it: about 29 MB
-each for en-de. ``decoder_for(model)`` is what ``model.serving.inference.stream`` decodes with: the packaged decoder
-once it is ready, else the model itself. The results are the same either way (every attention weight and
-log-probability to 1e-5: tests/model/test_static_cache.py, tests/model/test_compiled_step.py); only the time differs.
+mask with a row per source), decoding stays on the eager step. The start (encoding) is packaged too, once for any number
+of sources. Each package holds the weights packed for it: about 29 MB each for en-de. ``decoder_for(model)`` is what
+``model.serving.inference.stream`` decodes with: the packaged decoder once it is ready, else the model itself. The
+results are the same either way (every attention weight and log-probability to 1e-5: tests/model/test_static_cache.py,
+tests/model/test_compiled_step.py); only the time differs.
 
 A package is called without a compiler in between: nothing compiles in a visitor's request, and no guard is checked
 (a package serves exactly the call signature it was built for, ``model.decoding.static_cache.signature``; any other
@@ -30,7 +31,7 @@ from model.decoding.search import decode_steps
 from model.decoding.static_cache import StaticCacheDecoder, unsupported
 from model.network.attention import Capture
 from model.network.config import DecodeConfig
-from model.network.trace import KINDS, HeadMask
+from model.network.trace import KINDS, HeadMask, layer_counts
 from model.network.transformer import Transformer
 from model.serving.step_package import add_packages
 
@@ -88,10 +89,8 @@ def warm_source(model: Transformer) -> torch.Tensor:
 def one_head_off(model: Transformer) -> HeadMask:
     """The first head of the last layer of every kind switched off: what the Heads page does, which a package must
     follow (its masks are inputs like any other)."""
-    config = model.config
-    layers = {"enc_self": config.n_encoder_layers, "dec_self": config.n_decoder_layers,
-              "cross": config.n_decoder_layers}
-    return HeadMask.switched_off([(kind, layers[kind] - 1, 0) for kind in KINDS], layers, config.n_heads)
+    layers = layer_counts(model.config)
+    return HeadMask.switched_off([(kind, layers[kind] - 1, 0) for kind in KINDS], layers, model.config.n_heads)
 
 
 def same_decode(decoder: StaticCacheDecoder, model: Transformer, src: torch.Tensor, config: DecodeConfig,

@@ -8,7 +8,7 @@ guards: measured 1.49 -> 1.19 ms a greedy step, 1.90 -> 1.67 ms at beam 4 (bench
 and 70 us less again since it is called through its loader (``direct``). A step's package serves one row count and
 every cache capacity and source length from 2 pieces up. The start (``StaticStart``: the encoder with its attention
 captured, and each decoder layer's cross-attention keys and values) is one package for any number of sources of 2
-pieces or more: 2.89 -> 2.06 ms for an everyday sentence whose weights are no longer in cache. Any other call runs
+pieces or more: 2.87 -> 2.06 ms for an everyday sentence whose weights are no longer in cache. Any other call runs
 eagerly, with the same results.
 
 Packages are kept in ``ATTENTION_EXPLORER_STEP_CACHE`` (default ``~/.cache/attention-explorer/compiled-steps``), each
@@ -211,8 +211,8 @@ def _last_used(path: Path) -> float:
 
 def add_packages(decoder: StaticCacheDecoder, src: torch.Tensor, rows: Iterable[int]) -> None:
     """Give ``decoder`` a package of its step for each row count of ``rows`` (``add_package``) and one of its start
-    for one source (``add_start_package``), each loaded from this machine's cache or built first; ``src`` [S] (2
-    pieces or more) is the made-up source they are traced with."""
+    for any number of sources (``add_start_package``), each loaded from this machine's cache or built first; ``src``
+    [S] (2 pieces or more) is the made-up source they are traced with."""
     digest = model_digest(decoder)
     paths = []
     for count in rows:
