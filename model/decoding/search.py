@@ -12,6 +12,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -110,7 +111,7 @@ def _stack_rows(steps: Sequence[DecodeStep], path: Sequence[int], field: str, fi
     """Per layer, the query rows of one trace field (e.g. "cross" or "dec_self_scores") along a path, stacked
     into the map a teacher-forced forward gives: [1, H, T, K], the keys a row could not see yet (dec_self's
     future) set to ``fill``. All layers move at once: a few tensor operations per step, not per layer and step."""
-    rows = [torch.stack(getattr(steps[t].attention, field))[:, row, :, 0]
+    rows = [cast(AttentionTrace, steps[t].attention).stacked(field)[:, row, :, 0]
             for t, row in enumerate(path)]  # per step [L, H, K_t]: every layer's row of the hypothesis's path
     keys = rows[-1].size(-1)
     if all(row.size(-1) == keys for row in rows):  # every step saw every key (cross-attention)
@@ -227,8 +228,7 @@ def step_attention(encoder: AttentionTrace | None, step: AttentionTrace | None) 
     """One step's query rows joined with the sentence's encoder self-attention."""
     if encoder is None or step is None:
         return None
-    return dataclasses.replace(step, enc_self=encoder.enc_self, enc_self_scores=encoder.enc_self_scores,
-                               src_mask=encoder.src_mask)
+    return step.with_encoder(encoder)
 
 
 def _finished(tokens: tuple[int, ...], log_prob: float, path: tuple[int, ...], eos_id: int, config: DecodeConfig

@@ -325,10 +325,12 @@ class StaticCacheDecoder(nn.Module):
         if not capture:
             return StepOutput(log_probs, new_state)
         seen = state.length + 1  # keys written so far; the rest of the cache is not part of this step
-        trace = AttentionTrace(enc_self=[], dec_self=list(self_w[..., :seen].unbind(0)), cross=list(cross_w.unbind(0)),
-                               enc_self_scores=[], dec_self_scores=list(self_s[..., :seen].unbind(0)),
+        self_w, self_s = self_w[..., :seen], self_s[..., :seen]  # [L, B, H, 1, seen]
+        trace = AttentionTrace(enc_self=[], dec_self=list(self_w.unbind(0)), cross=list(cross_w.unbind(0)),
+                               enc_self_scores=[], dec_self_scores=list(self_s.unbind(0)),
                                cross_scores=list(cross_s.unbind(0)))
-        return StepOutput(log_probs, new_state, trace)
+        return StepOutput(log_probs, new_state, trace.holding(dec_self=self_w, cross=cross_w, dec_self_scores=self_s,
+                                                              cross_scores=cross_s))
 
 
 __all__ = ["StaticCacheDecoder", "StaticStart", "StaticState", "StaticStep", "signature", "start_signature",

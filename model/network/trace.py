@@ -8,7 +8,7 @@ rows stacked along a decoded hypothesis all come back as an AttentionTrace.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar, cast, get_args
 
 import torch
@@ -77,6 +77,9 @@ class AttentionTrace:
     src_mask: torch.Tensor | None = None
     tgt_mask: torch.Tensor | None = None
     internals: dict[str, list[Intermediates]] | None = None
+    # fields whose layers are views of one tensor [L, B, H, Q, K] (``holding``): that tensor and the layers cut from it
+    _held: dict[str, tuple[torch.Tensor, tuple[torch.Tensor, ...]]] = field(
+        init=False, default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_outputs(cls, enc: Sequence[AttentionOutput], dec_self: Sequence[AttentionOutput],
@@ -93,6 +96,34 @@ class AttentionTrace:
                    cross=_kept([a.weights for a in cross]), enc_self_scores=_kept([a.scores for a in enc]),
                    dec_self_scores=_kept([a.scores for a in dec_self]), cross_scores=_kept([a.scores for a in cross]),
                    src_mask=src_mask, tgt_mask=tgt_mask, internals=internals)
+
+    def holding(self, **fields: torch.Tensor) -> AttentionTrace:
+        """This trace, told that each named field's layers were cut from one tensor [L, B, H, Q, K] (a compiled
+        step returns every layer's rows at once): ``stacked`` hands it back instead of stacking them again. A trace
+        made from this one by ``dataclasses.replace`` holds nothing (its lists may be others)."""
+        for name, layers in fields.items():
+            self._held[name] = (layers, tuple(getattr(self, name)))
+        return self
+
+    def with_encoder(self, encoder: AttentionTrace) -> AttentionTrace:
+        """A decoding step's trace (its query rows) joined with the sentence's encoder self-attention and source mask
+        from ``encoder``: the step's own lists, and what it holds stacked, as they are."""
+        joined = AttentionTrace(encoder.enc_self, self.dec_self, self.cross, encoder.enc_self_scores,
+                                self.dec_self_scores, self.cross_scores, encoder.src_mask, self.tgt_mask,
+                                self.internals)
+        joined._held.update(self._held)
+        return joined
+
+    def stacked(self, name: str) -> torch.Tensor:
+        """One field's layers (e.g. "cross" or "dec_self_scores") as one tensor [L, B, H, Q, K], to read only: the
+        tensor they were cut from when the trace holds it and they are still its layers (``holding``), else stacked
+        now. A decode's path reads every step's rows so (model.decoding.search): 4 fields x every step."""
+        layers = getattr(self, name)
+        held = self._held.get(name)
+        if held is not None and len(held[1]) == len(layers) \
+                and all(a is b for a, b in zip(layers, held[1], strict=True)):
+            return held[0]
+        return torch.stack(layers)
 
     def weights(self, kind: Kind) -> torch.Tensor:
         """All layers of one kind stacked: [L, B, H, Q, K]."""

@@ -57,6 +57,12 @@ def assert_same_decode(expected: DecodeResult, got: DecodeResult) -> None:
             for a, b in zip(getattr(mine.attention, field), getattr(theirs.attention, field), strict=True):
                 assert a.shape == b.shape, field
                 torch.testing.assert_close(a, b, atol=TOL, rtol=TOL)
+    if expected.steps[0].attention is not None:  # each hypothesis' maps, read from the rows the steps hold stacked
+        for mine, theirs in zip(got.hypotheses, expected.hypotheses, strict=True):
+            a, b = got.attention_for(mine), expected.attention_for(theirs)
+            for field in ("dec_self", "cross", "dec_self_scores", "cross_scores"):
+                for x, y in zip(getattr(a, field), getattr(b, field), strict=True):
+                    torch.testing.assert_close(x, y, atol=TOL, rtol=TOL)
 
 
 @given(variant=st.sampled_from(sorted(VARIANTS)), src=sources(), beam=st.integers(1, 4), max_len=st.integers(1, 12),

@@ -1,0 +1,63 @@
+"""AttentionTrace.stacked (model/network/trace.py): a field's layers as one tensor, handed back without stacking again
+when the trace was told they were cut from one (``holding``), and never a stale one once the layers are others."""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from model.network.trace import AttentionTrace
+
+FIELDS = ("dec_self", "cross", "dec_self_scores", "cross_scores")
+
+
+def step_trace(layers: int, rows: int, heads: int, keys: int, seed: int) -> tuple[AttentionTrace, dict]:
+    """A decoding step's trace as the static-cache step makes it: every field's layers views of one tensor."""
+    generator = torch.Generator().manual_seed(seed)
+    whole = {name: torch.rand(layers, rows, heads, 1, keys, generator=generator) for name in FIELDS}
+    trace = AttentionTrace(enc_self=[], enc_self_scores=[], **{name: list(t.unbind(0)) for name, t in whole.items()})
+    return trace.holding(**whole), whole
+
+
+shapes = dict(layers=st.integers(1, 4), rows=st.integers(1, 4), heads=st.integers(1, 3), keys=st.integers(1, 6),
+              seed=st.integers(0, 2**16))
+
+
+@settings(max_examples=40, deadline=None)
+@given(**shapes, name=st.sampled_from(FIELDS))
+def test_a_held_field_comes_back_as_the_tensor_its_layers_were_cut_from(layers, rows, heads, keys, seed, name):
+    trace, whole = step_trace(layers, rows, heads, keys, seed)
+    assert trace.stacked(name) is whole[name]
+    assert torch.equal(trace.stacked(name), torch.stack(getattr(trace, name)))
+    assert torch.equal(trace.weights("cross"), whole["cross"])  # weights() stays a copy of its own
+    assert trace.weights("cross") is not whole["cross"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(**shapes, name=st.sampled_from(FIELDS), layer=st.integers(0, 3), change=st.sampled_from(["item", "list"]))
+def test_once_the_layers_are_others_the_held_tensor_is_not_handed_back(layers, rows, heads, keys, seed, name, layer,
+                                                                       change):
+    trace, whole = step_trace(layers, rows, heads, keys, seed)
+    other = torch.full_like(whole[name][0], 7.0)
+    if change == "item":
+        getattr(trace, name)[layer % layers] = other
+    else:
+        setattr(trace, name, [*getattr(trace, name)[:layers - 1], other])
+    stacked = trace.stacked(name)
+    assert stacked is not whole[name]
+    assert torch.equal(stacked, torch.stack(getattr(trace, name)))
+
+
+def test_a_replaced_trace_holds_nothing_and_a_joined_one_keeps_the_steps_fields():
+    trace, whole = step_trace(2, 1, 2, 3, 0)
+    encoder = AttentionTrace(enc_self=[torch.rand(1, 2, 4, 4)], dec_self=[], cross=[],
+                             enc_self_scores=[torch.rand(1, 2, 4, 4)], dec_self_scores=[], cross_scores=[],
+                             src_mask=torch.ones(1, 1, 1, 4, dtype=torch.bool))
+    joined = trace.with_encoder(encoder)
+    assert joined.enc_self is encoder.enc_self and joined.src_mask is encoder.src_mask
+    assert all(joined.stacked(name) is whole[name] for name in FIELDS)
+    replaced = dataclasses.replace(trace, cross=[t.clone() for t in trace.cross])
+    assert replaced.stacked("cross") is not whole["cross"]
+    assert torch.equal(replaced.stacked("cross"), whole["cross"])
