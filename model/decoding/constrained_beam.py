@@ -33,6 +33,7 @@ from model.decoding.search import (
     beam_steps,
     extend_beams,
     forced_piece,
+    search_step,
     selectable_log_probs,
     start_search,
     statuses,
@@ -188,7 +189,8 @@ def keep_beam_steps(model: Transformer, src: torch.Tensor, keeps: Keeps,
     every phrase of ``keeps`` when it can: finished hypotheses that keep them all come first (best first), then those
     that ended without them, so there is always an output. The search stops by the config's early_stopping rule
     applied to the first kind, at the length limit, or once it gives up (``_gave_up``). src [S] or [1, S]."""
-    src, state, encoder, prefixes, scores = start_search(model, src, config, capture, head_mask)
+    start = start_search(model, src, config, capture, head_mask)
+    src, state, encoder, prefixes, scores = start.src, start.state, start.encoder, start.prefixes, start.scores
     cfg = model.config
     paths: list[tuple[int, ...]] = [()]
     states = [KeepState()]
@@ -196,7 +198,7 @@ def keep_beam_steps(model: Transformer, src: torch.Tensor, keeps: Keeps,
     complete: list[Hypothesis] = []  # finished with every phrase kept: the answer
     partial: list[Hypothesis] = []  # finished without: the answer only if no hypothesis keeps them all
     for t in range(config.max_len):
-        out = model.step(state, prefixes[:, -1:], capture)
+        out = search_step(model, start, state, prefixes, t, capture)
         topk_probs, topk_ids = top_next(out.log_probs, config.top_k)  # [R, k]
         forced = forced_piece(config, t, cfg.eos_id)
         selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,

@@ -24,7 +24,7 @@ from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.masks import causal_mask, padding_mask
 from model.network.trace import AttentionTrace, HeadMask
-from model.network.transformer import DecoderState, Transformer
+from model.network.transformer import DecoderState, StepOutput, Transformer
 
 
 def length_penalty(length: int, alpha: float, formula: str = "gnmt") -> float:
@@ -407,15 +407,41 @@ def _search_is_over(finished: Sequence[Hypothesis], best_live_log_prob: float, g
     return search_is_over([h.score for h in finished], best_live, config.beam_size, config.early_stopping)
 
 
+@dataclass
+class SearchStart:
+    """What a beam search starts from: src [1, S] on the model's device, the decoder state after encoding it once
+    (its one row copied ``rows`` times: ``Transformer.first_step_rows``), the encoder's part of every step's trace,
+    one prefix [1, 1] (the start token) and its log-prob [1]."""
+
+    src: torch.Tensor
+    state: DecoderState
+    encoder: AttentionTrace | None
+    prefixes: torch.Tensor
+    scores: torch.Tensor
+    rows: int = 1
+
+
 def start_search(model: Transformer, src: torch.Tensor, config: DecodeConfig, capture: Capture,
-                 head_mask: HeadMask | None
-                 ) -> tuple[torch.Tensor, DecoderState, AttentionTrace | None, torch.Tensor, torch.Tensor]:
-    """What a beam search starts from: src [1, S] on the model's device, the decoder state after encoding it once,
-    the encoder's part of every step's trace, one prefix [1, 1] (the start token) and its log-prob [1]."""
+                 head_mask: HeadMask | None) -> SearchStart:
+    """Encode the source once and set the search up (``SearchStart``)."""
     src = _prepare(model, src, config)
     state, encoder = start_sentence(model, src, capture, head_mask)
+    rows = model.first_step_rows(config.beam_size)
+    if rows > 1:  # the first step on copies of the one row (a beam's rows are alike until it has run)
+        state = state.reorder(torch.zeros(rows, dtype=torch.long, device=src.device))
     prefixes = torch.tensor([[model.config.bos_id]], device=src.device)  # [R, 1]
-    return src, state, encoder, prefixes, torch.zeros(1, device=src.device)
+    return SearchStart(src, state, encoder, prefixes, torch.zeros(1, device=src.device), rows)
+
+
+def search_step(model: Transformer, start: SearchStart, state: DecoderState, prefixes: torch.Tensor, t: int,
+                capture: Capture) -> StepOutput:
+    """A beam search's step t on ``state``, feeding the newest piece of prefixes [R, t+1]. The first step runs on
+    the start's copies of its one row (``SearchStart.rows``) and hands back that row: log-probs [1, V] and its
+    attention."""
+    if t > 0 or start.rows == 1:
+        return model.step(state, prefixes[:, -1:], capture)
+    out = model.step(state, prefixes[:, -1:].expand(start.rows, 1), capture)  # [rows, V]: the same row, copied
+    return StepOutput(out.log_probs[:1], out.state, None if out.attention is None else out.attention.first_rows(1))
 
 
 @torch.inference_mode()
@@ -427,12 +453,13 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     or once beam_size hypotheses have finished as the config's early_stopping rule says (model.decoding.beam_stopping:
     at once, or when no live beam could still beat them). src [S] or [1, S].
     """
-    src, state, encoder, prefixes, scores = start_search(model, src, config, capture, head_mask)
+    start = start_search(model, src, config, capture, head_mask)
+    state, encoder, prefixes, scores = start.state, start.encoder, start.prefixes, start.scores
     cfg = model.config
     paths: list[tuple[int, ...]] = [()]
     finished: list[Hypothesis] = []
     for t in range(config.max_len):
-        out = model.step(state, prefixes[:, -1:], capture)
+        out = search_step(model, start, state, prefixes, t, capture)
         forced = forced_piece(config, t, cfg.eos_id)
         banned = _banned(prefixes, config)
         excluded = ruled_out(cfg.bos_id, cfg.pad_id, cfg.eos_id, banned, prefixes.size(0))

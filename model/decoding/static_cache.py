@@ -262,6 +262,13 @@ class StaticCacheDecoder(nn.Module):
         """The row counts a compiled step serves."""
         return {key[0] for key in self.packaged}
 
+    def first_step_rows(self, beam_size: int) -> int:
+        """How many copies of its one row a beam search takes its first step on: the beam's width when a compiled
+        step serves that many rows. Each package holds its own copy of the weights: the one-row package, used once
+        per beam search, was read cold (2.1 ms a step in the app's path against 1.4 ms for the beam's), and the
+        cache was grown from one row to the beam's width after it."""
+        return beam_size if beam_size in self.compiled_rows else 1
+
     def add_package(self, key: tuple, runner: Callable[..., tuple[torch.Tensor, ...]]) -> None:
         """Run the calls of signature ``key`` (``signature``) on ``runner``, an ahead-of-time compiled step that
         takes the step's inputs: no compiler and no guard in the call."""

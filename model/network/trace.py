@@ -114,6 +114,22 @@ class AttentionTrace:
         joined._held.update(self._held)
         return joined
 
+    def first_rows(self, rows: int) -> AttentionTrace:
+        """The trace of a pass's first ``rows`` rows (batch entries): every weight, score and mask cut so, and what
+        it holds stacked too. A beam search's first step runs on copies of its one row (model.decoding.search)."""
+        def cut(layers: list[torch.Tensor]) -> list[torch.Tensor]:
+            return [layer[:rows] for layer in layers]
+
+        def cut_mask(mask: torch.Tensor | None) -> torch.Tensor | None:
+            return mask if mask is None or mask.size(0) == 1 else mask[:rows]
+        internals = None if self.internals is None else {
+            kind: [Intermediates(**{name: value[:rows] for name, value in vars(part).items()}) for part in parts]
+            for kind, parts in self.internals.items()}
+        trace = AttentionTrace(cut(self.enc_self), cut(self.dec_self), cut(self.cross), cut(self.enc_self_scores),
+                               cut(self.dec_self_scores), cut(self.cross_scores), cut_mask(self.src_mask),
+                               cut_mask(self.tgt_mask), internals)
+        return trace.holding(**{name: self.stacked(name)[:, :rows] for name in self._held})
+
     def stacked(self, name: str) -> torch.Tensor:
         """One field's layers (e.g. "cross" or "dec_self_scores") as one tensor [L, B, H, Q, K], to read only: the
         tensor they were cut from when the trace holds it and they are still its layers (``holding``), else stacked

@@ -300,6 +300,11 @@ class Transformer(nn.Module):
         memory, src_mask, enc_attn = self.encode(src, capture, head_mask)
         return state_after(self.memory_key_values(memory), src_mask, head_mask), enc_attn
 
+    def first_step_rows(self, beam_size: int) -> int:
+        """How many copies of its one row a beam search of ``beam_size`` takes its first step on
+        (model.decoding.search.start_search): the one row here. A compiled decoder may take the beam's width."""
+        return 1
+
     def step(self, state: DecoderState, tokens: torch.Tensor, capture: Capture = Capture.NONE
              ) -> StepOutput[DecoderState]:
         """Feed the newest token of every row, tokens [B, 1], reusing cached keys/values.

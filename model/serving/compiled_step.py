@@ -155,8 +155,8 @@ def decoder_for(model: Transformer, capture: Capture = Capture.WEIGHTS) -> Trans
 
 
 def as_model(decoder: StaticCacheDecoder) -> Transformer:
-    """The decoder as model.decoding.search's decoders take it: it has a Transformer's ``config``, ``start`` and
-    ``step`` (and its parameters), which is all they use."""
+    """The decoder as model.decoding.search's decoders take it: it has a Transformer's ``config``, ``start``,
+    ``first_step_rows`` and ``step`` (and its parameters), which is all they use."""
     return cast(Transformer, decoder)
 
 

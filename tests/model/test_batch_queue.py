@@ -126,6 +126,9 @@ class Stepping:
     def start(self, *args, **kwargs):
         return self.model.start(*args, **kwargs)
 
+    def first_step_rows(self, beam_size):
+        return self.model.first_step_rows(beam_size)
+
     def step(self, *args, **kwargs):
         self.steps += 1
         self.before_step(self.steps)

@@ -72,6 +72,9 @@ class TableModel(nn.Module):
     def start(self, src, capture=Capture.NONE, head_mask=None):
         return FakeState([()]), []
 
+    def first_step_rows(self, beam_size):
+        return 1
+
     def step(self, state, tokens, capture=Capture.NONE):
         prefixes = [(*p, t) for p, t in zip(state.prefixes, tokens[:, 0].tolist(), strict=True)]
         rows = []

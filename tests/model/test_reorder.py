@@ -91,6 +91,9 @@ class Gathering(torch.nn.Module):
         state, encoder = self.decoder.start(*args, **kwargs)
         return dataclasses.replace(state, one_source=False), encoder
 
+    def first_step_rows(self, beam_size):
+        return self.decoder.first_step_rows(beam_size)
+
     def step(self, *args, **kwargs):
         return self.decoder.step(*args, **kwargs)
 

@@ -13,11 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from model.decoding.search import DecodeResult, beam_search, greedy_decode
-from model.decoding.static_cache import StaticCacheDecoder, start_signature
+from model.decoding.static_cache import StaticCacheDecoder, signature, start_signature
 from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.trace import HeadMask
 from model.network.transformer import Transformer
+from model.serving.step_package import example_inputs
 from tests.conftest import eos_leaning, tiny_config
 
 EOS, FIRST_ID, VOCAB = 3, 4, 60
@@ -66,10 +67,13 @@ def assert_same_decode(expected: DecodeResult, got: DecodeResult) -> None:
 
 
 @given(variant=st.sampled_from(sorted(VARIANTS)), src=sources(), beam=st.integers(1, 4), max_len=st.integers(1, 12),
-       heads_off=st.lists(st.integers(0, 3), max_size=2), started=st.booleans())
-def test_the_static_cache_decodes_exactly_as_the_eager_step(models, variant, src, beam, max_len, heads_off, started):
+       heads_off=st.lists(st.integers(0, 3), max_size=2), started=st.booleans(), widened=st.booleans())
+def test_the_static_cache_decodes_exactly_as_the_eager_step(models, variant, src, beam, max_len, heads_off, started,
+                                                            widened):
     """Greedy and beam search, with heads switched off or not, and a cache of 4 rows that doubles while it runs;
-    ``started``: the source encoded by the StaticStart a package compiles (here eagerly, in its place)."""
+    ``started``: the source encoded by the StaticStart a package compiles (here eagerly, in its place); ``widened``:
+    a step served for the beam's width (here the eager StaticStep in a package's place), so that a beam search takes
+    its first step on copies of its one row and hands back that row."""
     model = models[variant]
     off = [(kind, index % 2, index // 2) for index in heads_off for kind in ("enc_self", "dec_self", "cross")]
     mask = HeadMask.switched_off(off, {"enc_self": 2, "dec_self": 2, "cross": 2}, n_heads=2)  # (layer, head) off
@@ -80,9 +84,17 @@ def test_the_static_cache_decodes_exactly_as_the_eager_step(models, variant, src
     if started:
         with torch.no_grad():  # as decoding calls it
             decoder.add_start_package(start_signature(src[None], mask.enc_self), counted(decoder.static_start))
-    assert_same_decode(expected, decode(decoder, src, config, capture=Capture.WEIGHTS, head_mask=mask))
+    if widened:
+        inputs = example_inputs(decoder, src if src.numel() > 1 else src.repeat(2), beam)
+        with torch.no_grad():  # as decoding calls it
+            decoder.add_package(signature(inputs), counted(decoder.static_step))
+        assert decoder.first_step_rows(beam) == beam
+    got = decode(decoder, src, config, capture=Capture.WEIGHTS, head_mask=mask)
+    assert_same_decode(expected, got)
     if started and src.numel() > 1:  # a one-piece source is encoded eagerly
         assert calls[decoder.static_start] == 1
+    if widened and beam > 1 and src.numel() > 1:  # every step on the beam's width, the first one included
+        assert calls[decoder.static_step] == sum(step.prefixes.size(0) == beam for step in got.steps) + 1
 
 
 calls: dict[object, int] = {}

@@ -61,3 +61,14 @@ def test_a_replaced_trace_holds_nothing_and_a_joined_one_keeps_the_steps_fields(
     replaced = dataclasses.replace(trace, cross=[t.clone() for t in trace.cross])
     assert replaced.stacked("cross") is not whole["cross"]
     assert torch.equal(replaced.stacked("cross"), whole["cross"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(**shapes, name=st.sampled_from(FIELDS), keep=st.integers(1, 4))
+def test_the_first_rows_of_a_trace_hold_those_rows_and_no_others(layers, rows, heads, keys, seed, name, keep):
+    """A beam search's first step runs on copies of its one row and keeps the first (model.decoding.search)."""
+    trace, whole = step_trace(layers, rows, heads, keys, seed)
+    first = trace.first_rows(keep)
+    assert [layer.size(0) for layer in getattr(first, name)] == [min(keep, rows)] * layers
+    assert torch.equal(first.stacked(name), whole[name][:, :keep])
+    assert torch.equal(first.stacked(name), torch.stack(getattr(first, name)))
