@@ -257,6 +257,7 @@ def main() -> int:
         for name, value in med.items():
             print(f"  {name:38s} {value * 1000 / len(SENTENCES):7.1f}")
             best.setdefault(name, {})[str(threads)] = value
+        cases.clear()  # CTranslate2's translators (and their threads) go now, not with the profile below running
     print()
     first, *rest = (str(t) for t in args.threads)
     for search in kinds:
