@@ -122,9 +122,11 @@ class AttentionTrace:
 
         def cut_mask(mask: torch.Tensor | None) -> torch.Tensor | None:
             return mask if mask is None or mask.size(0) == 1 else mask[:rows]
+
+        def cut_part(part: Intermediates) -> Intermediates:
+            return Intermediates(**{name: held[:rows] for name, held in vars(part).items() if held is not None})
         internals = None if self.internals is None else {
-            kind: [Intermediates(**{name: value[:rows] for name, value in vars(part).items()}) for part in parts]
-            for kind, parts in self.internals.items()}
+            kind: [cut_part(part) for part in parts] for kind, parts in self.internals.items()}
         trace = AttentionTrace(cut(self.enc_self), cut(self.dec_self), cut(self.cross), cut(self.enc_self_scores),
                                cut(self.dec_self_scores), cut(self.cross_scores), cut_mask(self.src_mask),
                                cut_mask(self.tgt_mask), internals)

@@ -8,7 +8,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from model.network.attention import Capture
 from model.network.trace import AttentionTrace
+from model.network.transformer import Transformer
+from tests.conftest import tiny_config
 
 FIELDS = ("dec_self", "cross", "dec_self_scores", "cross_scores")
 
@@ -72,3 +75,21 @@ def test_the_first_rows_of_a_trace_hold_those_rows_and_no_others(layers, rows, h
     assert [layer.size(0) for layer in getattr(first, name)] == [min(keep, rows)] * layers
     assert torch.equal(first.stacked(name), whole[name][:, :keep])
     assert torch.equal(first.stacked(name), torch.stack(getattr(first, name)))
+
+
+@settings(max_examples=10, deadline=None)
+@given(src=st.lists(st.integers(4, 59), min_size=1, max_size=6), tgt=st.lists(st.integers(4, 59), max_size=5),
+       copies=st.integers(2, 4))
+def test_a_batch_of_copies_cut_to_its_first_row_is_the_lone_rows_pass(src, tgt, copies):
+    """Every weight, score, mask and internal of ``first_rows(1)`` of a batch of copies of one sentence is that
+    sentence's own pass (Capture.INTERNALS: Q, K, V and the rest too)."""
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(60)).eval()
+    source, target = torch.tensor([[*src, 3]]), torch.tensor([[2, *tgt]])
+    with torch.no_grad():
+        _, alone = model(source, target, Capture.INTERNALS)
+        _, batch = model(source.expand(copies, -1), target.expand(copies, -1), Capture.INTERNALS)
+    first = batch.first_rows(1)
+    for a, b in zip(first.tensors(), alone.tensors(), strict=True):
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
