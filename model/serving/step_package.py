@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import platform
 import tempfile
@@ -45,7 +46,9 @@ SOURCES = ("model/network", "model/decoding/static_cache.py", "model/serving/ste
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 STEP_OUTPUTS = 5  # log-probs, then the self- and cross-attention's weights and scores
+START_OUTPUTS = 7  # lists: the cross-attention's keys and values, the encoder's outputs, keys, values, weights, scores
 Runner = Callable[..., tuple[torch.Tensor, ...]]
+StartRunner = Callable[..., tuple[list[torch.Tensor], ...]]
 
 
 def cache_dir() -> Path:
@@ -182,6 +185,25 @@ def direct(package: AOTICompiledModel, inputs: tuple) -> Runner:
     return lambda *args: tuple(run(step_tensors(args)))  # boxed_run takes the list over: a new one each call
 
 
+def direct_start(package: AOTICompiledModel, inputs: tuple[torch.Tensor, torch.Tensor]) -> StartRunner:
+    """The start's package called through its loader, as ``direct`` calls the step's: its output lists (``StaticStart``)
+    cut from the flat outputs at lengths read once from the package's own spec. ``AOTICompiledModel.__call__``'s pytree
+    work took 94 us of a 1.9 ms start (1,949 -> 1,855 us, medians of 300 calls, the outputs equal). A package of any
+    other structure is called as it is."""
+    in_spec, out_spec = (pytree.treespec_loads(spec) for spec in package.loader.get_call_spec())
+    lists = out_spec.children_specs
+    if in_spec != pytree.tree_flatten((inputs, {}))[1] or out_spec.type is not tuple \
+            or len(lists) != START_OUTPUTS or any(part.type is not list for part in lists):
+        return package
+    ends = list(itertools.accumulate(part.num_leaves for part in lists))
+    run = package.loader.boxed_run
+
+    def start(src: torch.Tensor, heads: torch.Tensor) -> tuple[list[torch.Tensor], ...]:
+        flat = run([src, heads])  # boxed_run takes the list over
+        return tuple(flat[begin:end] for begin, end in zip([0, *ends[:-1]], ends, strict=True))
+    return start
+
+
 def prune(kept: Iterable[Path], cap: int = CACHE_BYTES) -> list[Path]:
     """Delete the packages least recently loaded until the folder holds at most ``cap`` bytes, never one of ``kept``
     (those this process just loaded: each load marks its file as used). Packages of older weights, code or torch
@@ -225,7 +247,7 @@ def add_packages(decoder: StaticCacheDecoder, src: torch.Tensor, rows: Iterable[
     paths.append(package_path(digest, "start"))
     package = loaded(decoder.static_start, first, start_shapes(decoder), paths[-1])
     with torch.no_grad():
-        decoder.add_start_package(start_signature(*first), package)
+        decoder.add_start_package(start_signature(*first), direct_start(package, first))
     prune(paths)
 
 

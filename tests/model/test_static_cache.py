@@ -140,6 +140,8 @@ def test_the_compiled_step_decodes_as_the_eager_step(models, tmp_path, monkeypat
     """The step compiled ahead of time (model.serving.step_package: AOTInductor, frozen weights; about 10 s a row count
     here) for one row and for three, and the start: greedy and beam 3 on two source lengths, the beam's last rows
     (fewer than three) eagerly, all as the eager step; a head mask through the same start."""
+    from torch.export.pt2_archive._package import AOTICompiledModel
+
     from model.serving import step_package
 
     monkeypatch.setenv(step_package.CACHE_ENV, str(tmp_path))
@@ -147,6 +149,8 @@ def test_the_compiled_step_decodes_as_the_eager_step(models, tmp_path, monkeypat
     compiled = StaticCacheDecoder(model)
     step_package.add_packages(compiled, torch.tensor([4, 5, 6, EOS]), (1, 3))
     (key, start), = compiled.packaged_starts.items()
+    runners = [start, *compiled.packaged.values()]  # each called through its loader, without the pytree wrapper
+    assert not any(isinstance(runner, AOTICompiledModel) for runner in runners)
     compiled.add_start_package(key, counted(start))
     for src in (torch.tensor([7, 8, 9, 10, EOS]), torch.tensor([11, 12, EOS])):  # any source length: one package
         for config in (DecodeConfig(max_len=12), DecodeConfig(beam_size=3, max_len=12)):
