@@ -191,7 +191,7 @@ def direct_start(package: AOTICompiledModel, inputs: tuple[torch.Tensor, torch.T
     work took 94 us of a 1.9 ms start (1,949 -> 1,855 us, medians of 300 calls, the outputs equal). A package of any
     other structure is called as it is."""
     in_spec, out_spec = (pytree.treespec_loads(spec) for spec in package.loader.get_call_spec())
-    lists = out_spec.children_specs
+    lists = out_spec.children()
     if in_spec != pytree.tree_flatten((inputs, {}))[1] or out_spec.type is not tuple \
             or len(lists) != START_OUTPUTS or any(part.type is not list for part in lists):
         return package
