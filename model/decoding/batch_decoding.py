@@ -69,8 +69,9 @@ def _check(configs: Sequence[DecodeConfig]) -> None:
 
 
 def _stacked(trace: AttentionTrace) -> dict[str, torch.Tensor]:
-    """Each field a batch's trace holds, its layers stacked once for all rows: [L, B, H, Q, K]."""
-    return {f: torch.stack(getattr(trace, f)) for kind in KINDS for f in (kind, kind + "_scores") if getattr(trace, f)}
+    """Each field a batch's trace holds, its layers stacked once for all rows: [L, B, H, Q, K] (a compiled step's
+    as it returned them: ``AttentionTrace.stacked``)."""
+    return {f: trace.stacked(f) for kind in KINDS for f in (kind, kind + "_scores") if getattr(trace, f)}
 
 
 def _own_rows(trace: AttentionTrace, stacked: dict[str, torch.Tensor], row: int, source_len: int,

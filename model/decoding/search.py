@@ -110,16 +110,23 @@ class DecodeStep:
 def _stack_rows(steps: Sequence[DecodeStep], path: Sequence[int], field: str, fill: float) -> list[torch.Tensor]:
     """Per layer, the query rows of one trace field (e.g. "cross" or "dec_self_scores") along a path, stacked
     into the map a teacher-forced forward gives: [1, H, T, K], the keys a row could not see yet (dec_self's
-    future) set to ``fill``. All layers move at once: a few tensor operations per step, not per layer and step."""
-    rows = [cast(AttentionTrace, steps[t].attention).stacked(field)[:, row, :, 0]
-            for t, row in enumerate(path)]  # per step [L, H, K_t]: every layer's row of the hypothesis's path
-    keys = rows[-1].size(-1)
-    if all(row.size(-1) == keys for row in rows):  # every step saw every key (cross-attention)
-        stacked = torch.stack(rows, dim=2)  # [L, H, T, K]
+    future) set to ``fill``. All layers move at once. A static cache's steps hand back its whole capacity, their
+    unseen keys already masked (``AttentionTrace.padded``): those rows stack as they are and are cut to K once."""
+    whole = [cast(AttentionTrace, steps[t].attention).padded(field) for t in range(len(path))]  # [L, R_t, H, 1, K_t+]
+    keys = cast(AttentionTrace, steps[len(path) - 1].attention).stacked(field).size(-1)  # the last step's: every key
+    width = whole[0].size(-1)
+    if all(rows.size(-1) == width for rows in whole):  # all as wide (cross, or one capacity): no padding
+        if all(rows.size(1) == 1 for rows in whole):  # one row a step (greedy): the path is every row
+            stacked = torch.cat(whole, dim=1)[:, :, :, 0, :keys].transpose(1, 2)  # [L, H, T, K]
+        else:
+            stacked = torch.cat([rows.select(1, row) for rows, row in zip(whole, path, strict=True)],
+                                dim=2)[..., :keys]  # [L, H, T, K]: each step's row of the path
+        stacked = stacked.contiguous()
     else:
-        stacked = rows[0].new_full((*rows[0].shape[:2], len(rows), keys), fill)  # [L, H, T, K]
-        for t, row in enumerate(rows):
-            stacked[:, :, t, :row.size(-1)] = row
+        stacked = whole[0].new_full((whole[0].size(0), whole[0].size(2), len(whole), keys), fill)  # [L, H, T, K]
+        for t, (rows, row) in enumerate(zip(whole, path, strict=True)):
+            width = min(rows.size(-1), keys)
+            stacked[:, :, t, :width] = rows[:, row, :, 0, :width]
     return list(stacked[:, None].unbind(0))  # per layer [1, H, T, K]
 
 
@@ -311,12 +318,12 @@ def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, captu
         top = top_with_room(out.log_probs, config.top_k, 1, excluded)  # [1, m]
         best = best_selectable(top, excluded, 1) if choose is None and forced is None else None
         if best is not None:  # greedy's choice among the most probable pieces: the argmax, without a pass over V
-            token, sample, log_prob = best[0][2], None, out.log_probs[0, best[0][2]]
+            (log_prob, _, token), sample = best[0], None  # log_prob: a float32's value, added in float32 as such
         else:
             selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
                                               banned)[0]  # [V]
             token, sample = (forced, None) if forced is not None else (choose or _argmax)(selectable)
-            log_prob = selectable[token]
+            log_prob = float(selectable[token])
         shown = (top[1][:, :config.top_k], top[0][:, :config.top_k].exp())  # the k a step shows: ids, probs [1, k]
         step = path_step(t, prefix, score, shown, step_attention(encoder, out.attention), token,
                          score + log_prob, cfg.eos_id, config, sample)
@@ -485,8 +492,12 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
                          beam_scores=beam_scores, parents=parents, finished=tuple(finished), done=done)
         if done:
             return
-        state = out.state.reorder(parents)
-        paths = [paths[c.row] + (c.row,) for c in kept]
+        rows = [c.row for c in kept]
+        if rows != list(range(start.rows if t == 0 else prefixes.size(0))):  # else every row stays where it is:
+            state = out.state.reorder(parents)  # a quarter of the steps of a beam of 4, and a gather of its cache
+        else:
+            state = out.state
+        paths = [paths[row] + (row,) for row in rows]
         prefixes, scores = beams, beam_scores
 
 

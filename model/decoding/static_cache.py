@@ -19,7 +19,7 @@ supported here).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 import torch
@@ -29,7 +29,7 @@ from model.network.attention import AttentionOutput, Capture, KeyValue, MultiHea
 from model.network.config import ModelConfig
 from model.network.layers import DecoderLayer
 from model.network.masks import padding_mask
-from model.network.trace import AttentionTrace, HeadMask
+from model.network.trace import HeadMask, StepTrace
 from model.network.transformer import DecoderState, StepOutput, Transformer, keep_rows, state_after
 
 FIRST_CAPACITY = 64  # cache rows allocated at the start; doubled whenever a decode runs past them
@@ -59,6 +59,9 @@ class StaticState:
     heads: tuple[torch.Tensor, torch.Tensor]
     length: int = 0
     one_source: bool = False  # every row decodes the same source (one sentence's beams): memory rows are alike
+    # a step's ``signature`` on this state's tensors, per (rows fed, grad mode): carried on to the state after a step
+    # (``advanced``: the same tensors), found again for any other (``replace`` does not copy it)
+    signatures: dict[tuple[int, bool], tuple] = field(init=False, default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, memory: list[KeyValue], cross_mask: torch.Tensor, buffer: torch.Tensor,
@@ -92,8 +95,10 @@ class StaticState:
     def advanced(self) -> StaticState:
         """The state once a step has written cache row ``length`` (every field passed on as it is: a step runs this
         for every token, and ``dataclasses.replace`` costs several times a constructor call)."""
-        return StaticState(self.memory, self.cross_mask, self.buffer, self.cache, self.heads, self.length + 1,
-                           self.one_source)
+        after = StaticState(self.memory, self.cross_mask, self.buffer, self.cache, self.heads, self.length + 1,
+                            self.one_source)
+        after.signatures = self.signatures
+        return after
 
     def with_room(self) -> StaticState:
         """The same state with at least one unwritten cache row (the capacity doubled when it is full)."""
@@ -256,6 +261,7 @@ class StaticCacheDecoder(nn.Module):
         # built for (``signature``, ``start_signature``)
         self.packaged: dict[tuple, Callable[..., tuple[torch.Tensor, ...]]] = {}
         self.packaged_starts: dict[tuple, Callable[..., tuple[list[torch.Tensor], ...]]] = {}
+        self.positions: dict[torch.device, list[torch.Tensor]] = {}  # per device, position n as a tensor [1]
 
     @property
     def compiled_rows(self) -> set[int]:
@@ -298,13 +304,22 @@ class StaticCacheDecoder(nn.Module):
                                 head_mask)
         return self.static_state(state, src.size(0)), encoder
 
-    def run_step(self, inputs: tuple) -> tuple[torch.Tensor, ...]:
-        """StaticStep on ``inputs``: on the compiled step added for their signature, else eagerly (the same step, the
-        same results to 1e-5, only slower)."""
-        packaged = self.packaged.get(signature(inputs)) if self.packaged else None
+    def run_step(self, inputs: tuple, key: tuple | None = None) -> tuple[torch.Tensor, ...]:
+        """StaticStep on ``inputs``: on the compiled step added for their signature (``key`` when the caller knows
+        it), else eagerly (the same step, the same results to 1e-5, only slower)."""
+        packaged = self.packaged.get(signature(inputs) if key is None else key) if self.packaged else None
         if packaged is None:
             return self.static_step(*inputs)
         return tuple(packaged(*inputs))
+
+    def position(self, length: int, device: torch.device) -> torch.Tensor:
+        """The position a step writes, as the tensor [1] it takes: one view per position of a table made once per
+        device (``torch.tensor`` for every step took 2.7 us of it)."""
+        table = self.positions.get(device)
+        if table is None:
+            with torch.inference_mode(False), torch.no_grad():  # a plain tensor: usable in and out of inference mode
+                table = self.positions[device] = list(torch.arange(self.limit, device=device).split(1))  # [1] each
+        return table[length]
 
     def static_state(self, state: DecoderState, rows: int) -> StaticState:
         """The eager start's state with an empty preallocated cache and every mask made explicit."""
@@ -324,20 +339,21 @@ class StaticCacheDecoder(nn.Module):
         if state.length >= self.limit:
             raise ValueError(f"sequence of {state.length + 1} tokens exceeds the limit of {self.limit} positions")
         state = state.with_room()
-        position = torch.tensor([state.length], device=tokens.device)  # [1]
-        tokens = tokens.clone(memory_format=torch.contiguous_format)  # a slice of the prefixes: one stride for all
-        inputs = (tokens, position, state.cache, state.memory, state.cross_mask, *state.heads)
-        log_probs, self_w, self_s, cross_w, cross_s = self.run_step(inputs)
+        tokens = tokens.contiguous()  # [B, 1]: a slice of a beam's prefixes, copied to one stride for all
+        inputs = (tokens, self.position(state.length, tokens.device), state.cache, state.memory, state.cross_mask,
+                  *state.heads)
+        known = (tokens.size(0), torch.is_grad_enabled())
+        key = state.signatures.get(known)
+        if key is None:
+            key = state.signatures[known] = signature(inputs)
+        log_probs, self_w, self_s, cross_w, cross_s = self.run_step(inputs, key)
         new_state = state.advanced()
         if not capture:
             return StepOutput(log_probs, new_state)
-        seen = state.length + 1  # keys written so far; the rest of the cache is not part of this step
-        self_w, self_s = self_w[..., :seen], self_s[..., :seen]  # [L, B, H, 1, seen]
-        trace = AttentionTrace(enc_self=[], dec_self=list(self_w.unbind(0)), cross=list(cross_w.unbind(0)),
-                               enc_self_scores=[], dec_self_scores=list(self_s.unbind(0)),
-                               cross_scores=list(cross_s.unbind(0)))
-        return StepOutput(log_probs, new_state, trace.holding(dec_self=self_w, cross=cross_w, dec_self_scores=self_s,
-                                                              cross_scores=cross_s))
+        seen = state.length + 1  # keys written so far; the rest of the cache is masked and not part of this step
+        return StepOutput(log_probs, new_state, StepTrace.cut_when_read({
+            "dec_self": (self_w, seen), "dec_self_scores": (self_s, seen),  # [L, B, H, 1, C]
+            "cross": (cross_w, cross_w.size(-1)), "cross_scores": (cross_s, cross_s.size(-1))}))  # [L, B, H, 1, S]
 
 
 __all__ = ["StaticCacheDecoder", "StaticStart", "StaticState", "StaticStep", "signature", "start_signature",

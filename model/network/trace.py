@@ -7,6 +7,7 @@ rows stacked along a decoded hypothesis all come back as an AttentionTrace.
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar, cast, get_args
@@ -77,8 +78,9 @@ class AttentionTrace:
     src_mask: torch.Tensor | None = None
     tgt_mask: torch.Tensor | None = None
     internals: dict[str, list[Intermediates]] | None = None
-    # fields whose layers are views of one tensor [L, B, H, Q, K] (``holding``): that tensor and the layers cut from it
-    _held: dict[str, tuple[torch.Tensor, tuple[torch.Tensor, ...]]] = field(
+    # fields whose layers are views of one tensor [L, B, H, Q, K] (``holding``): that tensor, the layers cut from it and
+    # the wider tensor it was cut from along its keys, if any
+    _held: dict[str, tuple[torch.Tensor, tuple[torch.Tensor, ...], torch.Tensor | None]] = field(
         init=False, default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -97,12 +99,15 @@ class AttentionTrace:
                    dec_self_scores=_kept([a.scores for a in dec_self]), cross_scores=_kept([a.scores for a in cross]),
                    src_mask=src_mask, tgt_mask=tgt_mask, internals=internals)
 
-    def holding(self, **fields: torch.Tensor) -> AttentionTrace:
+    def holding(self, padded: Mapping[str, torch.Tensor] | None = None, **fields: torch.Tensor) -> AttentionTrace:
         """This trace, told that each named field's layers were cut from one tensor [L, B, H, Q, K] (a compiled
         step returns every layer's rows at once): ``stacked`` hands it back instead of stacking them again. A trace
-        made from this one by ``dataclasses.replace`` holds nothing (its lists may be others)."""
+        made from this one by ``dataclasses.replace`` holds nothing (its lists may be others). ``padded`` names, for
+        some of those fields, the tensor [L, B, H, Q, C >= K] that one was cut from along its keys, whose keys past K
+        hold what a masked key holds (weight 0, score finfo.min): a static cache's whole capacity (``padded``)."""
+        wide = padded or {}
         for name, layers in fields.items():
-            self._held[name] = (layers, tuple(getattr(self, name)))
+            self._held[name] = (layers, tuple(getattr(self, name)), wide.get(name))
         return self
 
     def with_encoder(self, encoder: AttentionTrace) -> AttentionTrace:
@@ -130,18 +135,32 @@ class AttentionTrace:
         trace = AttentionTrace(cut(self.enc_self), cut(self.dec_self), cut(self.cross), cut(self.enc_self_scores),
                                cut(self.dec_self_scores), cut(self.cross_scores), cut_mask(self.src_mask),
                                cut_mask(self.tgt_mask), internals)
-        return trace.holding(**{name: self.stacked(name)[:, :rows] for name in self._held})
+        return trace.holding({name: held[2][:, :rows] for name, held in self._held.items() if held[2] is not None},
+                             **{name: self.stacked(name)[:, :rows] for name in self._held})
 
     def stacked(self, name: str) -> torch.Tensor:
         """One field's layers (e.g. "cross" or "dec_self_scores") as one tensor [L, B, H, Q, K], to read only: the
         tensor they were cut from when the trace holds it and they are still its layers (``holding``), else stacked
         now. A decode's path reads every step's rows so (model.decoding.search): 4 fields x every step."""
+        held = self._still_held(name)
+        return torch.stack(getattr(self, name)) if held is None else held[0]
+
+    def padded(self, name: str) -> torch.Tensor:
+        """``stacked``, or the wider tensor it was cut from along its keys when the trace holds one (``holding``):
+        [L, B, H, Q, C >= K], the keys past K masked ones (weight 0, score finfo.min). A static cache's steps all have
+        its capacity, so a decoded path's rows stack without padding each step's to the path's length."""
+        held = self._still_held(name)
+        if held is None:
+            return torch.stack(getattr(self, name))
+        return held[0] if held[2] is None else held[2]
+
+    def _still_held(self, name: str) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], torch.Tensor | None] | None:
+        """What the trace holds for a field, while its layers are still the ones cut from it."""
         layers = getattr(self, name)
         held = self._held.get(name)
-        if held is not None and len(held[1]) == len(layers) \
-                and all(a is b for a, b in zip(layers, held[1], strict=True)):
-            return held[0]
-        return torch.stack(layers)
+        if held is None or len(held[1]) != len(layers) or not all(map(operator.is_, layers, held[1])):
+            return None
+        return held
 
     def weights(self, kind: Kind) -> torch.Tensor:
         """All layers of one kind stacked: [L, B, H, Q, K]."""
@@ -172,6 +191,76 @@ class AttentionTrace:
     @property
     def n_layers(self) -> PerKind[int]:
         return PerKind.build(lambda kind: len(getattr(self, kind)))
+
+
+STEP_FIELDS = ("dec_self", "cross", "dec_self_scores", "cross_scores")  # what a decoding step's own rows fill
+
+
+def _cut_when_read(name: str) -> property:
+    """A StepTrace field: its layers, cut from the step's tensor the first time they are read (or as set)."""
+    def read(trace: StepTrace) -> list[torch.Tensor]:
+        layers = trace.__dict__.get(name)
+        if layers is None:
+            stacked, wide = trace._uncut(name)
+            layers = trace.__dict__[name] = list(stacked.unbind(0))
+            trace._held[name] = (stacked, tuple(layers), wide)  # as ``holding`` records it: still checked by identity
+        return layers
+
+    def write(trace: StepTrace, layers: list[torch.Tensor]) -> None:
+        trace.__dict__[name] = layers
+
+    return property(read, write, doc=f"The step's {name} rows, per layer (cut when first read).")
+
+
+class StepTrace(AttentionTrace):
+    """A decoding step's trace as a compiled step hands it back: per field (``STEP_FIELDS``) one tensor
+    [L, B, H, 1, C] for every layer, cut to its first K keys and into layers only when they are read. A decode reads
+    most steps' rows only stacked along a path (``padded``, model.decoding.search), and cutting four fields into layers
+    every step took 10 us of it. Read or written, a field is an AttentionTrace's list of layers; ``StepTrace(...)`` with
+    lists is a plain trace."""
+
+    dec_self = _cut_when_read("dec_self")
+    cross = _cut_when_read("cross")
+    dec_self_scores = _cut_when_read("dec_self_scores")
+    cross_scores = _cut_when_read("cross_scores")
+
+    @classmethod
+    def cut_when_read(cls, whole: Mapping[str, tuple[torch.Tensor, int]], encoder: AttentionTrace | None = None
+                      ) -> StepTrace:
+        """A step's trace from ``whole``: per field of STEP_FIELDS its tensor [L, B, H, 1, C] and K <= C, the keys
+        the step saw; the columns past K must hold what a masked key holds (weight 0, score finfo.min), as a static
+        cache's unwritten rows do. ``encoder``: the sentence's encoder self-attention and source mask, joined."""
+        trace = cls.__new__(cls)
+        trace.__dict__.update(
+            enc_self=[] if encoder is None else encoder.enc_self,
+            enc_self_scores=[] if encoder is None else encoder.enc_self_scores,
+            src_mask=None if encoder is None else encoder.src_mask, tgt_mask=None, internals=None, _held={},
+            _whole=dict(whole))
+        return trace
+
+    def _uncut(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """A field's tensor cut to the keys seen [L, B, H, 1, K], and the whole one it was cut from."""
+        wide, keys = self.__dict__["_whole"][name]
+        return (wide if wide.size(-1) == keys else wide[..., :keys]), wide
+
+    def stacked(self, name: str) -> torch.Tensor:
+        if name in STEP_FIELDS and name not in self.__dict__:  # not read yet: its layers are the tensor's
+            return self._uncut(name)[0]
+        return super().stacked(name)
+
+    def padded(self, name: str) -> torch.Tensor:
+        if name in STEP_FIELDS and name not in self.__dict__:
+            return self.__dict__["_whole"][name][0]
+        return super().padded(name)
+
+    def with_encoder(self, encoder: AttentionTrace) -> AttentionTrace:
+        if "_whole" not in self.__dict__:  # made with lists (``dataclasses.replace``): a plain trace's join
+            return super().with_encoder(encoder)
+        joined = StepTrace.cut_when_read(self.__dict__["_whole"], encoder)
+        joined.__dict__.update({name: self.__dict__[name] for name in STEP_FIELDS if name in self.__dict__})
+        joined.tgt_mask, joined.internals = self.tgt_mask, self.internals
+        joined._held.update(self._held)
+        return joined
 
 
 def layer_counts(config: ModelConfig) -> PerKind[int]:

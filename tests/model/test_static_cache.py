@@ -67,17 +67,19 @@ def assert_same_decode(expected: DecodeResult, got: DecodeResult) -> None:
 
 
 @given(variant=st.sampled_from(sorted(VARIANTS)), src=sources(), beam=st.integers(1, 4), max_len=st.integers(1, 12),
-       heads_off=st.lists(st.integers(0, 3), max_size=2), started=st.booleans(), widened=st.booleans())
+       heads_off=st.lists(st.integers(0, 3), max_size=2), started=st.booleans(), widened=st.booleans(),
+       forced_first=st.booleans())
 def test_the_static_cache_decodes_exactly_as_the_eager_step(models, variant, src, beam, max_len, heads_off, started,
-                                                            widened):
+                                                            widened, forced_first):
     """Greedy and beam search, with heads switched off or not, and a cache of 4 rows that doubles while it runs;
     ``started``: the source encoded by the StaticStart a package compiles (here eagerly, in its place); ``widened``:
     a step served for the beam's width (here the eager StaticStep in a package's place), so that a beam search takes
-    its first step on copies of its one row and hands back that row."""
+    its first step on copies of its one row and hands back that row; ``forced_first``: a forced first piece, so that
+    one hypothesis is left of those copies after the first step."""
     model = models[variant]
     off = [(kind, index % 2, index // 2) for index in heads_off for kind in ("enc_self", "dec_self", "cross")]
     mask = HeadMask.switched_off(off, {"enc_self": 2, "dec_self": 2, "cross": 2}, n_heads=2)  # (layer, head) off
-    config = DecodeConfig(beam_size=beam, max_len=max_len)
+    config = DecodeConfig(beam_size=beam, max_len=max_len, forced_bos=FIRST_ID if forced_first else None)
     decode = greedy_decode if beam == 1 else beam_search
     expected = decode(model, src, config, capture=Capture.WEIGHTS, head_mask=mask)
     decoder = StaticCacheDecoder(model, first_capacity=4)

@@ -3,13 +3,14 @@ when the trace was told they were cut from one (``holding``), and never a stale 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.network.attention import Capture
-from model.network.trace import AttentionTrace
+from model.network.trace import AttentionTrace, StepTrace
 from model.network.transformer import Transformer
 from tests.conftest import tiny_config
 
@@ -93,3 +94,63 @@ def test_a_batch_of_copies_cut_to_its_first_row_is_the_lone_rows_pass(src, tgt, 
     for a, b in zip(first.tensors(), alone.tensors(), strict=True):
         assert a.shape == b.shape
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def lazy_step(layers: int, rows: int, heads: int, capacity: int, seen: int, seed: int) -> tuple[StepTrace, dict]:
+    """A step's trace as the static cache hands it back: every field over the whole capacity, cut when read."""
+    generator = torch.Generator().manual_seed(seed)
+    whole = {name: torch.rand(layers, rows, heads, 1, capacity, generator=generator) for name in FIELDS}
+    keys = {name: seen if name.startswith("dec_self") else capacity for name in FIELDS}
+    return StepTrace.cut_when_read({name: (whole[name], keys[name]) for name in FIELDS}), \
+        {name: whole[name][..., :keys[name]] for name in FIELDS}
+
+
+lazy_shapes = dict(layers=st.integers(1, 4), rows=st.integers(1, 4), heads=st.integers(1, 3),
+                   capacity=st.integers(1, 8), seen=st.integers(1, 8), seed=st.integers(0, 2**16))
+
+
+@settings(max_examples=40, deadline=None)
+@given(**lazy_shapes, name=st.sampled_from(FIELDS), read_first=st.booleans())
+def test_a_step_trace_reads_as_the_layers_of_its_tensors_cut_to_the_keys_seen(layers, rows, heads, capacity, seen,
+                                                                               seed, name, read_first):
+    trace, cut = lazy_step(layers, rows, heads, capacity, min(seen, capacity), seed)
+    if read_first:
+        assert all(torch.equal(a, b) for a, b in zip(getattr(trace, name), cut[name].unbind(0), strict=True))
+    assert torch.equal(trace.stacked(name), cut[name])
+    assert torch.equal(trace.padded(name)[..., :cut[name].size(-1)], cut[name])
+    assert [layer.shape for layer in getattr(trace, name)] == [cut[name][0].shape] * layers
+    assert torch.equal(torch.stack(getattr(trace, name)), cut[name])
+    assert torch.equal(trace.weights("cross"), cut["cross"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(**lazy_shapes, name=st.sampled_from(FIELDS), layer=st.integers(0, 3))
+def test_a_step_trace_changed_after_it_was_read_hands_back_the_change(layers, rows, heads, capacity, seen, seed, name,
+                                                                      layer):
+    trace, cut = lazy_step(layers, rows, heads, capacity, min(seen, capacity), seed)
+    other = torch.full_like(cut[name][0], 7.0)
+    getattr(trace, name)[layer % layers] = other
+    expected = torch.stack(getattr(trace, name))
+    assert torch.equal(trace.stacked(name), expected)
+    assert torch.equal(trace.padded(name), expected)  # the whole tensor is no longer what the layers were cut from
+    setattr(trace, name, [other] * layers)
+    assert torch.equal(trace.stacked(name), torch.stack([other] * layers))
+
+
+def test_a_step_trace_joined_copied_and_pickled_is_the_same_trace():
+    """The encoder's part joins a step's rows without cutting them; a replaced or pickled trace (the app's caches keep
+    Translations) holds the same weights."""
+    trace, cut = lazy_step(2, 3, 2, 6, 4, 1)
+    encoder = AttentionTrace(enc_self=[torch.rand(1, 2, 5, 5)], dec_self=[], cross=[],
+                             enc_self_scores=[torch.rand(1, 2, 5, 5)], dec_self_scores=[], cross_scores=[],
+                             src_mask=torch.ones(1, 1, 1, 5, dtype=torch.bool))
+    joined = trace.with_encoder(encoder)
+    assert joined.enc_self is encoder.enc_self and joined.src_mask is encoder.src_mask
+    assert not any(name in vars(joined) for name in FIELDS)  # nothing cut yet
+    copies = [joined, pickle.loads(pickle.dumps(joined)), dataclasses.replace(joined)]
+    copies.append(copies[-1].with_encoder(encoder))
+    for copy in copies:
+        for name in FIELDS:
+            assert torch.equal(copy.stacked(name), cut[name])
+            assert torch.equal(torch.stack(getattr(copy, name)), cut[name])
+        assert torch.equal(copy.enc_self[0], encoder.enc_self[0])
