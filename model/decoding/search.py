@@ -404,6 +404,16 @@ def extend_beams(prefixes: torch.Tensor, kept: Sequence[Candidate]) -> tuple[tor
     return parents, beams, torch.tensor([c.log_prob for c in kept], device=device)
 
 
+def beams_of(written: list[list[int]], kept: Sequence[Candidate], length: int, device: torch.device
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``extend_beams`` from the live hypotheses' ids as lists (``written``, in the order of ``kept``, each
+    ``length`` long): parents [R'], beams [R', length] and their cumulative log-probs [R'], each made at once from
+    its list, without gathering the prefixes (three tensor calls fewer a step)."""
+    parents = torch.tensor([c.row for c in kept], dtype=torch.long, device=device)  # [R']
+    beams = torch.tensor(written, dtype=torch.long, device=device).view(len(kept), length)  # [R', length]
+    return parents, beams, torch.tensor([c.log_prob for c in kept], device=device)
+
+
 def _search_is_over(finished: Sequence[Hypothesis], best_live_log_prob: float, generated: int,
                     config: DecodeConfig) -> bool:
     """Whether the config's early_stopping rule (model.decoding.beam_stopping) ends the search after a step that left
@@ -464,6 +474,7 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
     state, encoder, prefixes, scores = start.state, start.encoder, start.prefixes, start.scores
     cfg = model.config
     paths: list[tuple[int, ...]] = [()]
+    written = [[cfg.bos_id]]  # per row, prefixes' ids as a list: a row's beam is built from it, not gathered
     finished: list[Hypothesis] = []
     for t in range(config.max_len):
         out = search_step(model, start, state, prefixes, t, capture)
@@ -480,19 +491,20 @@ def beam_steps(model: Transformer, src: torch.Tensor, config: DecodeConfig = Dec
             selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id, banned)
             candidates = _select(scores[:, None] + selectable, cfg.eos_id, config.beam_size)  # selectable [R, V]
         last = t + 1 == config.max_len
-        finished += [_finished((*prefixes[c.row, 1:].tolist(), c.token), c.log_prob, (*paths[c.row], c.row),
+        finished += [_finished((*written[c.row][1:], c.token), c.log_prob, (*paths[c.row], c.row),
                                cfg.eos_id, config)
                      for c in candidates if c.status == "finished" or (last and c.status == "kept")]
         finished.sort(key=lambda h: h.score, reverse=True)
         kept = [c for c in candidates if c.status == "kept"]
-        parents, beams, beam_scores = extend_beams(prefixes, kept)  # [R'], [R', t+2], [R']
+        rows = [c.row for c in kept]
+        written = [[*written[c.row], c.token] for c in kept]
+        parents, beams, beam_scores = beams_of(written, kept, t + 2, start.src.device)  # [R'], [R', t+2], [R']
         done = last or not kept or _search_is_over(finished, kept[0].log_prob, t + 1, config)
         yield DecodeStep(step=t, prefixes=prefixes, prefix_scores=scores, topk_ids=topk_ids, topk_probs=topk_probs,
                          attention=step_attention(encoder, out.attention), candidates=tuple(candidates), beams=beams,
                          beam_scores=beam_scores, parents=parents, finished=tuple(finished), done=done)
         if done:
             return
-        rows = [c.row for c in kept]
         if rows != list(range(start.rows if t == 0 else prefixes.size(0))):  # else every row stays where it is:
             state = out.state.reorder(parents)  # a quarter of the steps of a beam of 4, and a gather of its cache
         else:
