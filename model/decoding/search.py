@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -309,6 +310,7 @@ def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, captu
     state, encoder = start_sentence(model, src, capture, head_mask)
     prefix = torch.tensor([[cfg.bos_id]], device=src.device)  # [1, 1]
     score = torch.zeros(1, device=src.device)
+    written, total = [cfg.bos_id], 0.0  # the prefix's ids and its log-prob, as Python values
     for t in range(config.max_len):
         out = model.step(state, prefix[:, -1:], capture)
         state = out.state
@@ -318,35 +320,52 @@ def _one_path(model: Transformer, src: torch.Tensor, config: DecodeConfig, captu
         top = top_with_room(out.log_probs, config.top_k, 1, excluded)  # [1, m]
         best = best_selectable(top, excluded, 1) if choose is None and forced is None else None
         if best is not None:  # greedy's choice among the most probable pieces: the argmax, without a pass over V
-            (log_prob, _, token), sample = best[0], None  # log_prob: a float32's value, added in float32 as such
+            (log_prob, _, token), sample = best[0], None
         else:
             selectable = selectable_log_probs(out.log_probs, cfg.bos_id, cfg.pad_id, forced, cfg.eos_id,
                                               banned)[0]  # [V]
             token, sample = (forced, None) if forced is not None else (choose or _argmax)(selectable)
             log_prob = float(selectable[token])
-        shown = (top[1][:, :config.top_k], top[0][:, :config.top_k].exp())  # the k a step shows: ids, probs [1, k]
-        step = path_step(t, prefix, score, shown, step_attention(encoder, out.attention), token,
-                         score + log_prob, cfg.eos_id, config, sample)
+        shown = top if top[0].size(1) == config.top_k else (top[0][:, :config.top_k], top[1][:, :config.top_k])
+        total = float32_sum(total, log_prob)
+        step = path_step(t, prefix, score, (shown[1], shown[0].exp()), step_attention(encoder, out.attention),
+                         token, total, cfg.eos_id, config, sample, written)  # shown: the k a step shows [1, k]
         yield step
         if step.done:
             return
         prefix, score = step.beams, step.beam_scores
+        written = [*written, token]
+
+
+def float32_sum(a: float, b: float) -> float:
+    """a + b as float32 adds them, for two float32 values held as Python floats: their sum in double rounded once
+    to float32 is the correctly rounded float32 sum (a double has more than 2 x 24 + 2 bits), so a score summed so
+    equals the tensor sum bit for bit, without a tensor call a step."""
+    return cast(float, struct.unpack("f", struct.pack("f", a + b))[0])
 
 
 def path_step(t: int, prefix: torch.Tensor, score: torch.Tensor, top: tuple[torch.Tensor, torch.Tensor],
-              attention: AttentionTrace | None, token: int, new_score: torch.Tensor, eos_id: int, config: DecodeConfig,
-              sample: SampleChoice | None = None) -> DecodeStep:
+              attention: AttentionTrace | None, token: int, new_score: torch.Tensor | float, eos_id: int,
+              config: DecodeConfig, sample: SampleChoice | None = None, written: Sequence[int] | None = None
+              ) -> DecodeStep:
     """Step t of a one-hypothesis decode (greedy or sampled, alone or as a row of model.decoding.batch_decoding's
-    batch): prefix [1, t+1] with its log-prob score [1], extended by ``token`` to new_score [1]; top = (topk_ids,
-    topk_probs) [1, k]. Once done, the one finished hypothesis is the output."""
-    beams = F.pad(prefix, (0, 1), value=token)  # [1, t+2]: the prefix and the token (a third of torch.cat's time)
+    batch): prefix [1, t+1] with its log-prob score [1], extended by ``token`` to new_score ([1], or its float32 value
+    as a float); top = (topk_ids, topk_probs) [1, k]; ``written``: the prefix's ids as a list, when the caller keeps
+    them (the beam is then made from it). Once done, the one finished hypothesis is the output."""
+    if written is None:
+        beams = F.pad(prefix, (0, 1), value=token)  # [1, t+2]: the prefix and the token (a third of torch.cat's time)
+    else:
+        beams = torch.tensor([[*written, token]], device=prefix.device)  # [1, t+2]
+    if isinstance(new_score, float):
+        value, new_score = new_score, torch.tensor([new_score], dtype=score.dtype, device=score.device)  # [1]
+    else:
+        value = float(new_score)
     ended = token == eos_id
     done = ended or t + 1 == config.max_len
-    finished = (_finished(tuple(beams[0, 1:].tolist()), float(new_score), (0,) * (t + 1), eos_id,
-                          config),) if done else ()
+    finished = (_finished((*written[1:], token) if written is not None else tuple(beams[0, 1:].tolist()), value,
+                          (0,) * (t + 1), eos_id, config),) if done else ()
     return DecodeStep(step=t, prefixes=prefix, prefix_scores=score, topk_ids=top[0], topk_probs=top[1],
-                      attention=attention,
-                      candidates=(Candidate(0, token, float(new_score), "finished" if done else "kept"),),
+                      attention=attention, candidates=(Candidate(0, token, value, "finished" if done else "kept"),),
                       beams=beams[:0] if ended else beams, beam_scores=new_score[:0] if ended else new_score,
                       parents=torch.zeros(0 if ended else 1, dtype=torch.long), finished=finished, done=done,
                       sample=sample)

@@ -12,10 +12,10 @@ import itertools
 
 import pytest
 import torch
-from hypothesis import event, given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 
-from model.decoding.search import DecodeResult, beam_search, greedy_decode, length_penalty
+from model.decoding.search import DecodeResult, beam_search, float32_sum, greedy_decode, length_penalty
 from model.network.attention import Capture
 from model.network.config import DecodeConfig
 from model.network.trace import KINDS
@@ -172,3 +172,19 @@ def test_early_stopping_true_never_stops_later_than_false_nor_false_than_never(m
         assert earlier.best.score <= later.best.score + 1e-9
     if config.length_penalty == 0:
         assert len(runs[1].steps) == len(runs[2].steps)
+
+
+float32s = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@given(start=float32s, pieces=st.lists(st.one_of(float32s, st.floats(-30.0, 0.0, width=32), st.just(float("-inf"))),
+                                       min_size=1, max_size=12))
+@example(start=3.4028234663852886e38, pieces=[1.0141204801825835e31, 3.4028234663852886e38])  # to FLT_MAX, then inf
+@example(start=-1.5, pieces=[float("-inf"), -2.0])
+def test_a_score_summed_in_python_is_the_float32_tensor_sum_bit_for_bit(start, pieces):
+    """Greedy keeps a hypothesis' log-prob as a Python float (model.decoding.search.float32_sum): every partial sum
+    equals what adding the same float32 values as tensors gives, infinities and overflow included."""
+    total, tensor = start, torch.tensor([start], dtype=torch.float32)
+    for piece in pieces:
+        total, tensor = float32_sum(total, piece), tensor + piece
+        assert total == tensor.item() or (total != total and tensor.isnan().item())
