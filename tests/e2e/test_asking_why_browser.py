@@ -154,7 +154,7 @@ def why_pruned(page) -> None:
     chart = page.locator(".st-key-beam_tree .js-plotly-plot").first
     chart.scroll_into_view_if_needed()
     x, y = page.evaluate(POINT, ["beam_tree", "pruned", 0])
-    x, y = hover_armed(page, chart, x, y)
+    x, y = hover_armed(page, chart, x, y, trace="pruned")
     with rerun(page):
         page.mouse.click(x, y)
     expect(page.locator(".st-key-pruned_pick input").first).to_have_value(

@@ -201,10 +201,12 @@ def steady_box(locator, timeout_ms: float = RERUN_TIMEOUT_MS) -> dict:
     return locator.bounding_box()
 
 
-def hover_armed(page, chart, x: float, y: float, timeout_ms: float = RERUN_TIMEOUT_MS) -> tuple[float, float]:
+def hover_armed(page, chart, x: float, y: float, timeout_ms: float = RERUN_TIMEOUT_MS,
+                trace: str | None = None) -> tuple[float, float]:
     """Move the mouse to (x, y) over a Plotly ``chart`` (a locator of its .js-plotly-plot) until Plotly holds a
-    hovered point: Plotly's click selects the point it hovers, so a click before that is lost. The first move may
-    only arm the hover, so each try nudges the mouse by a pixel. Returns where the mouse is."""
+    hovered point (of the trace named ``trace``, when given: a neighbouring trace's point is not the one meant):
+    Plotly's click selects the point it hovers, so a click before that is lost. The first move may only arm the
+    hover, so each try nudges the mouse by a pixel. Returns where the mouse is."""
     handle = chart.element_handle(timeout=timeout_ms)
     error = _playwright_error()
     deadline = time.monotonic() + timeout_ms / 1000
@@ -212,8 +214,10 @@ def hover_armed(page, chart, x: float, y: float, timeout_ms: float = RERUN_TIMEO
     while True:
         page.mouse.move(x + nudge, y)
         try:
-            page.wait_for_function("(gd) => Array.isArray(gd._hoverdata) && gd._hoverdata.length > 0", arg=handle,
-                                   polling="raf", timeout=max(1, min(1_000, (deadline - time.monotonic()) * 1000)))
+            page.wait_for_function("([gd, name]) => Array.isArray(gd._hoverdata) && gd._hoverdata.length > 0"
+                                   " && (name === null || gd._hoverdata.every((p) => p.data && p.data.name === name))",
+                                   arg=[handle, trace], polling="raf",
+                                   timeout=max(1, min(1_000, (deadline - time.monotonic()) * 1000)))
             return x + nudge, y
         except error:
             if time.monotonic() > deadline:
