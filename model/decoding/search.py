@@ -125,9 +125,9 @@ def _stack_rows(steps: Sequence[DecodeStep], path: Sequence[int], field: str, fi
         stacked = stacked.contiguous()
     else:
         stacked = whole[0].new_full((whole[0].size(0), whole[0].size(2), len(whole), keys), fill)  # [L, H, T, K]
-        for t, (rows, row) in enumerate(zip(whole, path, strict=True)):
-            width = min(rows.size(-1), keys)
-            stacked[:, :, t, :width] = rows[:, row, :, 0, :width]
+        for t, (rows, row) in enumerate(zip(whole, path, strict=True)):  # a row as wide as it is, up to K
+            upto = min(rows.size(-1), keys)
+            stacked[:, :, t, :upto] = rows[:, row, :, 0, :upto]
     return list(stacked[:, None].unbind(0))  # per layer [1, H, T, K]
 
 
